@@ -1,0 +1,173 @@
+/**
+ * The canonical chat model: the one internal shape of a chat request, response
+ * and stream event. Every wire family decodes into it and encodes out of it
+ * (src/formats/<family>), so a translation between two families is always
+ * "decode A, encode B" and never a pairwise mapping.
+ *
+ * Plain readonly data, no classes: values cross fibers, caches and tests as-is.
+ */
+
+export interface TextPart {
+  readonly type: "text"
+  readonly text: string
+}
+
+/** Inline bytes (base64) or a URL the provider fetches itself. */
+export type MediaSource =
+  | { readonly kind: "base64"; readonly mediaType: string; readonly data: string }
+  | { readonly kind: "url"; readonly url: string }
+
+export interface ImagePart {
+  readonly type: "image"
+  readonly source: MediaSource
+}
+
+/** A PDF or other document (Anthropic `document`, OpenAI `file` with `file_data`). */
+export interface DocumentPart {
+  readonly type: "document"
+  readonly source: MediaSource
+  readonly title?: string | undefined
+}
+
+/** A tool call made by the assistant. `arguments` is JSON text, as the model produced it. */
+export interface ToolCallPart {
+  readonly type: "tool_call"
+  readonly id: string
+  readonly name: string
+  readonly arguments: string
+}
+
+/** The caller's answer to a tool call; lives in a user message. */
+export interface ToolResultPart {
+  readonly type: "tool_result"
+  readonly toolCallId: string
+  readonly content: ReadonlyArray<TextPart | ImagePart>
+  readonly isError?: boolean | undefined
+}
+
+export type ContentPart = TextPart | ImagePart | DocumentPart | ToolCallPart | ToolResultPart
+
+/**
+ * Only two roles: system prompts live in `ChatRequest.system`, tool results are
+ * parts of a user message (as in the Messages API).
+ */
+export interface Message {
+  readonly role: "user" | "assistant"
+  readonly content: ReadonlyArray<ContentPart>
+}
+
+export interface ToolDefinition {
+  readonly name: string
+  readonly description?: string | undefined
+  /** JSON Schema of the arguments object. */
+  readonly parameters: Readonly<Record<string, unknown>>
+  readonly strict?: boolean | undefined
+}
+
+export type ToolChoice =
+  | { readonly type: "auto" }
+  | { readonly type: "none" }
+  | { readonly type: "required" }
+  | { readonly type: "tool"; readonly name: string }
+
+export type ResponseFormat =
+  | { readonly type: "text" }
+  | { readonly type: "json_object" }
+  | {
+    readonly type: "json_schema"
+    readonly name: string
+    readonly schema: Readonly<Record<string, unknown>>
+    readonly strict?: boolean | undefined
+    readonly description?: string | undefined
+  }
+
+export interface ChatRequest {
+  readonly model: string
+  /** System and developer instructions, in order. Empty when there are none. */
+  readonly system: ReadonlyArray<TextPart>
+  readonly messages: ReadonlyArray<Message>
+  readonly maxTokens?: number | undefined
+  readonly temperature?: number | undefined
+  readonly topP?: number | undefined
+  readonly topK?: number | undefined
+  readonly stop?: ReadonlyArray<string> | undefined
+  readonly stream: boolean
+  /** Whether the caller wants token usage at the end of a stream. */
+  readonly includeUsage: boolean
+  readonly tools?: ReadonlyArray<ToolDefinition> | undefined
+  readonly toolChoice?: ToolChoice | undefined
+  readonly parallelToolCalls?: boolean | undefined
+  readonly responseFormat?: ResponseFormat | undefined
+  /** End-user id (OpenAI `user`/`safety_identifier`, Anthropic `metadata.user_id`). */
+  readonly user?: string | undefined
+  /**
+   * Wire fields of the caller's format that have no canonical home (e.g. OpenAI
+   * `seed`, `logprobs`). An encoder of the same family may pass them through;
+   * any other encoder reports them as dropped.
+   */
+  readonly unmapped: Readonly<Record<string, unknown>>
+}
+
+/**
+ * Why generation stopped. A superset of both families; each encoder maps it to
+ * its own vocabulary (translation.md §8.3).
+ */
+export type StopReason =
+  | "end_turn"
+  | "max_tokens"
+  | "stop_sequence"
+  | "tool_use"
+  | "content_filter"
+  | "pause_turn"
+
+/** `inputTokens` counts all input, cached included (OpenAI's convention). */
+export interface Usage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cacheReadTokens?: number | undefined
+  readonly cacheWriteTokens?: number | undefined
+  readonly reasoningTokens?: number | undefined
+}
+
+export interface ChatResponse {
+  readonly id: string
+  readonly model: string
+  /** Unix seconds. */
+  readonly created: number
+  readonly content: ReadonlyArray<TextPart | ToolCallPart>
+  readonly stopReason: StopReason
+  readonly stopSequence?: string | undefined
+  readonly usage: Usage
+}
+
+/** An error the upstream reported inside a stream (after the 200 head). */
+export interface StreamError {
+  /** The upstream's own error type (`overloaded_error`, `server_error`, …). */
+  readonly type: string
+  readonly message: string
+  /** HTTP-like status the error corresponds to, when known. */
+  readonly status?: number | undefined
+}
+
+/**
+ * One event of a chat stream, in order: `message_start`, then any mix of text
+ * and tool-call deltas, then `message_delta` (the finish) and `usage` (either
+ * order), then `message_stop`. `error` ends a stream without `message_stop`.
+ * Tool-call `index` is the position among tool calls (0, 1, …), not a block index.
+ */
+export type ChatStreamEvent =
+  | {
+    readonly type: "message_start"
+    readonly id: string
+    readonly model: string
+    readonly created: number
+    /** Input usage when the upstream knows it up front (Anthropic). */
+    readonly usage?: Usage | undefined
+  }
+  | { readonly type: "text_delta"; readonly text: string }
+  | { readonly type: "tool_call_start"; readonly index: number; readonly id: string; readonly name: string }
+  | { readonly type: "tool_call_delta"; readonly index: number; readonly argumentsDelta: string }
+  | { readonly type: "message_delta"; readonly stopReason: StopReason; readonly stopSequence?: string | undefined }
+  | { readonly type: "usage"; readonly usage: Usage }
+  | { readonly type: "message_stop" }
+  | { readonly type: "error"; readonly error: StreamError }

@@ -1,0 +1,199 @@
+/**
+ * Error envelopes per caller format (spec 2.6, 7; DESIGN.md "Errors").
+ *
+ * Pure rendering: a failure and the caller's wire family in, status, headers
+ * and body out. The HTTP layer writes the result; streams use `streamErrorFrame`.
+ */
+import type { ErrorClass, GatewayError, InfraError, UpstreamError, UpstreamErrorDetails } from "./errors.ts"
+import type { WireFamily } from "./sdk.ts"
+
+export interface RenderedError {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  /** JSON text, or the upstream's own bytes when forwarded verbatim. */
+  readonly body: string | Uint8Array
+  readonly contentType: string
+}
+
+const JSON_TYPE = "application/json"
+
+const OPENAI_TYPE_CODE: Record<ErrorClass, readonly [type: string, code: string]> = {
+  auth: ["authentication_error", "invalid_api_key"],
+  forbidden: ["permission_error", "permission_denied"],
+  bad_request: ["invalid_request_error", "invalid_request"],
+  quota: ["insufficient_quota", "insufficient_quota"],
+  rate_limit: ["rate_limit_error", "rate_limit_exceeded"],
+  overloaded: ["rate_limit_error", "rate_limit_exceeded"],
+  content_policy: ["invalid_request_error", "content_policy_violation"],
+  model_not_found: ["invalid_request_error", "model_not_found"],
+  org_verification_required: ["permission_error", "org_verification_required"],
+  upstream: ["api_error", "upstream_error"],
+  feature_disabled: ["permission_error", "feature_disabled"]
+}
+
+const ANTHROPIC_TYPE: Record<ErrorClass, string> = {
+  auth: "authentication_error",
+  forbidden: "permission_error",
+  bad_request: "invalid_request_error",
+  quota: "rate_limit_error",
+  rate_limit: "rate_limit_error",
+  overloaded: "overloaded_error",
+  content_policy: "invalid_request_error",
+  model_not_found: "not_found_error",
+  org_verification_required: "permission_error",
+  upstream: "api_error",
+  feature_disabled: "permission_error"
+}
+
+/** OpenAI `error.type` / `error.code` the gateway uses for a classification. */
+export const openAiTypeAndCode = (reason: ErrorClass): readonly [string, string] => OPENAI_TYPE_CODE[reason]
+
+/** Anthropic `error.type` for a classification (413 has its own type). */
+export const anthropicType = (reason: ErrorClass, status: number): string =>
+  reason === "bad_request" && status === 413 ? "request_too_large" : ANTHROPIC_TYPE[reason]
+
+const openAiBody = (message: string, type: string, code: string | null, param: string | null = null): string =>
+  JSON.stringify({ error: { message, type, param, code } })
+
+const anthropicBody = (message: string, type: string, code?: string): string =>
+  JSON.stringify({ type: "error", error: code === undefined ? { type, message } : { type, message, code } })
+
+const decoder = new TextDecoder()
+
+/**
+ * Reads `error.type`, `error.code` and `error.message` from an upstream error
+ * body of either family (OpenAI `{error:{…}}`, Anthropic `{type:"error",error:{…}}`).
+ * Returns undefined for an empty, non-JSON or unrecognized body.
+ */
+export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDetails | undefined => {
+  if (body === undefined || body.byteLength === 0) return undefined
+  let json: unknown
+  try {
+    json = JSON.parse(decoder.decode(body))
+  } catch {
+    return undefined
+  }
+  if (typeof json !== "object" || json === null) return undefined
+  const error = (json as { error?: unknown }).error
+  if (typeof error === "object" && error !== null) {
+    const e = error as { type?: unknown; code?: unknown; message?: unknown; details?: { error_code?: unknown } }
+    if (typeof e.message !== "string") return undefined
+    const code = typeof e.code === "string"
+      ? e.code
+      : typeof e.details?.error_code === "string"
+      ? e.details.error_code
+      : undefined
+    return { type: typeof e.type === "string" ? e.type : undefined, code, message: e.message }
+  }
+  // Some OpenAI-compatible servers answer `{"error":"text"}` or `{"message":"text"}`.
+  if (typeof error === "string") return { message: error }
+  return undefined
+}
+
+/** Whether a body is a well-formed error envelope of the given family (forwardable verbatim). */
+const isEnvelopeOf = (family: WireFamily, body: Uint8Array | undefined): boolean => {
+  if (body === undefined || body.byteLength === 0) return false
+  try {
+    const json = JSON.parse(decoder.decode(body)) as { type?: unknown; error?: { message?: unknown } }
+    if (typeof json?.error !== "object" || json.error === null || typeof json.error.message !== "string") {
+      return false
+    }
+    return family === "anthropic" ? json.type === "error" : true
+  } catch {
+    return false
+  }
+}
+
+const upstreamMessage = (error: UpstreamError): string => {
+  if (error.timedOut) return `provider timed out (${error.message})`
+  if (error.upstreamStatus === 0) return `provider connection failed (${error.message})`
+  return `provider returned status ${error.upstreamStatus}`
+}
+
+const classificationHeaders = (error: UpstreamError): Record<string, string> => {
+  const headers: Record<string, string> = { "x-gw-error-code": error.reason }
+  if (error.reached) headers["x-gw-upstream-provider"] = error.provider
+  if (error.retryAfter !== undefined) headers["retry-after"] = String(error.retryAfter)
+  if (error.reason === "quota") headers["x-should-retry"] = "false"
+  return headers
+}
+
+/**
+ * Renders an upstream failure for the caller (spec 7.3):
+ * - `upstream` (5xx, network, timeout): body withheld, `provider returned status N`;
+ * - same family and a well-formed upstream envelope: the upstream bytes verbatim;
+ * - otherwise the upstream message in the caller's envelope, type/code from the
+ *   classification; an unrecognized body gets a generic message.
+ */
+export const renderUpstreamError = (error: UpstreamError, caller: WireFamily): RenderedError => {
+  const status = error.status
+  const headers = classificationHeaders(error)
+  if (error.reason !== "upstream" && error.family === caller && isEnvelopeOf(caller, error.body)) {
+    return { status, headers, body: error.body!, contentType: JSON_TYPE }
+  }
+  const details = error.reason === "upstream" ? undefined : parseErrorDetails(error.body)
+  const message = error.reason === "upstream"
+    ? upstreamMessage(error)
+    : details?.message ?? `provider returned status ${error.upstreamStatus}`
+  if (caller === "anthropic") {
+    return { status, headers, body: anthropicBody(message, anthropicType(error.reason, status)), contentType: JSON_TYPE }
+  }
+  const [type, code] = openAiTypeAndCode(error.reason)
+  return { status, headers, body: openAiBody(message, type, code), contentType: JSON_TYPE }
+}
+
+const ANTHROPIC_TYPE_BY_STATUS: Record<number, string> = {
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  503: "api_error"
+}
+
+/** Gateway-originated errors: no classification header (spec 7.4 / DESIGN.md). */
+export const renderGatewayError = (error: GatewayError, caller: WireFamily): RenderedError => {
+  if (caller === "anthropic") {
+    const type = ANTHROPIC_TYPE_BY_STATUS[error.status] ?? "invalid_request_error"
+    return { status: error.status, headers: {}, body: anthropicBody(error.message, type, error.code), contentType: JSON_TYPE }
+  }
+  return {
+    status: error.status,
+    headers: {},
+    body: openAiBody(error.message, "invalid_request_error", error.code, error.param ?? null),
+    contentType: JSON_TYPE
+  }
+}
+
+/** Spec 7.4: INFRA_UNAVAILABLE carries the three retry headers, the others none. */
+export const renderInfraError = (error: InfraError, caller: WireFamily): RenderedError => {
+  const headers: Record<string, string> = {}
+  if (error.code === "INFRA_UNAVAILABLE") {
+    const ms = Math.max(1, Math.round(error.retryAfterMs ?? 1000))
+    headers["x-should-retry"] = "true"
+    headers["retry-after-ms"] = String(ms)
+    headers["retry-after"] = String(Math.max(1, Math.ceil(ms / 1000)))
+  }
+  const type = error.code.toLowerCase()
+  const body = caller === "anthropic"
+    ? anthropicBody(error.message, type, error.code)
+    : openAiBody(error.message, type, error.code)
+  return { status: error.status, headers, body, contentType: JSON_TYPE }
+}
+
+/**
+ * The mid-stream error frame of spec 6.1.5 in the caller's format. After it the
+ * stream ends with no success terminator.
+ */
+export const streamErrorFrame = (
+  caller: WireFamily,
+  reason: ErrorClass,
+  message: string,
+  status = 500
+): string => {
+  if (caller === "anthropic") {
+    return `event: error\ndata: ${anthropicBody(message, anthropicType(reason, status))}\n\n`
+  }
+  const [type, code] = openAiTypeAndCode(reason)
+  return `data: ${openAiBody(message, type, code)}\n\n`
+}

@@ -1,0 +1,186 @@
+/**
+ * Error classification (spec 7.2) and the errors the pipeline carries.
+ *
+ * One upstream failure type with a `reason` (the classification) drives retry,
+ * failover and rendering; gateway-originated errors carry their own status and
+ * `error.code` and no classification header (spec 7.4, DESIGN.md "Errors").
+ */
+import { Schema } from "effect"
+import type { WireFamily } from "./sdk.ts"
+
+export const ERROR_CLASSES = [
+  "auth",
+  "forbidden",
+  "bad_request",
+  "quota",
+  "rate_limit",
+  "overloaded",
+  "content_policy",
+  "model_not_found",
+  "org_verification_required",
+  "upstream",
+  "feature_disabled"
+] as const
+
+/** The value of `x-gw-error-code`. */
+export type ErrorClass = typeof ERROR_CLASSES[number]
+
+/** What routing does after an attempt failed with this class (DESIGN.md "Plans"). */
+export type Disposition = "retry" | "next_target" | "stop"
+
+export const dispositionOf = (reason: ErrorClass): Disposition => {
+  switch (reason) {
+    case "rate_limit":
+    case "overloaded":
+    case "upstream":
+      return "retry"
+    case "auth":
+    case "forbidden":
+    case "quota":
+    case "model_not_found":
+    case "org_verification_required":
+      return "next_target"
+    case "bad_request":
+    case "content_policy":
+    case "feature_disabled":
+      return "stop"
+  }
+}
+
+/** The parts of an upstream error body that classification looks at. */
+export interface UpstreamErrorDetails {
+  readonly type?: string | undefined
+  readonly code?: string | undefined
+  readonly message?: string | undefined
+}
+
+const QUOTA = /insufficient_quota|billing|spend_limit|quota/i
+const CONTENT_POLICY = /content_policy|content_filter|content management policy|safety system|flagged/i
+const ORG_VERIFICATION = /verif(y|ied|ication)/i
+const OVERLOADED = /overload/i
+
+/**
+ * Classifies an upstream HTTP error by status and, where the status alone is
+ * ambiguous (429, 403, 400, 503), by the body's type, code and message.
+ * The result is the same whichever provider or surface the error came from.
+ */
+export const classifyUpstream = (status: number, details: UpstreamErrorDetails): ErrorClass => {
+  const type = details.type ?? ""
+  const code = details.code ?? ""
+  const marker = `${type} ${code}`
+  if (status === 529 || type === "overloaded_error") return "overloaded"
+  if (status === 401) return "auth"
+  if (status === 402) return "quota"
+  if (status === 403) {
+    if (ORG_VERIFICATION.test(marker) || ORG_VERIFICATION.test(details.message ?? "")) {
+      return "org_verification_required"
+    }
+    return "forbidden"
+  }
+  if (status === 404) return "model_not_found"
+  if (status === 429) return QUOTA.test(marker) ? "quota" : "rate_limit"
+  if (status >= 500) {
+    if (status === 503 && (OVERLOADED.test(marker) || OVERLOADED.test(details.message ?? ""))) return "overloaded"
+    return "upstream"
+  }
+  if (status >= 400) {
+    if (CONTENT_POLICY.test(marker)) return "content_policy"
+    if (QUOTA.test(marker)) return "quota"
+    return "bad_request"
+  }
+  return "upstream"
+}
+
+/**
+ * The status the caller sees for an upstream error (spec 7.1): 4xx verbatim,
+ * overload 529, other 5xx 502, a timeout 504.
+ */
+export const callerStatusOf = (reason: ErrorClass, upstreamStatus: number, timedOut: boolean): number => {
+  if (timedOut) return 504
+  if (reason === "overloaded") return 529
+  if (reason === "upstream") return 502
+  if (upstreamStatus >= 400 && upstreamStatus < 500) return upstreamStatus
+  return 502
+}
+
+/**
+ * A failed attempt at an upstream provider. `body` is the raw upstream error
+ * body (kept for same-family verbatim forwarding and the trace, never logged).
+ */
+export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", {
+  reason: Schema.Literals(ERROR_CLASSES),
+  /** Upstream HTTP status; 0 for a network failure or a timeout. */
+  upstreamStatus: Schema.Number,
+  /** Provider id the attempt went to (`x-gw-upstream-provider`). */
+  provider: Schema.String,
+  /** Wire family of that provider: decides verbatim vs translated bodies. */
+  family: Schema.Literals(["openai", "anthropic", "other"]),
+  message: Schema.String,
+  timedOut: Schema.Boolean,
+  /** Whether the request reached the upstream (false for a refused connection). */
+  reached: Schema.Boolean,
+  /** Seconds from the upstream `Retry-After`, when it sent one. */
+  retryAfter: Schema.optional(Schema.Number),
+  body: Schema.optional(Schema.Uint8Array),
+  contentType: Schema.optional(Schema.String)
+}) {
+  get status(): number {
+    return callerStatusOf(this.reason, this.upstreamStatus, this.timedOut)
+  }
+}
+
+/** Gateway-originated request errors (spec 7.1 rows that never reach a provider). */
+export const GATEWAY_ERROR_CODES = [
+  "invalid_request",
+  "model_not_found",
+  "ambiguous_model",
+  "unsupported_for_model",
+  "unsupported_response_format",
+  "pii_detected",
+  "blocklist_match",
+  "output_guardrail_violation",
+  "not_found",
+  "method_not_allowed",
+  "request_too_large"
+] as const
+
+export type GatewayErrorCode = typeof GATEWAY_ERROR_CODES[number]
+
+export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayError", {
+  status: Schema.Number,
+  code: Schema.Literals(GATEWAY_ERROR_CODES),
+  message: Schema.String,
+  param: Schema.optional(Schema.String)
+}) {}
+
+/** Gateway-side routing and infrastructure failures (spec 7.4). */
+export const INFRA_ERROR_CODES = [
+  "INFRA_UNAVAILABLE",
+  "SNAPSHOT_DECRYPT_FAILED",
+  "ENVIRONMENT_NOT_FOUND",
+  "ROUTING_NOT_CONFIGURED"
+] as const
+
+export type InfraErrorCode = typeof INFRA_ERROR_CODES[number]
+
+export class InfraError extends Schema.TaggedError<InfraError>()("InfraError", {
+  code: Schema.Literals(INFRA_ERROR_CODES),
+  message: Schema.String,
+  /** For INFRA_UNAVAILABLE: how long the caller should wait. */
+  retryAfterMs: Schema.optional(Schema.Number)
+}) {
+  get status(): number {
+    switch (this.code) {
+      case "INFRA_UNAVAILABLE":
+      case "SNAPSHOT_DECRYPT_FAILED":
+        return 503
+      case "ENVIRONMENT_NOT_FOUND":
+      case "ROUTING_NOT_CONFIGURED":
+        return 404
+    }
+  }
+}
+
+export type AnyGatewayFailure = UpstreamError | GatewayError | InfraError
+
+export type ProviderFamily = WireFamily | "other"

@@ -1,0 +1,4 @@
+export * from "./chat.ts"
+export * from "./envelope.ts"
+export * from "./errors.ts"
+export * from "./sdk.ts"

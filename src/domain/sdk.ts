@@ -1,0 +1,14 @@
+/**
+ * SDK formats a caller may speak (header `x-genai-sdk`), and the two chat wire
+ * families they map to. `azure` clients speak the completions wire.
+ */
+export type SdkFormat = "openai" | "anthropic" | "azure"
+
+export const SDK_FORMATS: ReadonlyArray<SdkFormat> = ["openai", "anthropic", "azure"]
+
+export const isSdkFormat = (value: string): value is SdkFormat => (SDK_FORMATS as ReadonlyArray<string>).includes(value)
+
+/** The chat wire family: completions-style (`openai`) or messages-style (`anthropic`). */
+export type WireFamily = "openai" | "anthropic"
+
+export const familyOfSdk = (sdk: SdkFormat): WireFamily => (sdk === "anthropic" ? "anthropic" : "openai")
