@@ -1,0 +1,313 @@
+/**
+ * Cross-section rules that a schema of one field cannot express (spec 2.7,
+ * DESIGN.md "Model resolution"): provider kinds and URLs, credential
+ * locations, target and inline models resolving to exactly one provider,
+ * route/function shapes, experiment variants, and the fallbacks and
+ * deprecations that only warn. Produces the resolved providers and targets.
+ */
+import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, isProviderKind, PROVIDER_KIND_INFO } from "../domain/index.ts"
+import type { ProviderKind } from "../domain/index.ts"
+import { parseCredentialLocation, resolveCredential } from "./credentials.ts"
+import type { ResolvedCredential } from "./credentials.ts"
+import type { ResolvedProvider, ResolvedTarget } from "./resolved.ts"
+import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
+import { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } from "./variant-params.ts"
+
+type Env = Readonly<Record<string, string | undefined>>
+
+export interface CheckResult {
+  readonly errors: ReadonlyArray<string>
+  readonly warnings: ReadonlyArray<string>
+  readonly providers: ReadonlyMap<string, ResolvedProvider>
+  readonly targets: ReadonlyMap<string, ResolvedTarget>
+  /** `tenant_routing.anti_entropy_interval_secs` after the spec's fallback. */
+  readonly antiEntropyIntervalSecs: number
+}
+
+class Findings {
+  readonly errors: Array<string> = []
+  readonly warnings: Array<string> = []
+  error(path: string, message: string): void {
+    this.errors.push(`${path}: ${message}`)
+  }
+  warn(path: string, message: string): void {
+    this.warnings.push(`${path}: ${message}`)
+  }
+}
+
+const normalizeBaseUrl = (value: string): string | undefined => {
+  try {
+    const url = new URL(value)
+    if (url.protocol !== "http:" && url.protocol !== "https:") return undefined
+    return value.replace(/\/+$/, "")
+  } catch {
+    return undefined
+  }
+}
+
+const credentialAt = (
+  path: string,
+  value: string,
+  env: Env,
+  findings: Findings
+): ResolvedCredential | undefined => {
+  const location = parseCredentialLocation(value)
+  if (location === undefined) {
+    findings.error(path, `expected "env::<VARIABLE>" or "none", got ${JSON.stringify(value.startsWith("env::") ? value : "<redacted literal>")} (keys never belong in the file)`)
+    return undefined
+  }
+  return resolveCredential(location, env)
+}
+
+const checkProviders = (file: ConfigFile, env: Env, findings: Findings): Map<string, ResolvedProvider> => {
+  const providers = new Map<string, ResolvedProvider>()
+  for (const [id, provider] of Object.entries(file.providers)) {
+    const path = `providers.${id}`
+    let kind: ProviderKind
+    if (provider.kind !== undefined) {
+      kind = provider.kind
+    } else if (isProviderKind(id)) {
+      kind = id
+    } else {
+      findings.error(`${path}.kind`, `provider "${id}" is not a known kind; set kind = "openai" (any OpenAI-compatible server) or one of ${Object.keys(PROVIDER_KIND_INFO).join(", ")}`)
+      continue
+    }
+    if (id.includes("::")) findings.error(path, `provider ids cannot contain "::"`)
+    const info = PROVIDER_KIND_INFO[kind]
+    const rawUrl = provider.base_url ?? info.defaultBaseUrl
+    if (rawUrl === "") {
+      findings.error(`${path}.base_url`, `required for kind "${kind}"`)
+      continue
+    }
+    const baseUrl = normalizeBaseUrl(rawUrl)
+    if (baseUrl === undefined) {
+      findings.error(`${path}.base_url`, `expected an http(s) URL, got ${JSON.stringify(rawUrl)}`)
+      continue
+    }
+    const credential = provider.credential === undefined
+      ? resolveCredential({ kind: "env", variable: conventionEnvFor(id, kind), convention: true }, env)
+      : credentialAt(`${path}.credential`, provider.credential, env, findings)
+    if (credential === undefined) continue
+    if (credential.location.kind === "env" && !credential.location.convention && credential.value === undefined) {
+      findings.warn(`${path}.credential`, `${credential.location.variable} is not set; requests need the caller's own key`)
+    }
+    const authType = provider.auth_type ?? file.defaults.provider.auth_type ?? info.authType
+    const authName = provider.auth_header_name ?? (authType === "query_param" ? "api_key" : info.authName)
+    if (authType === "api_key_header" && authName === undefined) {
+      findings.error(`${path}.auth_header_name`, `required when auth_type = "api_key_header"`)
+      continue
+    }
+    const duplicates = provider.models.filter((model, index) => provider.models.indexOf(model) !== index)
+    if (duplicates.length > 0) findings.warn(`${path}.models`, `listed twice: ${[...new Set(duplicates)].join(", ")}`)
+    providers.set(id, {
+      id,
+      kind,
+      family: info.family,
+      baseUrl,
+      models: provider.models,
+      credential,
+      authType,
+      authName: authName ?? "authorization",
+      timeoutMs: provider.timeout_ms,
+      apiVersion: provider.api_version ?? AZURE_DEFAULT_API_VERSION
+    })
+  }
+  return providers
+}
+
+/**
+ * Resolves a model reference (`provider::model` or a plain name) to exactly one
+ * provider, or explains why it cannot.
+ */
+export const resolveModelReference = (
+  reference: string,
+  providers: ReadonlyMap<string, ResolvedProvider>
+): { readonly ok: true; readonly providerId: string; readonly model: string } | { readonly ok: false; readonly message: string } => {
+  const separator = reference.indexOf("::")
+  if (separator > 0) {
+    const providerId = reference.slice(0, separator)
+    const model = reference.slice(separator + 2)
+    const provider = providers.get(providerId)
+    if (provider === undefined) return { ok: false, message: `provider "${providerId}" is not configured` }
+    if (!provider.models.includes(model)) {
+      return { ok: false, message: `model "${model}" is not in providers.${providerId}.models` }
+    }
+    return { ok: true, providerId, model }
+  }
+  const owners = [...providers.values()].filter((provider) => provider.models.includes(reference))
+  if (owners.length === 0) return { ok: false, message: `model "${reference}" is not in any provider's models` }
+  if (owners.length > 1) {
+    const names = owners.map((owner) => `"${owner.id}::${reference}"`).join(" or ")
+    return { ok: false, message: `model "${reference}" is served by ${owners.length} providers; write ${names}` }
+  }
+  return { ok: true, providerId: owners[0].id, model: reference }
+}
+
+const checkTargets = (
+  file: ConfigFile,
+  providers: ReadonlyMap<string, ResolvedProvider>,
+  env: Env,
+  findings: Findings
+): Map<string, ResolvedTarget> => {
+  const targets = new Map<string, ResolvedTarget>()
+  for (const [id, target] of Object.entries(file.targets)) {
+    const path = `targets.${id}`
+    const resolved = resolveModelReference(target.model, providers)
+    if (!resolved.ok) {
+      findings.error(`${path}.model`, resolved.message)
+      continue
+    }
+    let credential: ResolvedCredential | undefined
+    if (target.credential !== undefined) {
+      credential = credentialAt(`${path}.credential`, target.credential, env, findings)
+      if (credential === undefined) continue
+      if (credential.location.kind === "env" && credential.value === undefined) {
+        findings.error(`${path}.credential`, `environment variable ${credential.location.variable} is not set`)
+        continue
+      }
+    }
+    targets.set(id, {
+      id,
+      model: resolved.model,
+      providerId: resolved.providerId,
+      credential,
+      weight: target.weight,
+      timeoutMs: target.timeout_ms
+    })
+  }
+  return targets
+}
+
+const checkTargetList = (path: string, strategy: string, targets: ReadonlyArray<string>, file: ConfigFile, findings: Findings) => {
+  if (targets.length === 0) findings.error(path, "needs at least one target")
+  if (strategy === "single" && targets.length > 1) {
+    findings.error(path, `strategy "single" takes exactly one target, got ${targets.length}; use "fallback" or "weighted"`)
+  }
+  targets.forEach((target, index) => {
+    if (file.targets[target] === undefined) findings.error(`${path}[${index}]`, `unknown target "${target}"`)
+  })
+}
+
+const checkSteps = (path: string, steps: ReadonlyArray<Step>, file: ConfigFile, findings: Findings) => {
+  if (steps.length === 0) findings.error(path, "needs at least one step")
+  steps.forEach((step, index) => checkTargetList(`${path}[${index}].targets`, step.strategy, step.targets, file, findings))
+}
+
+const checkRoute = (id: string, route: Route, file: ConfigFile, findings: Findings) => {
+  const path = `routes.${id}`
+  if (route.models.length === 0) findings.error(`${path}.models`, "needs at least one model name")
+  if (route.steps !== undefined) {
+    checkSteps(`${path}.steps`, route.steps, file, findings)
+  } else if (route.targets !== undefined) {
+    checkTargetList(`${path}.targets`, route.strategy, route.targets, file, findings)
+  } else {
+    findings.error(path, "needs targets or steps")
+  }
+}
+
+const checkVariants = (
+  path: string,
+  fn: FunctionDef,
+  file: ConfigFile,
+  providers: ReadonlyMap<string, ResolvedProvider>,
+  findings: Findings
+) => {
+  const variants = Object.entries(fn.variants ?? {})
+  if (variants.length === 0) {
+    findings.error(`${path}.variants`, `strategy "experiment" needs at least one variant`)
+    return
+  }
+  const allowlist = VARIANT_PARAMETER_ALLOWLIST[fn.endpoint]
+  for (const [name, variant] of variants) {
+    const variantPath = `${path}.variants.${name}`
+    if (!(variant.weight > 0)) findings.error(`${variantPath}.weight`, `must be greater than 0, got ${variant.weight}`)
+    if ((variant.model === undefined) === (variant.target === undefined)) {
+      findings.error(variantPath, "set exactly one of model or target")
+    } else if (variant.model !== undefined) {
+      const resolved = resolveModelReference(variant.model, providers)
+      if (!resolved.ok) findings.error(`${variantPath}.model`, resolved.message)
+    } else if (variant.target !== undefined && file.targets[variant.target] === undefined) {
+      findings.error(`${variantPath}.target`, `unknown target "${variant.target}"`)
+    }
+    for (const parameter of Object.keys(variantParameters(variant))) {
+      if (PROTECTED_PARAMETERS.has(parameter)) {
+        findings.error(`${variantPath}.${parameter}`, `"${parameter}" is protected and cannot be set by a variant`)
+      } else if (!allowlist.has(parameter)) {
+        findings.warn(`${variantPath}.${parameter}`, `not a known ${fn.endpoint} parameter; passed through as is`)
+      }
+    }
+  }
+}
+
+const checkFunction = (
+  name: string,
+  fn: FunctionDef,
+  file: ConfigFile,
+  providers: ReadonlyMap<string, ResolvedProvider>,
+  findings: Findings
+) => {
+  const path = `functions.${name}`
+  if (fn.strategy === "experiment") {
+    if (fn.models !== undefined || fn.targets !== undefined || fn.steps !== undefined) {
+      findings.error(path, `strategy "experiment" takes variants, not models, targets or steps`)
+    }
+    checkVariants(path, fn, file, providers, findings)
+    return
+  }
+  if (fn.variants !== undefined) findings.error(`${path}.variants`, `variants need strategy = "experiment"`)
+  if (fn.models !== undefined && fn.targets !== undefined) {
+    findings.error(path, "models and targets are mutually exclusive")
+    return
+  }
+  if (fn.steps !== undefined) {
+    checkSteps(`${path}.steps`, fn.steps, file, findings)
+  } else if (fn.targets !== undefined) {
+    checkTargetList(`${path}.targets`, fn.strategy, fn.targets, file, findings)
+  } else if (fn.models !== undefined) {
+    if (fn.models.length === 0) findings.error(`${path}.models`, "needs at least one model")
+    if (fn.strategy === "single" && fn.models.length > 1) {
+      findings.error(`${path}.models`, `strategy "single" takes exactly one model, got ${fn.models.length}`)
+    }
+    fn.models.forEach((model, index) => {
+      const resolved = resolveModelReference(model, providers)
+      if (!resolved.ok) findings.error(`${path}.models[${index}]`, resolved.message)
+    })
+  } else {
+    findings.error(path, "needs models, targets, steps or (with strategy experiment) variants")
+  }
+}
+
+export const checkConfig = (file: ConfigFile, env: Env): CheckResult => {
+  const findings = new Findings()
+  const providers = checkProviders(file, env, findings)
+  const targets = checkTargets(file, providers, env, findings)
+  for (const [id, route] of Object.entries(file.routes)) checkRoute(id, route, file, findings)
+  for (const [name, fn] of Object.entries(file.functions)) checkFunction(name, fn, file, providers, findings)
+  for (const model of Object.keys(file.models)) {
+    if (![...providers.values()].some((provider) => provider.models.includes(model))) {
+      findings.warn(`models.${model}`, "no provider lists this model; the setting has no effect")
+    }
+  }
+
+  let antiEntropyIntervalSecs = file.tenant_routing.anti_entropy_interval_secs
+  if (antiEntropyIntervalSecs <= 0) {
+    findings.warn("tenant_routing.anti_entropy_interval_secs", `must be > 0, got ${antiEntropyIntervalSecs}; using 300`)
+    antiEntropyIntervalSecs = 300
+  }
+  if (file.tenant_routing.enabled && file.tenant_routing.private_key_path === undefined) {
+    findings.warn("tenant_routing.private_key_path", "not set: snapshots are read as plaintext JSON (development only)")
+  }
+  if (file.cache.enabled && file.cache.encrypt && file.cache.encrypt_salt === "") {
+    findings.error("cache.encrypt_salt", "must be non-empty when cache.encrypt = true")
+  }
+  if (file.cache.ttl_seconds > file.cache.max_ttl_seconds) {
+    findings.error("cache.ttl_seconds", `${file.cache.ttl_seconds} exceeds cache.max_ttl_seconds (${file.cache.max_ttl_seconds})`)
+  }
+  if (file.auth.enabled && (file.auth.exchange_url === undefined || file.auth.exchange_url === "")) {
+    findings.error("auth.exchange_url", "required when auth.enabled = true")
+  }
+  if (file.routing.circuit_breaker.enabled) {
+    findings.warn("routing.circuit_breaker", "deprecated and ignored; failover is sequential and stateless (strategy = \"fallback\")")
+  }
+  return { errors: findings.errors, warnings: findings.warnings, providers, targets, antiEntropyIntervalSecs }
+}

@@ -1,0 +1,46 @@
+/**
+ * Credential locations (spec 2.7, 5): `env::VAR`, `none`, or omitted (the
+ * provider's convention variable, DESIGN.md). Resolved once at start; values
+ * are held as `Redacted` so they never print.
+ */
+import { Redacted } from "effect"
+
+export type CredentialLocation =
+  | { readonly kind: "env"; readonly variable: string; readonly convention: boolean }
+  | { readonly kind: "none" }
+
+const ENV_PREFIX = "env::"
+const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/** Parses a `credential` value; undefined means the value is not a valid location. */
+export const parseCredentialLocation = (value: string): CredentialLocation | undefined => {
+  if (value === "none") return { kind: "none" }
+  if (value.startsWith(ENV_PREFIX)) {
+    const variable = value.slice(ENV_PREFIX.length)
+    return VARIABLE.test(variable) ? { kind: "env", variable, convention: false } : undefined
+  }
+  return undefined
+}
+
+export interface ResolvedCredential {
+  readonly location: CredentialLocation
+  /** Undefined for `none` and for an unset variable (the caller may bring its own key). */
+  readonly value: Redacted.Redacted<string> | undefined
+}
+
+export const resolveCredential = (
+  location: CredentialLocation,
+  env: Readonly<Record<string, string | undefined>>
+): ResolvedCredential => {
+  if (location.kind === "none") return { location, value: undefined }
+  const value = env[location.variable]
+  return { location, value: value === undefined || value === "" ? undefined : Redacted.make(value) }
+}
+
+/** How `check-config` shows a credential: where it comes from and whether it is set, never its value. */
+export const describeCredential = (credential: ResolvedCredential): string => {
+  const { location } = credential
+  if (location.kind === "none") return "none"
+  const origin = location.convention ? " (convention)" : ""
+  return `env::${location.variable}${origin} ${credential.value === undefined ? "[unset]" : "[set, redacted]"}`
+}

@@ -1,0 +1,203 @@
+/**
+ * The configuration file (spec 2.7) as Effect Schemas: every section, field,
+ * default, type, range and enum. Decoding the parsed TOML with `ConfigFile`
+ * yields the typed file; cross-section rules live in `checks.ts`.
+ *
+ * Keys keep their TOML spelling (snake_case) so this file reads like the
+ * configuration reference in docs/configuration.md.
+ */
+import { Effect, Schema } from "effect"
+import { PROVIDER_KINDS } from "../domain/provider-kinds.ts"
+
+const withDefault = <S extends Schema.Top>(value: S["Encoded"]) => Schema.withDecodingDefaultKey<S>(Effect.succeed(value))
+
+const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Port = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 65535 }))
+const Ratio = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
+
+export const AuthType = Schema.Literals(["bearer", "api_key_header", "query_param"])
+export const Strategy = Schema.Literals(["single", "weighted", "fallback"])
+export const FunctionStrategy = Schema.Literals(["single", "weighted", "fallback", "experiment"])
+export const EndpointType = Schema.Literals(["chat", "embeddings", "audio_speech", "audio_transcription", "image_generation"])
+export type EndpointType = typeof EndpointType.Type
+export const CacheMode = Schema.Literals(["auto", "always", "never"])
+export const LogLevel = Schema.Literals(["trace", "debug", "info", "warn", "error", "fatal", "none"])
+
+export const Server = Schema.Struct({
+  host: Schema.String.pipe(withDefault("127.0.0.1")),
+  port: Port.pipe(withDefault(4000)),
+  /** Largest JSON request body accepted (beyond spec; multipart bodies are streamed). */
+  max_body_bytes: PositiveInt.pipe(withDefault(32 * 1024 * 1024)),
+  /** Seconds in-flight requests get to finish on SIGTERM/SIGINT. */
+  shutdown_grace_secs: NonNegativeInt.pipe(withDefault(30))
+})
+
+export const ProviderDefaults = Schema.Struct({
+  timeout_ms: Schema.optionalKey(PositiveInt),
+  auth_type: Schema.optionalKey(AuthType)
+})
+
+export const Provider = Schema.Struct({
+  /** Implied when the table key is a kind name; required otherwise (DESIGN.md). */
+  kind: Schema.optionalKey(Schema.Literals(PROVIDER_KINDS)),
+  base_url: Schema.optionalKey(Schema.String),
+  models: Schema.Array(Schema.String).pipe(withDefault([])),
+  credential: Schema.optionalKey(Schema.String),
+  timeout_ms: Schema.optionalKey(PositiveInt),
+  auth_type: Schema.optionalKey(AuthType),
+  auth_header_name: Schema.optionalKey(Schema.NonEmptyString),
+  /** Azure data-plane `api-version` (default 2024-10-21). */
+  api_version: Schema.optionalKey(Schema.NonEmptyString)
+})
+export type Provider = typeof Provider.Type
+
+export const Model = Schema.Struct({
+  timeout_ms: Schema.optionalKey(PositiveInt),
+  /** Default `max_tokens` when a messages-style upstream needs one (beyond spec; else 4096). */
+  max_tokens: Schema.optionalKey(PositiveInt)
+})
+
+export const Target = Schema.Struct({
+  model: Schema.NonEmptyString,
+  credential: Schema.optionalKey(Schema.String),
+  weight: PositiveInt.pipe(withDefault(1)),
+  timeout_ms: Schema.optionalKey(PositiveInt)
+})
+export type Target = typeof Target.Type
+
+export const Retry = Schema.Struct({
+  max_retries: NonNegativeInt.pipe(withDefault(2)),
+  backoff_base_ms: NonNegativeInt.pipe(withDefault(500))
+})
+export type Retry = typeof Retry.Type
+
+export const Step = Schema.Struct({
+  strategy: Strategy,
+  targets: Schema.Array(Schema.NonEmptyString)
+})
+export type Step = typeof Step.Type
+
+export const Route = Schema.Struct({
+  endpoint: EndpointType,
+  models: Schema.Array(Schema.NonEmptyString),
+  strategy: Strategy,
+  targets: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  steps: Schema.optionalKey(Schema.Array(Step)),
+  retry: Schema.optionalKey(Retry)
+})
+export type Route = typeof Route.Type
+
+/** A variant's own keys; every other key overrides a request parameter. */
+export const Variant = Schema.StructWithRest(
+  Schema.Struct({
+    model: Schema.optionalKey(Schema.NonEmptyString),
+    target: Schema.optionalKey(Schema.NonEmptyString),
+    weight: Schema.Number
+  }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+)
+export type Variant = typeof Variant.Type
+
+export const FunctionDef = Schema.Struct({
+  endpoint: EndpointType,
+  strategy: FunctionStrategy,
+  models: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  targets: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  steps: Schema.optionalKey(Schema.Array(Step)),
+  variants: Schema.optionalKey(Schema.Record(Schema.String, Variant)),
+  retry: Schema.optionalKey(Retry)
+})
+export type FunctionDef = typeof FunctionDef.Type
+
+export const CircuitBreaker = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(false)),
+  failure_threshold: PositiveInt.pipe(withDefault(5)),
+  recovery_timeout_ms: PositiveInt.pipe(withDefault(30000))
+})
+
+export const Routing = Schema.Struct({
+  retry: Retry.pipe(withDefault({})),
+  circuit_breaker: CircuitBreaker.pipe(withDefault({}))
+})
+
+export const Security = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(false)),
+  blocklist: Schema.Array(Schema.String).pipe(withDefault([])),
+  /** Run the scanners on response text too (beyond spec, off by default). */
+  output_guardrails: Schema.Boolean.pipe(withDefault(false))
+})
+
+export const Telemetry = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(true)),
+  otlp_endpoint: Schema.String.pipe(withDefault("http://localhost:4317")),
+  service_name: Schema.String.pipe(withDefault("gateway")),
+  environment: Schema.String.pipe(withDefault("production")),
+  sample_ratio: Ratio.pipe(withDefault(0.1)),
+  log_level: LogLevel.pipe(withDefault("info"))
+})
+
+export const GenAiTelemetry = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(false)),
+  otlp_endpoint: Schema.String.pipe(withDefault("http://localhost:4317")),
+  service_name: Schema.String.pipe(withDefault("gateway-genai-telemetry")),
+  environment: Schema.String.pipe(withDefault("production")),
+  sample_ratio: Ratio.pipe(withDefault(1.0)),
+  metrics_enabled: Schema.Boolean.pipe(withDefault(true)),
+  metrics_export_interval_secs: PositiveInt.pipe(withDefault(30)),
+  metrics_export_timeout_secs: PositiveInt.pipe(withDefault(10)),
+  capture_content: Schema.Boolean.pipe(withDefault(true)),
+  otlp_bearer_token: Schema.String.pipe(withDefault(""))
+})
+
+export const Auth = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(false)),
+  exchange_url: Schema.optionalKey(Schema.String),
+  api_token: Schema.optionalKey(Schema.String),
+  project_id: Schema.optionalKey(Schema.String),
+  cache_skew_seconds: NonNegativeInt.pipe(withDefault(60)),
+  exchange_timeout_ms: PositiveInt.pipe(withDefault(2000))
+})
+
+export const TenantRouting = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(false)),
+  redis_url: Schema.String.pipe(withDefault("redis://localhost:6379")),
+  lru_capacity: PositiveInt.pipe(withDefault(1000)),
+  /** Checked in checks.ts: a value <= 0 falls back to 300 with a warning (spec). */
+  anti_entropy_interval_secs: Schema.Int.pipe(withDefault(300)),
+  api_fallback_url: Schema.optionalKey(Schema.String),
+  api_fallback_timeout_ms: PositiveInt.pipe(withDefault(5000)),
+  api_fallback_auth_token: Schema.optionalKey(Schema.String),
+  lru_idle_timeout_secs: PositiveInt.pipe(withDefault(3600)),
+  private_key_path: Schema.optionalKey(Schema.String)
+})
+
+export const Cache = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(false)),
+  url: Schema.String.pipe(withDefault("redis://localhost:6379")),
+  default_mode: CacheMode.pipe(withDefault("auto")),
+  ttl_seconds: PositiveInt.pipe(withDefault(604800)),
+  max_ttl_seconds: PositiveInt.pipe(withDefault(604800)),
+  max_entry_size_bytes: PositiveInt.pipe(withDefault(1048576)),
+  pool_size: PositiveInt.pipe(withDefault(8)),
+  encrypt: Schema.Boolean.pipe(withDefault(true)),
+  encrypt_salt: Schema.String.pipe(withDefault(""))
+})
+
+export const ConfigFile = Schema.Struct({
+  server: Server,
+  defaults: Schema.Struct({ provider: ProviderDefaults.pipe(withDefault({})) }).pipe(withDefault({})),
+  providers: Schema.Record(Schema.String, Provider).pipe(withDefault({})),
+  models: Schema.Record(Schema.String, Model).pipe(withDefault({})),
+  targets: Schema.Record(Schema.String, Target).pipe(withDefault({})),
+  routes: Schema.Record(Schema.String, Route).pipe(withDefault({})),
+  functions: Schema.Record(Schema.String, FunctionDef).pipe(withDefault({})),
+  routing: Routing.pipe(withDefault({})),
+  security: Security.pipe(withDefault({})),
+  telemetry: Telemetry.pipe(withDefault({})),
+  genai_telemetry: GenAiTelemetry.pipe(withDefault({})),
+  auth: Auth.pipe(withDefault({})),
+  tenant_routing: TenantRouting.pipe(withDefault({})),
+  cache: Cache.pipe(withDefault({}))
+})
+export type ConfigFile = typeof ConfigFile.Type

@@ -1,0 +1,85 @@
+/**
+ * Unknown-key detection: walks the parsed TOML alongside the encoded side of
+ * the `ConfigFile` schema and reports every key the schema does not know, with
+ * the known key it most likely meant. Derived from the schema itself, so a new
+ * field never needs a second list here.
+ */
+import { SchemaAST } from "effect"
+
+export interface UnknownKey {
+  readonly path: string
+  readonly suggestion?: string | undefined
+}
+
+const editDistance = (a: string, b: string): number => {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0]
+    row[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
+      diagonal = above
+    }
+  }
+  return row[b.length]
+}
+
+/** The closest known key, when it is close enough to be a plausible typo. */
+export const closestKey = (key: string, known: ReadonlyArray<string>): string | undefined => {
+  let best: string | undefined
+  let bestDistance = Infinity
+  for (const candidate of known) {
+    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase())
+    if (distance < bestDistance) {
+      best = candidate
+      bestDistance = distance
+    }
+  }
+  const tolerance = Math.max(2, Math.floor(key.length / 3))
+  return bestDistance <= tolerance ? best : undefined
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const unwrap = (ast: SchemaAST.AST): SchemaAST.AST => {
+  // Optional keys and defaults become unions with `undefined` on the encoded side.
+  if (SchemaAST.isUnion(ast)) {
+    const objects = ast.types.find((member) => SchemaAST.isObjects(member) || SchemaAST.isArrays(member))
+    if (objects !== undefined) return objects
+  }
+  return ast
+}
+
+const walk = (value: unknown, ast: SchemaAST.AST, path: string, out: Array<UnknownKey>): void => {
+  const node = unwrap(ast)
+  if (SchemaAST.isArrays(node)) {
+    const element = node.rest[0]
+    if (Array.isArray(value) && element !== undefined) {
+      value.forEach((item, index) => walk(item, element, `${path}[${index}]`, out))
+    }
+    return
+  }
+  if (!SchemaAST.isObjects(node) || !isRecord(value)) return
+  const known = new Map(node.propertySignatures.map((signature) => [String(signature.name), signature.type]))
+  const index = node.indexSignatures[0]
+  for (const [key, child] of Object.entries(value)) {
+    const childPath = path === "" ? key : `${path}.${key}`
+    const fieldAst = known.get(key)
+    if (fieldAst !== undefined) {
+      walk(child, fieldAst, childPath, out)
+    } else if (index !== undefined) {
+      // A record (`providers.<id>`) recurses; a struct with rest (variant parameters) accepts any key.
+      if (known.size === 0) walk(child, index.type, childPath, out)
+    } else {
+      out.push({ path: childPath, suggestion: closestKey(key, [...known.keys()]) })
+    }
+  }
+}
+
+export const findUnknownKeys = (raw: unknown, schemaAst: SchemaAST.AST): ReadonlyArray<UnknownKey> => {
+  const out: Array<UnknownKey> = []
+  walk(raw, SchemaAST.toEncoded(schemaAst), "", out)
+  return out
+}
