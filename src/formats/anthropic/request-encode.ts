@@ -1,0 +1,168 @@
+/**
+ * Canonical `ChatRequest` → Messages body (translation.md §2–§7).
+ *
+ * - `max_tokens` is required: the request's, else `defaultMaxTokens`, else 4096.
+ * - Consecutive messages of one role are merged; in a user message all
+ *   `tool_result` blocks come first (Anthropic answers 400 otherwise).
+ * - Empty and whitespace-only text blocks are skipped (Anthropic rejects them);
+ *   a message left with no blocks is skipped. The final assistant message
+ *   (prefill) loses trailing whitespace, which Anthropic also rejects.
+ * - A conversation that starts with the assistant gets a minimal user turn (`.`).
+ * - Tool ids are cleaned to `[a-zA-Z0-9_-]` with `cleanToolId`, the same
+ *   mapping for `tool_use.id` and `tool_result.tool_use_id`.
+ * - Tool-call arguments that are empty, invalid JSON or not a JSON object
+ *   become `{}` (`input` must be an object; LiteLLM parses the same way).
+ * - `temperature` is clamped to [0, 1] silently (Portkey does the same).
+ * - Whitespace-only stop sequences are left out.
+ * - `response_format` other than `text` cannot be expressed: the gateway rejects
+ *   such requests first (`unsupportedResponseFormat`); if one gets here anyway it
+ *   is reported as dropped.
+ * - Tool `strict` is passed only for an Anthropic caller (older API versions
+ *   reject the field); for others it is reported as dropped.
+ */
+import type { ChatRequest, ContentPart, MediaSource, ToolChoice, ToolDefinition } from "../../domain/chat.ts"
+import type { EncodedRequest, RequestEncodeOptions } from "../index.ts"
+import { cleanToolId, toolInput } from "./mapping.ts"
+
+export const DEFAULT_MAX_TOKENS = 4096
+
+/** Text prepended when a conversation would otherwise start with the assistant. */
+const LEADING_USER_TEXT = "."
+
+const EMPTY_INPUT_SCHEMA: Readonly<Record<string, unknown>> = { type: "object", properties: {} }
+
+/** Whether the request asks for JSON output, which Messages cannot express (spec: answer 400). */
+export const unsupportedResponseFormat = (req: ChatRequest): boolean =>
+  req.responseFormat !== undefined && req.responseFormat.type !== "text"
+
+export const encodeAnthropicRequest = (req: ChatRequest, options: RequestEncodeOptions): EncodedRequest => {
+  const sameFamily = options.callerFamily === "anthropic"
+  const dropped: Array<string> = []
+  const body: Record<string, unknown> = {
+    model: options.model,
+    max_tokens: req.maxTokens ?? options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS
+  }
+  const system = req.system.filter((part) => !isBlank(part.text)).map((part) => ({ type: "text", text: part.text }))
+  if (system.length > 0) body.system = system
+  body.messages = encodeMessages(req)
+  const stop = req.stop?.filter((sequence) => !isBlank(sequence)) ?? []
+  if (stop.length > 0) body.stop_sequences = stop
+  if (req.temperature !== undefined) body.temperature = Math.min(1, Math.max(0, req.temperature))
+  if (req.topP !== undefined) body.top_p = req.topP
+  if (req.topK !== undefined) body.top_k = req.topK
+  if (req.stream) body.stream = true
+  if (req.user !== undefined) body.metadata = { user_id: req.user }
+  if (req.tools !== undefined && req.tools.length > 0) {
+    if (!sameFamily && req.tools.some((tool) => tool.strict !== undefined)) dropped.push("tools[].function.strict")
+    body.tools = req.tools.map((tool) => encodeTool(tool, sameFamily))
+    const choice = encodeToolChoice(req.toolChoice, req.parallelToolCalls)
+    if (choice !== undefined) body.tool_choice = choice
+  }
+  if (unsupportedResponseFormat(req)) dropped.push("response_format")
+  for (const key of Object.keys(req.unmapped)) {
+    if (sameFamily && !key.includes("[") && !(key in body)) body[key] = req.unmapped[key]
+    else dropped.push(key)
+  }
+  return { body, dropped }
+}
+
+const isBlank = (text: string): boolean => text.trim() === ""
+
+type Block = Record<string, unknown>
+
+interface Turn {
+  readonly role: "user" | "assistant"
+  readonly content: Array<Block>
+}
+
+const encodeMessages = (req: ChatRequest): Array<Turn> => {
+  const turns: Array<Turn> = []
+  for (const message of req.messages) {
+    const blocks: Array<Block> = []
+    for (const part of message.content) {
+      const block = encodeBlock(part)
+      if (block !== undefined) blocks.push(block)
+    }
+    if (blocks.length === 0) continue
+    const last = turns.at(-1)
+    if (last?.role === message.role) last.content.push(...blocks)
+    else turns.push({ role: message.role, content: blocks })
+  }
+  for (const turn of turns) {
+    if (turn.role === "user") toolResultsFirst(turn.content)
+  }
+  trimPrefill(turns)
+  if (turns[0]?.role === "assistant") turns.unshift({ role: "user", content: [{ type: "text", text: LEADING_USER_TEXT }] })
+  return turns
+}
+
+/** Stable partition: every `tool_result` block before the other blocks. */
+const toolResultsFirst = (blocks: Array<Block>): void => {
+  const results = blocks.filter((block) => block.type === "tool_result")
+  if (results.length === 0 || results.length === blocks.length) return
+  const others = blocks.filter((block) => block.type !== "tool_result")
+  blocks.splice(0, blocks.length, ...results, ...others)
+}
+
+const trimPrefill = (turns: Array<Turn>): void => {
+  const last = turns.at(-1)
+  if (last?.role !== "assistant") return
+  const block = last.content.at(-1)
+  if (block?.type !== "text") return
+  const text = (block.text as string).trimEnd()
+  if (text !== "") last.content[last.content.length - 1] = { type: "text", text }
+  else if (last.content.length > 1) last.content.pop()
+  else turns.pop()
+}
+
+const encodeBlock = (part: ContentPart): Block | undefined => {
+  switch (part.type) {
+    case "text":
+      return isBlank(part.text) ? undefined : { type: "text", text: part.text }
+    case "image":
+      return { type: "image", source: encodeSource(part.source) }
+    case "document":
+      return part.title === undefined
+        ? { type: "document", source: encodeSource(part.source) }
+        : { type: "document", source: encodeSource(part.source), title: part.title }
+    case "tool_call":
+      return { type: "tool_use", id: cleanToolId(part.id), name: part.name, input: toolInput(part.arguments) }
+    case "tool_result": {
+      const content: Array<Block> = []
+      for (const inner of part.content) {
+        const block = encodeBlock(inner)
+        if (block !== undefined) content.push(block)
+      }
+      const result: Block = { type: "tool_result", tool_use_id: cleanToolId(part.toolCallId) }
+      if (content.length === 1 && content[0].type === "text") result.content = content[0].text
+      else if (content.length > 0) result.content = content
+      if (part.isError === true) result.is_error = true
+      return result
+    }
+  }
+}
+
+const encodeSource = (source: MediaSource): Block =>
+  source.kind === "base64"
+    ? { type: "base64", media_type: source.mediaType, data: source.data }
+    : { type: "url", url: source.url }
+
+const encodeTool = (tool: ToolDefinition, withStrict: boolean): Block => {
+  const wire: Block = { name: tool.name }
+  if (tool.description !== undefined) wire.description = tool.description
+  wire.input_schema = Object.keys(tool.parameters).length > 0 ? tool.parameters : EMPTY_INPUT_SCHEMA
+  if (withStrict && tool.strict !== undefined) wire.strict = tool.strict
+  return wire
+}
+
+const encodeToolChoice = (choice: ToolChoice | undefined, parallel: boolean | undefined): Block | undefined => {
+  const wire: Block | undefined = choice === undefined
+    ? undefined
+    : choice.type === "required"
+    ? { type: "any" }
+    : choice.type === "tool"
+    ? { type: "tool", name: choice.name }
+    : { type: choice.type }
+  if (parallel !== false || wire?.type === "none") return wire
+  return { ...(wire ?? { type: "auto" }), disable_parallel_tool_use: true }
+}

@@ -1,0 +1,133 @@
+/**
+ * Chat Completions SSE chunks → canonical stream events (openai-chat.md §5).
+ *
+ * Per chunk: the first one opens the message (`message_start`), then text,
+ * tool-call starts and argument fragments, the finish, and usage, in that
+ * order, so a chunk holding both content and `finish_reason` yields the
+ * content first. Only choice 0 is read.
+ *
+ * Gotchas:
+ * - A tool call's `index` is already its position among tool calls. Its first
+ *   fragment with an `id` or a name starts it; servers that repeat the id on
+ *   later fragments are fine. Argument fragments for a call that never
+ *   started are dropped.
+ * - `[DONE]` (or EOF) without a prior `finish_reason` means the stream was cut
+ *   off: an `error` event, never a normal stop.
+ * - Hot path: `JSON.parse` and property checks only.
+ */
+import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
+import type { SseEvent, StreamDecoder } from "../index.ts"
+import { statusOfOpenAiError } from "./error.ts"
+import { decodeUsage, isRecord, stopReasonOfFinish } from "./mapping.ts"
+
+const MALFORMED: StreamError = { type: "server_error", message: "upstream sent a malformed stream chunk", status: 502 }
+const TRUNCATED: StreamError = {
+  type: "server_error",
+  message: "upstream stream ended before a finish reason",
+  status: 502
+}
+
+export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
+  let started = false
+  let finished = false
+  let done = false
+  let sawToolCall = false
+  let refused = false
+  const toolStarted: Array<boolean> = []
+
+  const terminal = (): ChatStreamEvent => {
+    done = true
+    return finished ? { type: "message_stop" } : { type: "error", error: TRUNCATED }
+  }
+
+  const fail = (error: StreamError): ReadonlyArray<ChatStreamEvent> => {
+    done = true
+    return [{ type: "error", error }]
+  }
+
+  const pushDelta = (delta: Record<string, unknown>, out: Array<ChatStreamEvent>): void => {
+    if (typeof delta.content === "string" && delta.content !== "") out.push({ type: "text_delta", text: delta.content })
+    if (typeof delta.refusal === "string" && delta.refusal !== "") {
+      refused = true
+      out.push({ type: "text_delta", text: delta.refusal })
+    }
+    if (!Array.isArray(delta.tool_calls)) return
+    for (let position = 0; position < delta.tool_calls.length; position++) {
+      const fragment: unknown = delta.tool_calls[position]
+      if (!isRecord(fragment)) continue
+      const index = typeof fragment.index === "number" ? fragment.index : position
+      const fn = isRecord(fragment.function) ? fragment.function : undefined
+      if (toolStarted[index] !== true && (typeof fragment.id === "string" || typeof fn?.name === "string")) {
+        toolStarted[index] = true
+        sawToolCall = true
+        out.push({
+          type: "tool_call_start",
+          index,
+          id: typeof fragment.id === "string" ? fragment.id : "",
+          name: typeof fn?.name === "string" ? fn.name : ""
+        })
+      }
+      const args = fn?.arguments
+      if (typeof args === "string" && args !== "" && toolStarted[index] === true) {
+        out.push({ type: "tool_call_delta", index, argumentsDelta: args })
+      }
+    }
+  }
+
+  return {
+    push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
+      if (done) return []
+      const data = event.data.trim()
+      if (data === "") return []
+      if (data.startsWith("[DONE]")) return [terminal()]
+      let chunk: unknown
+      try {
+        chunk = JSON.parse(data)
+      } catch {
+        return fail(MALFORMED)
+      }
+      if (!isRecord(chunk)) return fail(MALFORMED)
+      if (chunk.error !== undefined && chunk.error !== null) return fail(streamError(chunk.error))
+      const out: Array<ChatStreamEvent> = []
+      if (!started) {
+        started = true
+        out.push({
+          type: "message_start",
+          id: typeof chunk.id === "string" ? chunk.id : "",
+          model: typeof chunk.model === "string" ? chunk.model : "",
+          created: typeof chunk.created === "number" ? chunk.created : Math.floor(Date.now() / 1000)
+        })
+      }
+      const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+      if (isRecord(choice)) {
+        if (isRecord(choice.delta)) pushDelta(choice.delta, out)
+        if (typeof choice.finish_reason === "string" && !finished) {
+          finished = true
+          out.push({
+            type: "message_delta",
+            stopReason: refused ? "content_filter" : stopReasonOfFinish(choice.finish_reason, sawToolCall)
+          })
+        }
+      }
+      const usage = decodeUsage(chunk.usage)
+      if (usage !== undefined) out.push({ type: "usage", usage })
+      return out
+    },
+    end(): ReadonlyArray<ChatStreamEvent> {
+      return done ? [] : [terminal()]
+    }
+  }
+}
+
+const streamError = (raw: unknown): StreamError => {
+  if (!isRecord(raw)) {
+    const message = typeof raw === "string" ? raw : "upstream reported an error"
+    return { type: "server_error", message, status: 500 }
+  }
+  const type = typeof raw.type === "string" ? raw.type : undefined
+  return {
+    type: type ?? "server_error",
+    message: typeof raw.message === "string" ? raw.message : "upstream reported an error",
+    status: statusOfOpenAiError(type, raw.code)
+  }
+}
