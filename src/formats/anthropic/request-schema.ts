@@ -117,11 +117,16 @@ export const isServerTool = (tool: WireTool): tool is typeof ServerTool.Type =>
 
 const Tool = Schema.Union([CustomTool, ServerTool]).annotate({ expected: "a tool" })
 
+// One struct per `type` literal, so the union picks its member by it and an
+// error names the field that is wrong (a union member with several literals
+// would be reported instead).
+const simpleToolChoice = <Type extends "auto" | "any" | "none">(type: Type) =>
+  Schema.Struct({ type: Schema.Literal(type), disable_parallel_tool_use: optionalNullable(Schema.Boolean) })
+
 const ToolChoice = Schema.Union([
-  Schema.Struct({
-    type: Schema.Literals(["auto", "any", "none"]),
-    disable_parallel_tool_use: optionalNullable(Schema.Boolean)
-  }),
+  simpleToolChoice("auto"),
+  simpleToolChoice("any"),
+  simpleToolChoice("none"),
   Schema.Struct({
     type: Schema.Literal("tool"),
     name: Schema.String,

@@ -60,11 +60,13 @@ const FunctionToolCall = Schema.Struct({
 
 const CustomToolCall = Schema.Struct({ id: Schema.String, type: Schema.Literal("custom"), custom: Schema.Unknown })
 
-const SystemMessage = Schema.Struct({
-  role: Schema.Literals(["system", "developer"]),
-  content: TextContent,
-  name: Schema.optionalKey(Schema.String)
-})
+// One struct per role: the union picks its member by the `role` literal, so an
+// error names the field that is wrong rather than the role.
+const instructionMessage = <Role extends "system" | "developer">(role: Role) =>
+  Schema.Struct({ role: Schema.Literal(role), content: TextContent, name: Schema.optionalKey(Schema.String) })
+
+const SystemMessage = instructionMessage("system")
+const DeveloperMessage = instructionMessage("developer")
 
 const UserMessage = Schema.Struct({
   role: Schema.Literal("user"),
@@ -92,7 +94,7 @@ const ToolMessage = Schema.Struct({
 
 const FunctionMessage = Schema.Struct({ role: Schema.Literal("function"), name: Schema.String })
 
-const Message = Schema.Union([SystemMessage, UserMessage, AssistantMessage, ToolMessage, FunctionMessage]).annotate({
+const Message = Schema.Union([SystemMessage, DeveloperMessage, UserMessage, AssistantMessage, ToolMessage, FunctionMessage]).annotate({
   expected: "a message with role \"system\", \"developer\", \"user\", \"assistant\" or \"tool\""
 })
 
@@ -124,7 +126,8 @@ const ToolChoice = Schema.Union([
 ]).annotate({ expected: "\"none\", \"auto\", \"required\" or a tool choice object" })
 
 const ResponseFormat = Schema.Union([
-  Schema.Struct({ type: Schema.Literals(["text", "json_object"]) }),
+  Schema.Struct({ type: Schema.Literal("text") }),
+  Schema.Struct({ type: Schema.Literal("json_object") }),
   Schema.Struct({
     type: Schema.Literal("json_schema"),
     json_schema: Schema.Struct({
