@@ -7,3 +7,4 @@ export { ConfigError, configPath, DEFAULT_CONFIG_PATH, loadSettings, settingsFro
 export type { GatewaySettings, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 export * from "./schema.ts"
 export { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } from "./variant-params.ts"
+export { redactedView } from "./view.ts"

@@ -1,0 +1,44 @@
+/**
+ * The resolved configuration for humans (`gateway check-config`): every
+ * section with defaults filled in, credentials described by location and
+ * whether they are set, secrets replaced by a marker.
+ */
+import { describeCredential } from "./credentials.ts"
+import type { GatewaySettings } from "./resolved.ts"
+
+const REDACTED = "[redacted]"
+
+/** The resolved configuration for humans: credentials described, never shown. */
+export const redactedView = (settings: GatewaySettings): unknown => {
+  const { file } = settings
+  const secret = (value: string | undefined) => (value === undefined || value === "" ? value : REDACTED)
+  return {
+    ...file,
+    providers: Object.fromEntries(
+      [...settings.providers.values()].map((provider) => [provider.id, {
+        kind: provider.kind,
+        base_url: provider.baseUrl,
+        models: provider.models,
+        credential: describeCredential(provider.credential),
+        auth_type: provider.authType,
+        auth_name: provider.authType === "bearer" ? undefined : provider.authName,
+        timeout_ms: provider.timeoutMs,
+        api_version: provider.kind === "azure" ? provider.apiVersion : undefined
+      }])
+    ),
+    targets: Object.fromEntries(
+      [...settings.targets.values()].map((target) => [target.id, {
+        model: target.model,
+        provider: target.providerId,
+        credential: target.credential === undefined ? undefined : describeCredential(target.credential),
+        weight: target.weight,
+        timeout_ms: target.timeoutMs
+      }])
+    ),
+    auth: { ...file.auth, api_token: secret(file.auth.api_token) },
+    tenant_routing: { ...file.tenant_routing, api_fallback_auth_token: secret(file.tenant_routing.api_fallback_auth_token) },
+    genai_telemetry: { ...file.genai_telemetry, otlp_bearer_token: secret(file.genai_telemetry.otlp_bearer_token) },
+    cache: { ...file.cache, encrypt_salt: secret(file.cache.encrypt_salt) }
+  }
+}
+

@@ -1,0 +1,71 @@
+/**
+ * Reading request bodies: whole JSON bodies up to `server.max_body_bytes`
+ * (413 beyond), parsed once (400 when malformed). Multipart and passthrough
+ * bodies are never read here; they stream straight to the upstream.
+ */
+import { Effect } from "effect"
+import { GatewayError } from "../domain/index.ts"
+import type { RequestContext } from "./context.ts"
+
+export const readBody = (ctx: RequestContext, limit: number): Effect.Effect<Buffer, GatewayError> =>
+  Effect.callback<Buffer, GatewayError>((resume) => {
+    const { req } = ctx
+    const declared = Number(req.headers["content-length"])
+    if (declared > limit) {
+      resume(Effect.fail(tooLarge(limit)))
+      return
+    }
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength
+      if (size > limit) {
+        cleanup()
+        req.resume()
+        resume(Effect.fail(tooLarge(limit)))
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
+    }
+    const onError = () => {
+      cleanup()
+      resume(Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "request body could not be read" })))
+    }
+    const cleanup = () => {
+      req.off("data", onData)
+      req.off("end", onEnd)
+      req.off("error", onError)
+    }
+    req.on("data", onData)
+    req.on("end", onEnd)
+    req.on("error", onError)
+    return Effect.sync(cleanup)
+  })
+
+const tooLarge = (limit: number) =>
+  new GatewayError({ status: 413, code: "request_too_large", message: `request body exceeds ${limit} bytes` })
+
+export const parseJsonBody = (body: Buffer): Effect.Effect<unknown, GatewayError> => {
+  if (body.byteLength === 0) {
+    return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "request body is empty; expected a JSON object" }))
+  }
+  try {
+    return Effect.succeed(JSON.parse(body.toString("utf8")))
+  } catch (cause) {
+    return Effect.fail(
+      new GatewayError({ status: 400, code: "invalid_request", message: `request body is not valid JSON: ${(cause as Error).message}` })
+    )
+  }
+}
+
+/** A JSON object body; anything else (array, number, malformed) is a 400. */
+export const readJsonObject = (ctx: RequestContext, limit: number): Effect.Effect<{ readonly raw: Buffer; readonly json: Record<string, unknown> }, GatewayError> =>
+  Effect.flatMap(readBody(ctx, limit), (raw) =>
+    Effect.flatMap(parseJsonBody(raw), (json) =>
+      typeof json === "object" && json !== null && !Array.isArray(json)
+        ? Effect.succeed({ raw, json: json as Record<string, unknown> })
+        : Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "request body must be a JSON object" }))))

@@ -1,0 +1,48 @@
+/**
+ * Per-request state shared by the HTTP edge and the handlers: the raw Node
+ * request/response, the request id, the caller's wire family (for error
+ * envelopes) and the fields of the one log line written when the response ends.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type { WireFamily } from "../domain/index.ts"
+
+/** Everything the per-request log line reports beyond method, path, status and latency. */
+export interface RequestLogFields {
+  provider?: string
+  model?: string
+  upstream_model?: string
+  attempts?: number
+  stream?: boolean
+  path_kind?: "fast" | "normalized"
+  cache?: string
+  variant?: string
+  finish_reason?: string
+  input_tokens?: number
+  output_tokens?: number
+  error_code?: string
+  dropped_params?: string
+}
+
+export interface RequestContext {
+  readonly req: IncomingMessage
+  readonly res: ServerResponse
+  readonly requestId: string
+  /** `performance.now()` when the request arrived. */
+  readonly startedAt: number
+  readonly method: string
+  /** Path without the query string. */
+  readonly path: string
+  /** Raw query string including `?`, or "". */
+  readonly query: string
+  /** Path parameters of the matched route (`{model_id}` …, `*` for a passthrough rest). */
+  params: Readonly<Record<string, string>>
+  /** Decides the error envelope; handlers set it once the caller's format is known. */
+  caller: WireFamily
+  readonly log: RequestLogFields
+}
+
+/** A lower-case request header as a single string. */
+export const header = (ctx: RequestContext, name: string): string | undefined => {
+  const value = ctx.req.headers[name]
+  return Array.isArray(value) ? value[0] : value
+}

@@ -1,0 +1,6 @@
+export { makeRouter } from "./app.ts"
+export type { RequestContext } from "./context.ts"
+export { Router } from "./router.ts"
+export type { RouteDef } from "./router.ts"
+export { boundPort, listen, makeRequestListener } from "./server.ts"
+export type { InFlight, ServeOptions } from "./server.ts"

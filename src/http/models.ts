@@ -1,0 +1,62 @@
+/**
+ * `GET /v1/models` and `GET /v1/models/{model_id}` (spec 2.1, 4.3.2): served
+ * from the catalog, never from an upstream. Callers speaking the Anthropic
+ * SDK (header `anthropic-version` or `x-genai-sdk: anthropic`) get the
+ * Anthropic list shape so `client.models.list()` parses.
+ */
+import { Effect } from "effect"
+import { GatewayError } from "../domain/index.ts"
+import type { CatalogEntry, ModelCatalog } from "../routing/catalog.ts"
+import { header } from "./context.ts"
+import type { RequestContext } from "./context.ts"
+import { sendJson } from "./reply.ts"
+import type { RouteDef } from "./router.ts"
+
+const EPOCH = "1970-01-01T00:00:00Z"
+
+const openAiModel = (entry: CatalogEntry) => ({ id: entry.id, object: "model", created: 0, owned_by: entry.ownedBy })
+const anthropicModel = (entry: CatalogEntry) => ({ type: "model", id: entry.id, display_name: entry.id, created_at: EPOCH })
+
+const wantsAnthropic = (ctx: RequestContext): boolean => {
+  const sdk = header(ctx, "x-genai-sdk")
+  return sdk === "anthropic" || (sdk === undefined && header(ctx, "anthropic-version") !== undefined)
+}
+
+export const modelRoutes = (catalog: ModelCatalog): ReadonlyArray<RouteDef<never>> => {
+  const openAiList = JSON.stringify({ object: "list", data: catalog.entries.map(openAiModel) })
+  const anthropicList = JSON.stringify({
+    data: catalog.entries.map(anthropicModel),
+    has_more: false,
+    first_id: catalog.entries[0]?.id ?? null,
+    last_id: catalog.entries[catalog.entries.length - 1]?.id ?? null
+  })
+  return [
+    {
+      method: "GET",
+      path: "/v1/models",
+      handler: (ctx) =>
+        Effect.sync(() => {
+          const anthropic = wantsAnthropic(ctx)
+          ctx.res.setHeader("content-type", "application/json")
+          ctx.res.setHeader("x-request-id", ctx.requestId)
+          ctx.res.end(anthropic ? anthropicList : openAiList)
+        })
+    },
+    {
+      method: "GET",
+      path: "/v1/models/{model_id}",
+      handler: (ctx) => {
+        const id = ctx.params.model_id
+        const entry = catalog.byId.get(id)
+        const anthropic = wantsAnthropic(ctx)
+        if (anthropic) ctx.caller = "anthropic"
+        if (entry === undefined) {
+          return Effect.fail(
+            new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${id}\` does not exist`, param: "model" })
+          )
+        }
+        return Effect.sync(() => sendJson(ctx, 200, anthropic ? anthropicModel(entry) : openAiModel(entry)))
+      }
+    }
+  ]
+}

@@ -1,0 +1,52 @@
+/**
+ * Writing responses: JSON bodies and errors in the caller's envelope, always
+ * with `x-request-id`. A response already started (a stream) is never written
+ * twice: errors after the head go through the stream's own error frame.
+ */
+import { renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
+import type { AnyGatewayFailure, RenderedError } from "../domain/index.ts"
+import type { RequestContext } from "./context.ts"
+
+export const JSON_CONTENT_TYPE = "application/json"
+
+export const sendBody = (
+  ctx: RequestContext,
+  status: number,
+  body: string | Uint8Array,
+  contentType: string,
+  headers?: Readonly<Record<string, string>>
+): void => {
+  const { res } = ctx
+  if (res.headersSent || res.destroyed) return
+  res.statusCode = status
+  res.setHeader("content-type", contentType)
+  res.setHeader("content-length", typeof body === "string" ? Buffer.byteLength(body) : body.byteLength)
+  res.setHeader("x-request-id", ctx.requestId)
+  if (headers !== undefined) for (const name in headers) res.setHeader(name, headers[name])
+  res.end(body)
+}
+
+export const sendJson = (
+  ctx: RequestContext,
+  status: number,
+  value: unknown,
+  headers?: Readonly<Record<string, string>>
+): void => sendBody(ctx, status, JSON.stringify(value), JSON_CONTENT_TYPE, headers)
+
+export const renderFailure = (ctx: RequestContext, failure: AnyGatewayFailure): RenderedError => {
+  switch (failure._tag) {
+    case "UpstreamError":
+      return renderUpstreamError(failure, ctx.caller)
+    case "GatewayError":
+      return renderGatewayError(failure, ctx.caller)
+    case "InfraError":
+      return renderInfraError(failure, ctx.caller)
+  }
+}
+
+export const sendFailure = (ctx: RequestContext, failure: AnyGatewayFailure): void => {
+  const rendered = renderFailure(ctx, failure)
+  ctx.log.error_code = failure._tag === "UpstreamError" ? failure.reason : failure.code
+  if (failure._tag === "UpstreamError") ctx.log.provider = failure.provider
+  sendBody(ctx, rendered.status, rendered.body, rendered.contentType, rendered.headers)
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+/**
+ * Composition root and CLI.
+ *
+ *   gateway [serve] [--config PATH]   run the gateway (default)
+ *   gateway check-config [PATH]       validate the configuration and print it, secrets redacted
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Cause, Effect, Exit, Layer } from "effect"
+import { configPath, loadSettings, redactedView } from "./config/index.ts"
+import { liveLayer, serveGateway } from "./gateway.ts"
+import { JsonLog } from "./pipeline/telemetry/log.ts"
+
+const USAGE = `usage:
+  gateway [serve] [--config PATH]   run the gateway (config: $GATEWAY_CONFIG or config/gateway.toml)
+  gateway check-config [PATH]       validate the configuration and print it with secrets redacted`
+
+const checkConfig = (path: string | undefined): number => {
+  const source = configPath(path, process.env)
+  const result = loadSettings(source, process.env)
+  if (!result.ok) {
+    process.stderr.write(`${result.error.message}\n`)
+    return 1
+  }
+  for (const warning of result.settings.warnings) process.stderr.write(`warning: ${warning}\n`)
+  process.stdout.write(`# ${source}: valid\n${JSON.stringify(redactedView(result.settings), null, 2)}\n`)
+  return 0
+}
+
+const serve = (path: string | undefined): void => {
+  const result = loadSettings(configPath(path, process.env), process.env)
+  if (!result.ok) {
+    process.stderr.write(`${result.error.message}\n`)
+    process.exitCode = 1
+    return
+  }
+  const log = new JsonLog(result.settings.file.telemetry.log_level)
+  Layer.launch(Layer.effectDiscard(serveGateway).pipe(Layer.provide(liveLayer(result.settings, log)))).pipe(
+    NodeRuntime.runMain({
+      disableErrorReporting: true,
+      // A signal is the normal way to stop: graceful shutdown exits 0.
+      teardown: (exit, onExit) => {
+        log.flush()
+        if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return onExit(0)
+        process.stderr.write(`gateway failed: ${Cause.pretty(exit.cause)}\n`)
+        onExit(1)
+      }
+    })
+  )
+}
+
+const main = (argv: ReadonlyArray<string>): void => {
+  const [command, ...rest] = argv
+  if (command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  if (command === "check-config") {
+    process.exitCode = checkConfig(rest[0])
+    return
+  }
+  if (command === undefined || command === "serve" || command === "--config") {
+    const args = command === "--config" ? argv : rest
+    const flag = args.indexOf("--config")
+    serve(flag === -1 ? undefined : args[flag + 1])
+    return
+  }
+  process.stderr.write(`unknown command "${command}"\n${USAGE}\n`)
+  process.exitCode = 2
+}
+
+main(process.argv.slice(2))

@@ -1,0 +1,75 @@
+/**
+ * Structured JSON-lines logging to stdout: one line per request (written by
+ * the HTTP layer) plus startup and attempt events. Lines are batched and
+ * written once per event-loop turn, so a busy gateway makes one `write` per
+ * turn instead of one per request.
+ *
+ * Never pass bodies or credentials here; callers log ids, names and numbers.
+ */
+import { Context, Layer } from "effect"
+
+export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "none"
+
+const RANK: Record<LogLevel, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, none: 100 }
+
+export interface LogSink {
+  write(text: string): void
+}
+
+export class JsonLog {
+  private pending: Array<string> = []
+  private scheduled = false
+  private threshold: number
+  private readonly sink: LogSink
+
+  constructor(level: LogLevel, sink: LogSink = process.stdout) {
+    this.threshold = RANK[level]
+    this.sink = sink
+  }
+
+  setLevel(level: LogLevel): void {
+    this.threshold = RANK[level]
+  }
+
+  enabled(level: LogLevel): boolean {
+    return RANK[level] >= this.threshold
+  }
+
+  /** Appends one record; `fields` must be JSON-serializable and secret-free. */
+  log(level: LogLevel, msg: string, fields?: Readonly<Record<string, unknown>>): void {
+    if (RANK[level] < this.threshold) return
+    const record = fields === undefined
+      ? { time: new Date().toISOString(), level, msg }
+      : { time: new Date().toISOString(), level, msg, ...fields }
+    this.pending.push(JSON.stringify(record))
+    if (!this.scheduled) {
+      this.scheduled = true
+      setImmediate(this.flush)
+    }
+  }
+
+  readonly flush = (): void => {
+    this.scheduled = false
+    if (this.pending.length === 0) return
+    const text = this.pending.join("\n") + "\n"
+    this.pending = []
+    this.sink.write(text)
+  }
+}
+
+
+/** The process-wide log as a service, so tests can capture lines instead of printing them. */
+export class Log extends Context.Service<Log, JsonLog>()("gateway/pipeline/telemetry/Log") {
+  static readonly layer = (level: LogLevel): Layer.Layer<Log> => Layer.succeed(Log, new JsonLog(level))
+
+  /** Collects records in memory; read them back with `lines`. */
+  static readonly layerTest = (lines: Array<Record<string, unknown>>): Layer.Layer<Log> =>
+    Layer.succeed(
+      Log,
+      new JsonLog("trace", {
+        write: (text) => {
+          for (const line of text.split("\n")) if (line !== "") lines.push(JSON.parse(line))
+        }
+      })
+    )
+}

@@ -1,0 +1,41 @@
+/**
+ * The model catalog behind `GET /v1/models` (spec 2.1): built from the
+ * configuration once, no upstream call. Every listed id is a valid `model`
+ * value: a name one provider serves, `provider::model` where two providers
+ * serve the same name, and the model names of routes.
+ */
+import type { GatewaySettings } from "../config/index.ts"
+
+export interface CatalogEntry {
+  readonly id: string
+  /** Provider id (spec: the provider slug), or `gateway` for route models. */
+  readonly ownedBy: string
+}
+
+export interface ModelCatalog {
+  readonly entries: ReadonlyArray<CatalogEntry>
+  readonly byId: ReadonlyMap<string, CatalogEntry>
+}
+
+export const buildCatalog = (settings: GatewaySettings): ModelCatalog => {
+  const owners = new Map<string, Array<string>>()
+  for (const provider of settings.providers.values()) {
+    for (const model of provider.models) {
+      const list = owners.get(model) ?? []
+      if (!list.includes(provider.id)) list.push(provider.id)
+      owners.set(model, list)
+    }
+  }
+  const byId = new Map<string, CatalogEntry>()
+  const add = (entry: CatalogEntry) => {
+    if (!byId.has(entry.id)) byId.set(entry.id, entry)
+  }
+  for (const route of Object.values(settings.file.routes)) {
+    for (const model of route.models) add({ id: model, ownedBy: "gateway" })
+  }
+  for (const [model, providers] of owners) {
+    if (providers.length === 1) add({ id: model, ownedBy: providers[0] })
+    else for (const provider of providers) add({ id: `${provider}::${model}`, ownedBy: provider })
+  }
+  return { entries: [...byId.values()], byId }
+}
