@@ -13,7 +13,8 @@ const withDefault = <S extends Schema.Top>(value: S["Encoded"]) => Schema.withDe
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
-const Port = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 65535 }))
+// 0 asks the OS for a free port (tests, sidecars).
+const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }))
 const Ratio = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
 
 export const AuthType = Schema.Literals(["bearer", "api_key_header", "query_param"])

@@ -72,3 +72,6 @@ export interface StreamEncoder {
   /** Zero or more complete frames (`""` when the event produces none). */
   push(event: ChatStreamEvent): string
 }
+
+export { CHAT_CODECS } from "./chat-codecs.ts"
+export type { ChatCodec } from "./chat-codecs.ts"

@@ -4,16 +4,27 @@
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
+import { makeChatProgram } from "../pipeline/chat/run.ts"
+import { Log } from "../pipeline/telemetry/log.ts"
+import { ProviderClient } from "../providers/transport.ts"
 import { buildCatalog } from "../routing/catalog.ts"
+import { compileRoutingTable } from "../routing/table.ts"
+import { chatRoutes } from "./chat.ts"
 import { healthRoutes } from "./health.ts"
 import { modelRoutes } from "./models.ts"
 import { Router } from "./router.ts"
 
 export const makeRouter = Effect.gen(function*() {
   const settings = yield* GatewayConfig
+  const client = yield* ProviderClient
+  const log = yield* Log
+  const table = compileRoutingTable(settings)
   const catalog = buildCatalog(settings)
+  const maxBodyBytes = settings.file.server.max_body_bytes
+  const runChat = makeChatProgram({ table, client, log })
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }]),
-    ...modelRoutes(catalog)
+    ...modelRoutes(catalog),
+    ...chatRoutes(runChat, maxBodyBytes)
   ])
 })

@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { GatewayError } from "../domain/index.ts"
-import type { RequestContext } from "./context.ts"
+import type { RequestContext } from "../pipeline/context.ts"
 
 export const readBody = (ctx: RequestContext, limit: number): Effect.Effect<Buffer, GatewayError> =>
   Effect.callback<Buffer, GatewayError>((resume) => {

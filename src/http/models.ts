@@ -7,9 +7,9 @@
 import { Effect } from "effect"
 import { GatewayError } from "../domain/index.ts"
 import type { CatalogEntry, ModelCatalog } from "../routing/catalog.ts"
-import { header } from "./context.ts"
-import type { RequestContext } from "./context.ts"
-import { sendJson } from "./reply.ts"
+import { header } from "../pipeline/context.ts"
+import type { RequestContext } from "../pipeline/context.ts"
+import { sendJson } from "../pipeline/reply.ts"
 import type { RouteDef } from "./router.ts"
 
 const EPOCH = "1970-01-01T00:00:00Z"

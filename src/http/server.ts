@@ -18,8 +18,8 @@ import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import type { JsonLog } from "../pipeline/telemetry/log.ts"
-import type { RequestContext } from "./context.ts"
-import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "./reply.ts"
+import type { RequestContext } from "../pipeline/context.ts"
+import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/reply.ts"
 import type { Router } from "./router.ts"
 
 const REQUEST_ID = /^[\w.:\-]{1,128}$/

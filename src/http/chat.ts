@@ -1,0 +1,57 @@
+/**
+ * Chat ingress: `POST /v1/chat/completions` (completions-style) and
+ * `POST /v1/messages` (messages-style). `x-genai-sdk` overrides the format
+ * the endpoint implies; an unknown value is a 400.
+ */
+import { Effect } from "effect"
+import { familyOfSdk, GatewayError, isSdkFormat } from "../domain/index.ts"
+import type { AnyGatewayFailure, SdkFormat, WireFamily } from "../domain/index.ts"
+import { header } from "../pipeline/context.ts"
+import type { RequestContext } from "../pipeline/context.ts"
+import type { ChatInput } from "../pipeline/chat/run.ts"
+import { readJsonObject } from "./body.ts"
+import type { RouteDef } from "./router.ts"
+
+export const sdkFormatOf = (ctx: RequestContext, fallback: SdkFormat): Effect.Effect<SdkFormat, GatewayError> => {
+  const value = header(ctx, "x-genai-sdk")
+  if (value === undefined) return Effect.succeed(fallback)
+  const normalized = value.trim().toLowerCase()
+  if (isSdkFormat(normalized)) return Effect.succeed(normalized)
+  return Effect.fail(
+    new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-sdk must be one of openai, anthropic, azure; got "${value}"` })
+  )
+}
+
+/** Reads and checks the chat body's routing fields: `model` (required string) and `stream`. */
+export const chatInput = (
+  ctx: RequestContext,
+  family: WireFamily,
+  maxBodyBytes: number
+): Effect.Effect<ChatInput, GatewayError> =>
+  Effect.flatMap(readJsonObject(ctx, maxBodyBytes), ({ raw, json }) => {
+    const model = json.model
+    if (typeof model !== "string" || model === "") {
+      return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "model: required, a non-empty string", param: "model" }))
+    }
+    const stream = json.stream
+    if (stream !== undefined && stream !== null && typeof stream !== "boolean") {
+      return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "stream: expected a boolean", param: "stream" }))
+    }
+    return Effect.succeed({ ctx, family, raw, json, model, stream: stream === true })
+  })
+
+export const chatRoutes = (
+  runChat: (input: ChatInput) => Effect.Effect<void, AnyGatewayFailure>,
+  maxBodyBytes: number
+): ReadonlyArray<RouteDef<never>> => {
+  const handler = (fallback: SdkFormat) => (ctx: RequestContext) =>
+    Effect.flatMap(sdkFormatOf(ctx, fallback), (sdk) => {
+      const family = familyOfSdk(sdk)
+      ctx.caller = family
+      return Effect.flatMap(chatInput(ctx, family, maxBodyBytes), runChat)
+    })
+  return [
+    { method: "POST", path: "/v1/chat/completions", handler: handler("openai") },
+    { method: "POST", path: "/v1/messages", handler: handler("anthropic") }
+  ]
+}

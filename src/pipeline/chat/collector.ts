@@ -1,0 +1,59 @@
+/**
+ * What the gateway learns from a chat response it forwards, on either path:
+ * model, finish reason, token usage and the response text (capped at 64 KB,
+ * spec 6.1.4) for the output guardrail and telemetry. Fed canonical events
+ * (streams) or a canonical response; never holds a chunk back.
+ */
+import type { ChatResponse, ChatStreamEvent, StopReason, Usage } from "../../domain/index.ts"
+
+export const TEXT_CAP = 64 * 1024
+
+export class ResponseCollector {
+  model: string | undefined
+  stopReason: StopReason | undefined
+  usage: Usage | undefined
+  text = ""
+  truncated = false
+  error: string | undefined
+
+  private appendText(text: string): void {
+    if (this.truncated) return
+    const room = TEXT_CAP - this.text.length
+    if (text.length > room) {
+      this.text += text.slice(0, room)
+      this.truncated = true
+    } else {
+      this.text += text
+    }
+  }
+
+  event(event: ChatStreamEvent): void {
+    switch (event.type) {
+      case "message_start":
+        if (event.model !== "") this.model = event.model
+        if (event.usage !== undefined) this.usage = event.usage
+        return
+      case "text_delta":
+        this.appendText(event.text)
+        return
+      case "message_delta":
+        this.stopReason = event.stopReason
+        return
+      case "usage":
+        this.usage = event.usage
+        return
+      case "error":
+        this.error = event.error.type
+        return
+      default:
+        return
+    }
+  }
+
+  response(response: ChatResponse): void {
+    this.model = response.model
+    this.stopReason = response.stopReason
+    this.usage = response.usage
+    for (const part of response.content) if (part.type === "text") this.appendText(part.text)
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Which headers cross the gateway, in each direction.
+ *
+ * Upstream: the gateway's own headers (`x-gw-*`, `x-genai-*`), hop-by-hop
+ * headers, the caller's credentials (replaced by the provider's auth form) and
+ * `accept-encoding` (the tap reads bodies uncompressed) never leave. On the
+ * fast path everything else passes, so SDK headers (`openai-beta`,
+ * `anthropic-beta`, `x-stainless-*`) keep working; across families only the
+ * essentials are sent.
+ *
+ * Downstream: the upstream's informational headers (rate limits, request ids,
+ * processing time) pass; framing headers are the gateway's own.
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
+import { Redacted } from "effect"
+
+const NEVER_UPSTREAM = new Set([
+  "host",
+  "connection",
+  "keep-alive",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "content-length",
+  "expect",
+  "authorization",
+  "x-api-key",
+  "api-key",
+  "accept-encoding",
+  "cookie",
+  "x-request-id",
+  "forwarded",
+  "x-forwarded-for",
+  "x-forwarded-host",
+  "x-forwarded-proto",
+  "x-real-ip"
+])
+
+const isGatewayHeader = (name: string): boolean => name.startsWith("x-gw-") || name.startsWith("x-genai-")
+
+/** Caller headers forwarded on the fast path (same wire family). */
+export const passThroughHeaders = (
+  incoming: IncomingHttpHeaders,
+  auth: Readonly<Record<string, string>>,
+  requestId: string
+): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const name in incoming) {
+    if (NEVER_UPSTREAM.has(name) || isGatewayHeader(name)) continue
+    const value = incoming[name]
+    if (value === undefined) continue
+    out[name] = Array.isArray(value) ? value.join(", ") : value
+  }
+  // The caller's `anthropic-version` wins over the gateway's default (fast path only).
+  for (const name in auth) if (!(name === "anthropic-version" && out[name] !== undefined)) out[name] = auth[name]
+  out["x-request-id"] = requestId
+  return out
+}
+
+/** Headers of a translated request (different wire family). */
+export const translatedHeaders = (
+  auth: Readonly<Record<string, string>>,
+  requestId: string,
+  stream: boolean
+): Record<string, string> => ({
+  ...auth,
+  "content-type": "application/json",
+  accept: stream ? "text/event-stream" : "application/json",
+  "x-request-id": requestId
+})
+
+const NEVER_DOWNSTREAM = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "content-encoding",
+  "set-cookie",
+  "date",
+  "server",
+  "x-request-id",
+  "alt-svc",
+  "via",
+  "strict-transport-security"
+])
+
+/**
+ * Upstream response headers to give the caller. `content-length` is kept only
+ * when the body is forwarded byte for byte.
+ */
+export const responseHeaders = (incoming: IncomingHttpHeaders, verbatimBody: boolean): OutgoingHttpHeaders => {
+  const out: OutgoingHttpHeaders = {}
+  for (const name in incoming) {
+    if (NEVER_DOWNSTREAM.has(name) || isGatewayHeader(name)) continue
+    if (name === "content-length" && !verbatimBody) continue
+    if (name === "content-type" && !verbatimBody) continue
+    out[name] = incoming[name]
+  }
+  const upstreamId = incoming["x-request-id"]
+  if (upstreamId !== undefined) out["x-upstream-request-id"] = upstreamId
+  return out
+}
+
+const BEARER = /^bearer\s+(\S+)\s*$/i
+
+/**
+ * The caller's own provider key (bring-your-own-key): `Authorization: Bearer`,
+ * `x-api-key` or `api-key`. Held as `Redacted` from the moment it is read.
+ */
+export const callerKey = (incoming: IncomingHttpHeaders): Redacted.Redacted<string> | undefined => {
+  const authorization = incoming.authorization
+  if (authorization !== undefined) {
+    const match = BEARER.exec(authorization)
+    if (match !== null) return Redacted.make(match[1])
+  }
+  const key = incoming["x-api-key"] ?? incoming["api-key"]
+  const value = Array.isArray(key) ? key[0] : key
+  return value === undefined || value === "" ? undefined : Redacted.make(value)
+}

@@ -1,0 +1,140 @@
+/**
+ * The normalized path (caller and provider speak different wire families,
+ * spec 6.1.3): the upstream response is decoded into canonical form and
+ * re-encoded in the caller's format, chunk by chunk as an Effect Stream for
+ * streams. Nothing waits for the whole response.
+ *
+ * The response head is committed with the first frame the caller will see,
+ * not with the upstream's head: an upstream that fails before producing any
+ * output (a 200 followed by an `overloaded_error` event, a dropped
+ * connection) is still retried or failed over.
+ */
+import { Effect, Stream } from "effect"
+import { classifyUpstream, UpstreamError } from "../../domain/index.ts"
+import type { ChatStreamEvent, ProviderFamily, StreamError } from "../../domain/index.ts"
+import type { ChatCodec } from "../../formats/index.ts"
+import { SseParser } from "../../providers/sse.ts"
+import type { UpstreamResponse } from "../../providers/transport.ts"
+import type { RequestContext } from "../context.ts"
+import { sendBody } from "../reply.ts"
+import type { ResponseCollector } from "./collector.ts"
+import { responseHeaders } from "./headers.ts"
+import { commitHead, SSE_HEADERS, writeText } from "./sink.ts"
+
+const RESPONSE_LIMIT = 32 * 1024 * 1024
+
+export interface Translation {
+  readonly ctx: RequestContext
+  readonly providerId: string
+  readonly providerFamily: ProviderFamily
+  readonly provider: ChatCodec
+  readonly caller: ChatCodec
+  readonly includeUsage: boolean
+  readonly headers: Readonly<Record<string, string>>
+  readonly collector: ResponseCollector
+}
+
+const malformed = (t: Translation, message: string, status: number): UpstreamError =>
+  new UpstreamError({
+    reason: "upstream",
+    upstreamStatus: status,
+    provider: t.providerId,
+    family: t.providerFamily,
+    message,
+    timedOut: false,
+    reached: true,
+    retryAfter: undefined
+  })
+
+/** An error the upstream sent inside its stream, as an attempt failure. */
+const inBandError = (t: Translation, error: StreamError): UpstreamError => {
+  const status = error.status ?? 500
+  return new UpstreamError({
+    reason: classifyUpstream(status, { type: error.type, message: error.message }),
+    upstreamStatus: status,
+    provider: t.providerId,
+    family: t.providerFamily,
+    message: error.message,
+    timedOut: false,
+    reached: true,
+    retryAfter: undefined,
+    body: Buffer.from(JSON.stringify({ type: "error", error: { type: error.type, message: error.message } }))
+  })
+}
+
+export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<void, UpstreamError> =>
+  Effect.flatMap(response.body.readAll(RESPONSE_LIMIT), (bytes) => {
+    let json: unknown
+    try {
+      json = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"))
+    } catch {
+      return Effect.fail(malformed(t, "upstream sent a response that is not JSON", response.status))
+    }
+    const decoded = t.provider.decodeResponse(json)
+    if (!decoded.ok) return Effect.fail(malformed(t, decoded.message, response.status))
+    t.collector.response(decoded.value)
+    return Effect.sync(() =>
+      sendBody(t.ctx, 200, JSON.stringify(t.caller.encodeResponse(decoded.value)), "application/json", {
+        ...(responseHeaders(response.headers, false) as Record<string, string>),
+        ...t.headers
+      })
+    )
+  })
+
+export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<void, UpstreamError> =>
+  Effect.suspend(() => {
+    const { ctx } = t
+    const parser = new SseParser()
+    const decoder = t.provider.streamDecoder()
+    const encoder = t.caller.streamEncoder({ includeUsage: t.includeUsage })
+    const head = { ...SSE_HEADERS, ...responseHeaders(response.headers, false), ...t.headers }
+    let committed = false
+
+    /** Encodes events; fails (uncommitted only) when the upstream reported an error before any output. */
+    const emit = (events: ReadonlyArray<ChatStreamEvent>): Effect.Effect<void, UpstreamError> => {
+      let out = ""
+      for (const event of events) {
+        t.collector.event(event)
+        if (event.type === "error" && !committed && out === "") return Effect.fail(inBandError(t, event.error))
+        out += encoder.push(event)
+      }
+      if (out === "") return Effect.void
+      if (!committed) {
+        committed = true
+        commitHead(ctx, 200, head)
+      }
+      return writeText(ctx, out)
+    }
+
+    const pump = response.body.stream.pipe(
+      Stream.runForEach((chunk) => {
+        const events: Array<ChatStreamEvent> = []
+        for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
+        return emit(events)
+      }),
+      Effect.flatMap(() => {
+        const events: Array<ChatStreamEvent> = []
+        for (const sse of parser.end()) for (const event of decoder.push(sse)) events.push(event)
+        for (const event of decoder.end()) events.push(event)
+        return emit(events)
+      })
+    )
+
+    return pump.pipe(
+      Effect.catch((error: UpstreamError) => {
+        if (!committed) return Effect.fail(error)
+        t.collector.error = error.reason
+        return emit([{
+          type: "error",
+          error: {
+            type: error.timedOut ? "timeout_error" : "api_error",
+            message: error.timedOut ? "upstream stream timed out" : "upstream stream failed",
+            status: error.timedOut ? 504 : 502
+          }
+        }])
+      }),
+      Effect.ensuring(Effect.sync(() => {
+        if (committed && !ctx.res.writableEnded) ctx.res.end()
+      }))
+    )
+  })

@@ -1,0 +1,224 @@
+/**
+ * The chat program (`/v1/chat/completions`, `/v1/messages`, and chat-shaped
+ * `/v1/responses`): resolve the model to a plan, draw an experiment variant,
+ * then run the plan's attempts, each on the fast path (same wire family) or
+ * the normalized path (translated), and log what happened.
+ */
+import { Effect } from "effect"
+import type { Redacted } from "effect"
+import { GatewayError, UpstreamError } from "../../domain/index.ts"
+import type { ChatRequest, WireFamily } from "../../domain/index.ts"
+import { Anthropic, CHAT_CODECS } from "../../formats/index.ts"
+import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
+import { executePlan } from "../../routing/execute.ts"
+import type { AttemptInfo } from "../../routing/execute.ts"
+import type { PlanStep, PlanTarget } from "../../routing/plan.ts"
+import { drawWeighted } from "../../routing/sampler.ts"
+import type { RoutingTable } from "../../routing/table.ts"
+import type { RequestContext } from "../context.ts"
+import { header } from "../context.ts"
+import type { JsonLog } from "../telemetry/log.ts"
+import { ResponseCollector } from "./collector.ts"
+import { forwardVerbatim } from "./fast.ts"
+import { callerKey, passThroughHeaders, translatedHeaders } from "./headers.ts"
+import { translateJson, translateStream } from "./normalized.ts"
+
+export interface ChatInput {
+  readonly ctx: RequestContext
+  /** The caller's wire family. */
+  readonly family: WireFamily
+  /** The request body as received, and parsed. */
+  readonly raw: Uint8Array
+  readonly json: Record<string, unknown>
+  readonly model: string
+  readonly stream: boolean
+}
+
+export interface ChatDependencies {
+  readonly table: RoutingTable
+  readonly client: ProviderClient["Service"]
+  readonly log: JsonLog
+}
+
+const timeoutError = (target: PlanTarget): UpstreamError =>
+  new UpstreamError({
+    reason: "upstream",
+    upstreamStatus: 0,
+    provider: target.provider.id,
+    family: target.provider.family,
+    message: `no response within ${target.timeoutMs} ms`,
+    timedOut: true,
+    reached: true,
+    retryAfter: undefined
+  })
+
+/** Why a target cannot serve this request at all (it is skipped), or undefined. */
+const unservable = (target: PlanTarget, canonical: () => ChatRequest | GatewayError): GatewayError | undefined => {
+  const family = target.provider.family
+  if (family === "other") {
+    return new GatewayError({
+      status: 400,
+      code: "unsupported_for_model",
+      message: `provider "${target.provider.id}" (${target.provider.kind}) does not serve chat requests`,
+      param: "model"
+    })
+  }
+  if (family === "anthropic") {
+    const request = canonical()
+    if (!(request instanceof GatewayError) && Anthropic.unsupportedResponseFormat(request)) {
+      return new GatewayError({
+        status: 400,
+        code: "unsupported_response_format",
+        message: `response_format ${request.responseFormat?.type} is not supported by messages-style provider "${target.provider.id}"`,
+        param: "response_format"
+      })
+    }
+  }
+  return undefined
+}
+
+export const makeChatProgram = (deps: ChatDependencies) => {
+  const { table, client, log } = deps
+
+  return Effect.fnUntraced(function*(input: ChatInput) {
+    const { ctx, family } = input
+    const headers = ctx.req.headers
+    const resolved = table.resolve(input.model, header(ctx, "x-genai-provider"), "chat")
+    if (resolved instanceof GatewayError) return yield* resolved
+    const plan = resolved
+    ctx.log.model = input.model
+    ctx.log.stream = input.stream
+
+    let steps: ReadonlyArray<PlanStep> = plan.steps
+    let json = input.json
+    let overridden = false
+    if (plan.variants !== undefined) {
+      const variant = yield* drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key"))
+      steps = variant.steps
+      if (Object.keys(variant.overrides).length > 0) {
+        json = { ...json, ...variant.overrides }
+        overridden = true
+      }
+      ctx.res.setHeader("x-gw-variant", variant.name)
+      ctx.log.variant = variant.name
+    }
+
+    // The canonical request, decoded once and only if some attempt needs it.
+    let canonical: ChatRequest | GatewayError | undefined
+    const canonicalRequest = (): ChatRequest | GatewayError => {
+      if (canonical === undefined) {
+        const decoded = CHAT_CODECS[family].decodeRequest(json)
+        canonical = decoded.ok
+          ? decoded.value
+          : new GatewayError({ status: 400, code: "invalid_request", message: decoded.message, ...(decoded.param === undefined ? {} : { param: decoded.param }) })
+      }
+      return canonical
+    }
+
+    // Skip targets that cannot serve this request; none left → say why.
+    let firstRefusal: GatewayError | undefined
+    steps = steps
+      .map((step) => ({
+        ...step,
+        targets: step.targets.filter((target) => {
+          const refusal = unservable(target, canonicalRequest)
+          firstRefusal ??= refusal
+          return refusal === undefined
+        })
+      }))
+      .filter((step) => step.targets.length > 0)
+    if (steps.length === 0) return yield* firstRefusal!
+    if (steps.some((step) => step.targets.some((target) => target.provider.family !== family))) {
+      const request = canonicalRequest()
+      if (request instanceof GatewayError) return yield* request
+    }
+
+    const key: Redacted.Redacted<string> | undefined = callerKey(headers)
+    const collector = new ResponseCollector()
+
+    const attempt = ({ target }: AttemptInfo): Effect.Effect<void, UpstreamError> => {
+      const provider = target.provider
+      const providerFamily = provider.family as WireFamily
+      const fast = providerFamily === family
+      const { path, headers: auth } = provider.request("chat", target.model, key)
+      const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
+      let body: string | Uint8Array
+      let callHeaders: Record<string, string>
+      let includeUsage = false
+      if (fast) {
+        body = target.model === input.model && !overridden ? input.raw : JSON.stringify({ ...json, model: target.model })
+        callHeaders = passThroughHeaders(headers, auth, ctx.requestId)
+        callHeaders["content-type"] ??= "application/json"
+      } else {
+        const request = canonicalRequest() as ChatRequest
+        includeUsage = request.includeUsage
+        const encoded = CHAT_CODECS[providerFamily].encodeRequest(request, {
+          model: target.model,
+          callerFamily: family,
+          defaultMaxTokens: target.maxTokens
+        })
+        body = JSON.stringify(encoded.body)
+        callHeaders = translatedHeaders(auth, ctx.requestId, input.stream)
+        if (encoded.dropped.length > 0) {
+          extra["x-gw-dropped-params"] = encoded.dropped.join(",")
+          ctx.log.dropped_params = extra["x-gw-dropped-params"]
+        }
+      }
+      const call: UpstreamCall = {
+        providerId: provider.id,
+        family: provider.family,
+        origin: provider.origin,
+        method: "POST",
+        path,
+        headers: callHeaders,
+        body,
+        idleTimeoutMs: target.timeoutMs
+      }
+      ctx.log.provider = provider.id
+      ctx.log.upstream_model = target.model
+      ctx.log.path_kind = fast ? "fast" : "normalized"
+      return client.send(call).pipe(
+        Effect.timeoutOrElse({ duration: target.timeoutMs, orElse: () => Effect.fail(timeoutError(target)) }),
+        Effect.flatMap((response) => {
+          if (fast) return forwardVerbatim(ctx, family, response, extra, collector)
+          const translation = {
+            ctx,
+            providerId: provider.id,
+            providerFamily: provider.family,
+            provider: CHAT_CODECS[providerFamily],
+            caller: CHAT_CODECS[family],
+            includeUsage,
+            headers: extra,
+            collector
+          }
+          return input.stream ? translateStream(translation, response) : translateJson(translation, response)
+        })
+      )
+    }
+
+    let attempts = 0
+    yield* executePlan(plan, steps, attempt, {
+      onAttempt: (info, outcome, durationMs) => {
+        attempts = info.attempt
+        if (outcome === "ok" && !log.enabled("debug")) return
+        log.log(outcome === "ok" ? "debug" : "warn", "attempt", {
+          request_id: ctx.requestId,
+          attempt: info.attempt,
+          target: info.target.id,
+          provider: info.target.provider.id,
+          outcome: outcome === "ok" ? "ok" : outcome.reason,
+          status: outcome === "ok" ? undefined : outcome.upstreamStatus,
+          duration_ms: Math.round(durationMs * 1000) / 1000
+        })
+      }
+    }).pipe(Effect.ensuring(Effect.sync(() => {
+      ctx.log.attempts = attempts
+      if (collector.stopReason !== undefined) ctx.log.finish_reason = collector.stopReason
+      if (collector.usage !== undefined) {
+        ctx.log.input_tokens = collector.usage.inputTokens
+        ctx.log.output_tokens = collector.usage.outputTokens
+      }
+      if (collector.model !== undefined) ctx.log.upstream_model = collector.model
+    })))
+  })
+}

@@ -1,0 +1,120 @@
+/**
+ * Provider adapters: for each configured provider, what is compiled once at
+ * start (origin, base path, auth headers with the credential, API version)
+ * and the per-operation URL and auth it adds to each request.
+ *
+ * Kinds differ only in data here: the URL layout (`openai`-style
+ * `{base}/chat/completions`, Azure deployments, Anthropic `/v1/messages`,
+ * Cohere `/v2/rerank`) and the auth form (bearer, key header, query parameter).
+ */
+import { Redacted } from "effect"
+import type { ResolvedCredential, ResolvedProvider } from "../config/index.ts"
+import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
+
+export type Operation =
+  | "chat"
+  | "embeddings"
+  | "image_generation"
+  | "audio_speech"
+  | "audio_transcription"
+  | "rerank"
+  | "count_tokens"
+  | "files"
+
+/** The Anthropic API version the gateway speaks when the caller did not choose one. */
+export const ANTHROPIC_VERSION = "2023-06-01"
+
+const OPENAI_PATHS: Record<Operation, string> = {
+  chat: "/chat/completions",
+  embeddings: "/embeddings",
+  image_generation: "/images/generations",
+  audio_speech: "/audio/speech",
+  audio_transcription: "/audio/transcriptions",
+  rerank: "/rerank",
+  count_tokens: "",
+  files: "/files"
+}
+
+export interface CompiledProvider {
+  readonly id: string
+  readonly kind: ProviderKind
+  readonly family: ProviderFamily
+  /** `scheme://host:port` for the connection pool. */
+  readonly origin: string
+  readonly models: ReadonlySet<string>
+  readonly timeoutMs?: number | undefined
+  /**
+   * Path (with query) and auth headers of one request. `key` is the caller's
+   * own key (sent in this provider's auth form); without it the configured
+   * credential is used, precomputed at start. No key at all → no auth (the
+   * upstream answers 401). `suffix` extends the path (`/file-1/content`).
+   */
+  readonly request: (
+    operation: Operation,
+    model: string,
+    key?: Redacted.Redacted<string> | undefined,
+    suffix?: string
+  ) => { readonly path: string; readonly headers: Readonly<Record<string, string>> }
+}
+
+const authFor = (
+  authType: AuthType,
+  authName: string,
+  kind: ProviderKind,
+  key: Redacted.Redacted<string> | undefined
+): Record<string, string> => {
+  const headers: Record<string, string> = {}
+  if (kind === "anthropic") headers["anthropic-version"] = ANTHROPIC_VERSION
+  if (key === undefined || authType === "query_param") return headers
+  const value = Redacted.value(key)
+  if (authType === "bearer") headers.authorization = `Bearer ${value}`
+  else headers[authName.toLowerCase()] = value
+  return headers
+}
+
+export const compileProvider = (provider: ResolvedProvider, credential?: ResolvedCredential): CompiledProvider => {
+  const url = new URL(provider.baseUrl)
+  const origin = url.origin
+  const basePath = url.pathname === "/" ? "" : url.pathname.replace(/\/+$/, "")
+  const configured = (credential ?? provider.credential).value
+  const configuredHeaders = Object.freeze(authFor(provider.authType, provider.authName, provider.kind, configured))
+  const queryFor = (key: Redacted.Redacted<string> | undefined) =>
+    provider.authType === "query_param" && key !== undefined
+      ? `${encodeURIComponent(provider.authName)}=${encodeURIComponent(Redacted.value(key))}`
+      : ""
+  const configuredQuery = queryFor(configured)
+  const azureVersion = `api-version=${encodeURIComponent(provider.apiVersion)}`
+
+  const withQuery = (path: string, extra: string): string =>
+    extra === "" ? path : `${path}${path.includes("?") ? "&" : "?"}${extra}`
+
+  const path = (operation: Operation, model: string, suffix = ""): string => {
+    switch (provider.kind) {
+      case "anthropic":
+        return `${basePath}/v1/messages${operation === "count_tokens" ? "/count_tokens" : ""}`
+      case "cohere":
+        return `${basePath}/v2/rerank`
+      case "azure":
+        if (operation === "files") return `${basePath}/openai/files${suffix}?${azureVersion}`
+        return `${basePath}/openai/deployments/${encodeURIComponent(model)}${OPENAI_PATHS[operation]}?${azureVersion}`
+      default:
+        return `${basePath}${OPENAI_PATHS[operation]}${suffix}`
+    }
+  }
+
+  return {
+    id: provider.id,
+    kind: provider.kind,
+    family: provider.family,
+    origin,
+    models: new Set(provider.models),
+    timeoutMs: provider.timeoutMs,
+    request: (operation, model, key, suffix) =>
+      key === undefined
+        ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders }
+        : {
+          path: withQuery(path(operation, model, suffix), queryFor(key)),
+          headers: authFor(provider.authType, provider.authName, provider.kind, key)
+        }
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Plans: every request's path through the providers, as data. Compiled once
+ * per configuration (static TOML or tenant snapshot) and looked up per
+ * request; the engine (`execute.ts`) runs them.
+ *
+ * A plan is an ordered list of steps run as a fallback chain; a step is a
+ * strategy over targets. An experiment function is a set of weighted
+ * variants, each a plan of its own plus parameter overrides.
+ */
+import type { EndpointType } from "../config/index.ts"
+import type { CompiledProvider } from "../providers/adapter.ts"
+
+export interface PlanTarget {
+  /** Target id, or `provider::model` for a target implied by a model name. */
+  readonly id: string
+  /** The provider, compiled with this target's credential when it has one. */
+  readonly provider: CompiledProvider
+  /** Model name the provider knows. */
+  readonly model: string
+  readonly weight: number
+  /** Per attempt: target → model → provider → `[defaults.provider]` → 30000 ms. */
+  readonly timeoutMs: number
+  /** `[models.<name>] max_tokens`, for messages-style upstreams that require it. */
+  readonly maxTokens?: number | undefined
+}
+
+export type Strategy = "single" | "weighted" | "fallback"
+
+export interface PlanStep {
+  readonly strategy: Strategy
+  readonly targets: ReadonlyArray<PlanTarget>
+}
+
+export interface RetryPolicy {
+  readonly maxRetries: number
+  readonly backoffBaseMs: number
+}
+
+export interface Variant {
+  readonly name: string
+  readonly weight: number
+  readonly steps: ReadonlyArray<PlanStep>
+  /** Request parameters the variant overrides (wire names). */
+  readonly overrides: Readonly<Record<string, unknown>>
+}
+
+export interface Plan {
+  /** What the caller asked for, resolved: `route::smart`, `openai::gpt-4o`, `function::summarize`. */
+  readonly name: string
+  /** Endpoint type of a route or function; undefined for a provider model (any endpoint). */
+  readonly endpoint?: EndpointType | undefined
+  readonly steps: ReadonlyArray<PlanStep>
+  readonly retry: RetryPolicy
+  /** Experiment functions: one variant is drawn per request (then its steps run). */
+  readonly variants?: ReadonlyArray<Variant> | undefined
+}
+
+export const DEFAULT_TIMEOUT_MS = 30_000

@@ -1,0 +1,199 @@
+/**
+ * Model resolution (spec 4.1, DESIGN.md "Model resolution") over a routing
+ * table compiled once from the configuration: every selector a caller may
+ * send (`route::X`, `function::X`, `<provider>::<model>`, plain names) maps to
+ * its plan in one lookup.
+ */
+import type { EndpointType, GatewaySettings, ResolvedProvider, ResolvedTarget } from "../config/index.ts"
+import { resolveModelReference, variantParameters } from "../config/index.ts"
+import { GatewayError } from "../domain/index.ts"
+import { compileProvider } from "../providers/adapter.ts"
+import type { CompiledProvider } from "../providers/adapter.ts"
+import { DEFAULT_TIMEOUT_MS } from "./plan.ts"
+import type { Plan, PlanStep, PlanTarget, RetryPolicy, Strategy, Variant } from "./plan.ts"
+
+/** A plain name matched by several entries: resolution fails with 409 naming them. */
+interface Ambiguous {
+  readonly ambiguous: ReadonlyArray<string>
+}
+
+type Entry = Plan | Ambiguous
+
+const isAmbiguous = (entry: Entry): entry is Ambiguous => "ambiguous" in entry
+
+export interface RoutingTable {
+  /**
+   * The plan for a request's `model`, honouring `x-genai-provider` and the
+   * endpoint type. Fails with the gateway errors of spec 7.1 (404, 409, 400).
+   */
+  readonly resolve: (model: string, providerHeader: string | undefined, endpoint: EndpointType) => Plan | GatewayError
+  readonly providers: ReadonlyMap<string, CompiledProvider>
+}
+
+const notFound = (model: string) =>
+  new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${model}\` does not exist or is not configured`, param: "model" })
+
+export const compileRoutingTable = (settings: GatewaySettings): RoutingTable => {
+  const { file } = settings
+  const providers = new Map<string, CompiledProvider>()
+  for (const provider of settings.providers.values()) providers.set(provider.id, compileProvider(provider))
+
+  const timeoutFor = (provider: ResolvedProvider, model: string, targetTimeout?: number): number =>
+    targetTimeout ?? file.models[model]?.timeout_ms ?? provider.timeoutMs ?? file.defaults.provider.timeout_ms ?? DEFAULT_TIMEOUT_MS
+
+  const modelTarget = (provider: ResolvedProvider, model: string): PlanTarget => ({
+    id: `${provider.id}::${model}`,
+    provider: providers.get(provider.id)!,
+    model,
+    weight: 1,
+    timeoutMs: timeoutFor(provider, model),
+    maxTokens: file.models[model]?.max_tokens
+  })
+
+  const compiledTargets = new Map<string, PlanTarget>()
+  const targetById = (id: string): PlanTarget => {
+    const existing = compiledTargets.get(id)
+    if (existing !== undefined) return existing
+    const target = settings.targets.get(id) as ResolvedTarget
+    const provider = settings.providers.get(target.providerId)!
+    const compiled: PlanTarget = {
+      id,
+      provider: target.credential === undefined ? providers.get(provider.id)! : compileProvider(provider, target.credential),
+      model: target.model,
+      weight: target.weight,
+      timeoutMs: timeoutFor(provider, target.model, target.timeoutMs),
+      maxTokens: file.models[target.model]?.max_tokens
+    }
+    compiledTargets.set(id, compiled)
+    return compiled
+  }
+
+  const modelRef = (reference: string): PlanTarget => {
+    const resolved = resolveModelReference(reference, settings.providers)
+    if (!resolved.ok) throw new Error(`unchecked model reference ${reference}`)
+    return modelTarget(settings.providers.get(resolved.providerId)!, resolved.model)
+  }
+
+  const retryOf = (table?: { readonly max_retries: number; readonly backoff_base_ms: number }): RetryPolicy => {
+    const source = table ?? file.routing.retry
+    return { maxRetries: source.max_retries, backoffBaseMs: source.backoff_base_ms }
+  }
+
+  const stepsOf = (
+    strategy: Strategy,
+    targets: ReadonlyArray<string> | undefined,
+    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string> }> | undefined
+  ): ReadonlyArray<PlanStep> =>
+    steps !== undefined
+      ? steps.map((step) => ({ strategy: step.strategy, targets: step.targets.map(targetById) }))
+      : [{ strategy, targets: (targets ?? []).map(targetById) }]
+
+  const routePlans = new Map<string, Plan>()
+  for (const [id, route] of Object.entries(file.routes)) {
+    routePlans.set(id, {
+      name: `route::${id}`,
+      endpoint: route.endpoint,
+      steps: stepsOf(route.strategy, route.targets, route.steps),
+      retry: retryOf(route.retry)
+    })
+  }
+
+  const functionPlans = new Map<string, Plan>()
+  for (const [name, fn] of Object.entries(file.functions)) {
+    const retry = retryOf(fn.retry)
+    if (fn.strategy === "experiment") {
+      const variants: Array<Variant> = Object.entries(fn.variants ?? {}).map(([variantName, variant]) => ({
+        name: variantName,
+        weight: variant.weight,
+        steps: [{ strategy: "single", targets: [variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!)] }],
+        overrides: variantParameters(variant)
+      }))
+      functionPlans.set(name, { name: `function::${name}`, endpoint: fn.endpoint, steps: [], retry, variants })
+      continue
+    }
+    const steps = fn.models !== undefined
+      ? [{ strategy: fn.strategy, targets: fn.models.map(modelRef) }]
+      : stepsOf(fn.strategy, fn.targets, fn.steps)
+    functionPlans.set(name, { name: `function::${name}`, endpoint: fn.endpoint, steps, retry })
+  }
+
+  const defaultRetry = retryOf()
+  const providerPlan = (provider: ResolvedProvider, model: string): Plan => ({
+    name: `${provider.id}::${model}`,
+    steps: [{ strategy: "single", targets: [modelTarget(provider, model)] }],
+    retry: defaultRetry
+  })
+
+  // Every selector, resolved once.
+  const explicit = new Map<string, Plan>()
+  for (const [id, plan] of routePlans) explicit.set(`route::${id}`, plan)
+  for (const [name, plan] of functionPlans) explicit.set(`function::${name}`, plan)
+  for (const provider of settings.providers.values()) {
+    for (const model of provider.models) explicit.set(`${provider.id}::${model}`, providerPlan(provider, model))
+  }
+
+  const plain = new Map<string, Entry>()
+  const routeOwners = new Map<string, Array<string>>()
+  for (const [id, route] of Object.entries(file.routes)) {
+    for (const model of route.models) routeOwners.set(model, [...(routeOwners.get(model) ?? []), id])
+  }
+  for (const [model, owners] of routeOwners) {
+    plain.set(model, owners.length === 1 ? routePlans.get(owners[0])! : { ambiguous: owners.map((id) => `route::${id}`) })
+  }
+  const providerOwners = new Map<string, Array<ResolvedProvider>>()
+  for (const provider of settings.providers.values()) {
+    for (const model of new Set(provider.models)) providerOwners.set(model, [...(providerOwners.get(model) ?? []), provider])
+  }
+  for (const [model, owners] of providerOwners) {
+    if (plain.has(model)) continue
+    plain.set(model, owners.length === 1 ? providerPlan(owners[0], model) : { ambiguous: owners.map((p) => `${p.id}::${model}`) })
+  }
+  for (const [name, plan] of functionPlans) if (!plain.has(name)) plain.set(name, plan)
+
+  const checkEndpoint = (plan: Plan, endpoint: EndpointType): Plan | GatewayError =>
+    plan.endpoint === undefined || plan.endpoint === endpoint
+      ? plan
+      : new GatewayError({
+        status: 400,
+        code: "unsupported_for_model",
+        message: `${plan.name} serves the ${plan.endpoint} endpoint, not ${endpoint}`,
+        param: "model"
+      })
+
+  const resolve = (model: string, providerHeader: string | undefined, endpoint: EndpointType): Plan | GatewayError => {
+    const separator = model.indexOf("::")
+    if (providerHeader !== undefined) {
+      if (!providers.has(providerHeader)) {
+        return new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider names provider "${providerHeader}", which is not configured` })
+      }
+      if (separator > 0) {
+        const prefix = model.slice(0, separator)
+        if (prefix !== providerHeader) {
+          return new GatewayError({
+            status: 400,
+            code: "invalid_request",
+            message: `x-genai-provider "${providerHeader}" disagrees with the model prefix "${prefix}::"`,
+            param: "model"
+          })
+        }
+        const plan = explicit.get(model)
+        return plan === undefined ? notFound(model) : checkEndpoint(plan, endpoint)
+      }
+      const plan = explicit.get(`${providerHeader}::${model}`)
+      return plan === undefined ? notFound(`${providerHeader}::${model}`) : checkEndpoint(plan, endpoint)
+    }
+    const entry = separator > 0 ? explicit.get(model) : plain.get(model)
+    if (entry === undefined) return notFound(model)
+    if (isAmbiguous(entry)) {
+      return new GatewayError({
+        status: 409,
+        code: "ambiguous_model",
+        message: `The model \`${model}\` is ambiguous; use one of: ${entry.ambiguous.join(", ")}`,
+        param: "model"
+      })
+    }
+    return checkEndpoint(entry, endpoint)
+  }
+
+  return { resolve, providers }
+}

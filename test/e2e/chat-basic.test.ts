@@ -1,0 +1,46 @@
+import Anthropic from "@anthropic-ai/sdk"
+import OpenAI from "openai"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
+import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
+import { startGateway } from "./harness.ts"
+import type { RunningGateway } from "./harness.ts"
+
+let openaiUp: FakeUpstream
+let anthropicUp: FakeUpstream
+let gateway: RunningGateway
+
+beforeAll(async () => {
+  openaiUp = await startFakeUpstream({ kind: "openai" })
+  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
+  gateway = await startGateway({
+    providers: {
+      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "env::OPENAI_KEY" },
+      anthropic: { base_url: anthropicUp.url, models: ["claude-sonnet-4-5"], credential: "env::ANTHROPIC_KEY" }
+    }
+  }, { OPENAI_KEY: "sk-openai-test", ANTHROPIC_KEY: "sk-ant-test" })
+})
+afterAll(async () => {
+  await gateway.close()
+  await openaiUp.close()
+  await anthropicUp.close()
+})
+
+describe("chat smoke", () => {
+  it("openai → openai plain text", async () => {
+    const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "sk-openai-test", maxRetries: 0 })
+    const completion = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "hello there" }] })
+    expect(completion.choices[0].message.content).toBe("echo: hello there")
+  })
+  it("openai → anthropic streamed", async () => {
+    const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "sk-ant-test", maxRetries: 0 })
+    const stream = client.chat.completions.stream({ model: "claude-sonnet-4-5", messages: [{ role: "user", content: "hello there" }] })
+    const final = await stream.finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("echo: hello there")
+  })
+  it("anthropic → openai streamed", async () => {
+    const client = new Anthropic({ baseURL: gateway.url, apiKey: "sk-openai-test", maxRetries: 0 })
+    const message = await client.messages.stream({ model: "gpt-4o", max_tokens: 100, messages: [{ role: "user", content: "hello there" }] }).finalMessage()
+    expect(message.content[0]).toMatchObject({ type: "text", text: "echo: hello there" })
+  })
+})
