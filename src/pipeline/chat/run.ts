@@ -6,10 +6,12 @@
  */
 import { Effect } from "effect"
 import type { Redacted } from "effect"
-import { GatewayError, UpstreamError } from "../../domain/index.ts"
+import { GatewayError } from "../../domain/index.ts"
+import type { UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, WireFamily } from "../../domain/index.ts"
 import { Anthropic, CHAT_CODECS } from "../../formats/index.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
+import { sendWithin } from "../../routing/attempt.ts"
 import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
 import type { PlanStep, PlanTarget } from "../../routing/plan.ts"
@@ -39,18 +41,6 @@ export interface ChatDependencies {
   readonly client: ProviderClient["Service"]
   readonly log: JsonLog
 }
-
-const timeoutError = (target: PlanTarget): UpstreamError =>
-  new UpstreamError({
-    reason: "upstream",
-    upstreamStatus: 0,
-    provider: target.provider.id,
-    family: target.provider.family,
-    message: `no response within ${target.timeoutMs} ms`,
-    timedOut: true,
-    reached: true,
-    retryAfter: undefined
-  })
 
 /** Why a target cannot serve this request at all (it is skipped), or undefined. */
 const unservable = (target: PlanTarget, canonical: () => ChatRequest | GatewayError): GatewayError | undefined => {
@@ -177,8 +167,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       ctx.log.provider = provider.id
       ctx.log.upstream_model = target.model
       ctx.log.path_kind = fast ? "fast" : "normalized"
-      return client.send(call).pipe(
-        Effect.timeoutOrElse({ duration: target.timeoutMs, orElse: () => Effect.fail(timeoutError(target)) }),
+      return sendWithin(client, call, target).pipe(
         Effect.flatMap((response) => {
           if (fast) return forwardVerbatim(ctx, family, response, extra, collector)
           const translation = {

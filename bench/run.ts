@@ -1,0 +1,207 @@
+/**
+ * `npm run bench`: the gateway against a direct call to the same fake
+ * upstream, in one run. The fake upstream and the gateway each run in their
+ * own process; this process generates load over loopback.
+ *
+ * Scenarios: fast path non-stream, fast path stream (20 chunks), normalized
+ * stream (Anthropic caller → OpenAI upstream). For each: requests/s and
+ * latency at fixed concurrency, latency at a paced 500 requests/s, and the
+ * gateway's CPU time per proxied request (from /proc, user + system).
+ *
+ * Bounded: every loop has a request count and a deadline.
+ */
+import { spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
+import { readFileSync, writeFileSync, mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { createInterface } from "node:readline"
+import { Pool } from "undici"
+
+const QUICK = process.argv.includes("--quick")
+const REQUESTS = QUICK ? 2_000 : 10_000
+const WARMUP = QUICK ? 500 : 2_000
+const CONCURRENCY = 16
+const PACED_RPS = 500
+const PACED_SECONDS = QUICK ? 2 : 6
+const DEADLINE_MS = 120_000
+const root = new URL("..", import.meta.url).pathname
+
+const startProcess = (args: Array<string>, env: Record<string, string> = {}): Promise<{ child: ChildProcess; line: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] })
+    const lines = createInterface({ input: child.stdout! })
+    const timer = setTimeout(() => reject(new Error(`${args.join(" ")} did not start`)), 15_000)
+    lines.once("line", (line) => {
+      clearTimeout(timer)
+      // Keep draining stdout (request logs) so the child never blocks on a full pipe.
+      lines.on("line", () => {})
+      resolve({ child, line })
+    })
+    child.once("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}`)))
+  })
+
+const cpuMicros = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
+  // utime and stime are fields 14 and 15 of the whole line (11 and 12 after the command).
+  const ticks = Number(fields[11]) + Number(fields[12])
+  return (ticks * 1_000_000) / 100
+}
+
+const percentile = (sorted: Array<number>, p: number): number =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+
+interface Scenario {
+  readonly name: string
+  readonly origin: string
+  readonly path: string
+  readonly body: string
+  readonly headers: Record<string, string>
+}
+
+const oneRequest = async (pool: Pool, scenario: Scenario): Promise<number> => {
+  const started = performance.now()
+  const response = await pool.request({ method: "POST", path: scenario.path, headers: scenario.headers, body: scenario.body })
+  await response.body.arrayBuffer()
+  if (response.statusCode !== 200) throw new Error(`${scenario.name}: status ${response.statusCode}`)
+  return performance.now() - started
+}
+
+/** `count` requests at fixed concurrency: throughput and latency. */
+const closedLoop = async (pool: Pool, scenario: Scenario, count: number) => {
+  const latencies: Array<number> = []
+  let issued = 0
+  const deadline = Date.now() + DEADLINE_MS
+  const started = performance.now()
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (issued < count && Date.now() < deadline) {
+      issued++
+      latencies.push(await oneRequest(pool, scenario))
+    }
+  }))
+  const seconds = (performance.now() - started) / 1000
+  latencies.sort((a, b) => a - b)
+  return { requests: latencies.length, rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
+}
+
+/** Requests started at a fixed rate, whatever the latency: the latency a user sees at that load. */
+const pacedLoop = async (pool: Pool, scenario: Scenario) => {
+  const latencies: Array<number> = []
+  const total = PACED_RPS * PACED_SECONDS
+  const interval = 1000 / PACED_RPS
+  const started = performance.now()
+  const inFlight: Array<Promise<void>> = []
+  for (let i = 0; i < total; i++) {
+    const due = started + i * interval
+    const wait = due - performance.now()
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait))
+    inFlight.push(oneRequest(pool, scenario).then((ms) => {
+      latencies.push(ms)
+    }))
+  }
+  await Promise.all(inFlight)
+  latencies.sort((a, b) => a - b)
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
+}
+
+const main = async () => {
+  const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"])
+  const upstreamUrl = JSON.parse(upstream.line).url as string
+  const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
+  const configPath = join(dir, "gateway.toml")
+  writeFileSync(configPath, `[server]
+host = "127.0.0.1"
+port = 0
+
+[providers.openai]
+base_url = "${upstreamUrl}/v1"
+models = ["gpt-4o"]
+credential = "none"
+
+[telemetry]
+enabled = false
+log_level = "info"
+`)
+  const gateway = await startProcess(["src/main.ts", "serve", "--config", configPath])
+  const gatewayPort = JSON.parse(gateway.line).port as number
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`
+
+  const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
+  const chat = (stream: boolean) => JSON.stringify({ model: "gpt-4o", stream, messages: [{ role: "user", content: stream ? twentyWords : "hello" }] })
+  const jsonHeaders = { "content-type": "application/json", authorization: "Bearer bench" }
+  const scenarios: Array<{ label: string; direct: Scenario; viaGateway: Scenario }> = [
+    {
+      label: "fast path, non-stream",
+      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chat(false), headers: jsonHeaders },
+      viaGateway: { name: "gateway", origin: gatewayUrl, path: "/v1/chat/completions", body: chat(false), headers: jsonHeaders }
+    },
+    {
+      label: "fast path, stream (20 chunks)",
+      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chat(true), headers: jsonHeaders },
+      viaGateway: { name: "gateway", origin: gatewayUrl, path: "/v1/chat/completions", body: chat(true), headers: jsonHeaders }
+    },
+    {
+      label: "normalized stream (anthropic caller → openai)",
+      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chat(true), headers: jsonHeaders },
+      viaGateway: {
+        name: "gateway",
+        origin: gatewayUrl,
+        path: "/v1/messages",
+        body: JSON.stringify({ model: "gpt-4o", stream: true, max_tokens: 256, messages: [{ role: "user", content: twentyWords }] }),
+        headers: { ...jsonHeaders, "anthropic-version": "2023-06-01" }
+      }
+    }
+  ]
+
+  const results: Array<Record<string, unknown>> = []
+  const pools = new Map<string, Pool>()
+  const poolFor = (origin: string) => {
+    let pool = pools.get(origin)
+    if (pool === undefined) {
+      pool = new Pool(origin, { connections: CONCURRENCY * 2 })
+      pools.set(origin, pool)
+    }
+    return pool
+  }
+  try {
+    for (const { label, direct, viaGateway } of scenarios) {
+      await closedLoop(poolFor(direct.origin), direct, WARMUP)
+      await closedLoop(poolFor(viaGateway.origin), viaGateway, WARMUP)
+      const directRun = await closedLoop(poolFor(direct.origin), direct, REQUESTS)
+      const cpuBefore = cpuMicros(gateway.child.pid!)
+      const gatewayRun = await closedLoop(poolFor(viaGateway.origin), viaGateway, REQUESTS)
+      const cpuPerRequest = (cpuMicros(gateway.child.pid!) - cpuBefore) / gatewayRun.requests
+      const directPaced = await pacedLoop(poolFor(direct.origin), direct)
+      const gatewayPaced = await pacedLoop(poolFor(viaGateway.origin), viaGateway)
+      results.push({
+        scenario: label,
+        direct_rps: Math.round(directRun.rps),
+        gateway_rps: Math.round(gatewayRun.rps),
+        gateway_cpu_us_per_request: Math.round(cpuPerRequest),
+        [`direct_p50_ms_at_${PACED_RPS}rps`]: round(directPaced.p50),
+        [`gateway_p50_ms_at_${PACED_RPS}rps`]: round(gatewayPaced.p50),
+        [`added_p50_ms_at_${PACED_RPS}rps`]: round(gatewayPaced.p50 - directPaced.p50),
+        [`direct_p99_ms_at_${PACED_RPS}rps`]: round(directPaced.p99),
+        [`gateway_p99_ms_at_${PACED_RPS}rps`]: round(gatewayPaced.p99),
+        [`added_p99_ms_at_${PACED_RPS}rps`]: round(gatewayPaced.p99 - directPaced.p99),
+        saturated_direct_p50_ms: round(directRun.p50),
+        saturated_gateway_p50_ms: round(gatewayRun.p50)
+      })
+    }
+  } finally {
+    for (const pool of pools.values()) await pool.close()
+    gateway.child.kill("SIGTERM")
+    upstream.child.kill("SIGTERM")
+  }
+  console.table(results)
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, results }
+  writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
+  console.log("written bench/results.json")
+}
+
+const round = (value: number) => Math.round(value * 1000) / 1000
+
+main().then(() => process.exit(0), (error) => {
+  console.error(error)
+  process.exit(1)
+})

@@ -1,0 +1,137 @@
+/**
+ * A scripted `ProviderClient` for tests, yours and ours: no sockets, no real
+ * time. Each upstream call is answered by your handler with a `TestReply`
+ * (JSON, an error with or without Retry-After, a stream of chunks that may
+ * break, a hang, a delay); every call is recorded. Delays use Effect's clock,
+ * so `TestClock.adjust` drives them.
+ *
+ * ```ts
+ * const calls: Array<UpstreamCall> = []
+ * const layer = ProviderClient.layerTest((call) => call.providerId === "openai" ? TestReply.error(429) : TestReply.json(200, {...}), calls)
+ * ```
+ */
+import { Duration, Effect, Layer, Stream } from "effect"
+import type { IncomingHttpHeaders } from "node:http"
+import { classifyUpstream, parseErrorDetails, UpstreamError } from "../domain/index.ts"
+import { ProviderClient } from "./transport.ts"
+import type { ChunkSink, UpstreamBody, UpstreamCall, UpstreamResponse } from "./transport.ts"
+
+export type TestReply =
+  | { readonly _tag: "Respond"; readonly status: number; readonly headers: IncomingHttpHeaders; readonly chunks: ReadonlyArray<Uint8Array>; readonly failAfter?: number | undefined }
+  | { readonly _tag: "NetworkError"; readonly message: string }
+  | { readonly _tag: "Hang" }
+  | { readonly _tag: "Delay"; readonly duration: Duration.Input; readonly then: TestReply }
+
+const encoder = new TextEncoder()
+
+export const TestReply = {
+  /** A JSON response. */
+  json: (status: number, body: unknown, headers: IncomingHttpHeaders = {}): TestReply => ({
+    _tag: "Respond",
+    status,
+    headers: { "content-type": "application/json", ...headers },
+    chunks: [encoder.encode(JSON.stringify(body))]
+  }),
+  /** An upstream error; `retryAfter` (seconds) sets the Retry-After header. */
+  error: (status: number, options: { readonly body?: unknown; readonly retryAfter?: number } = {}): TestReply => ({
+    _tag: "Respond",
+    status,
+    headers: { "content-type": "application/json", ...(options.retryAfter === undefined ? {} : { "retry-after": String(options.retryAfter) }) },
+    chunks: [encoder.encode(JSON.stringify(options.body ?? { error: { message: `status ${status}`, type: "error", code: null } }))]
+  }),
+  /** A successful SSE stream of raw frames; with `failAfter` the connection breaks after that many frames. */
+  stream: (frames: ReadonlyArray<string>, options: { readonly failAfter?: number } = {}): TestReply => ({
+    _tag: "Respond",
+    status: 200,
+    headers: { "content-type": "text/event-stream" },
+    chunks: frames.map((frame) => encoder.encode(frame)),
+    failAfter: options.failAfter
+  }),
+  /** The connection fails before any response (connection refused, reset). */
+  networkError: (message = "ECONNRESET"): TestReply => ({ _tag: "NetworkError", message }),
+  /** Never answers: only a timeout ends the attempt. */
+  hang: { _tag: "Hang" } as TestReply,
+  /** Answers `then` after `duration` of (virtual) time. */
+  delay: (duration: Duration.Input, then: TestReply): TestReply => ({ _tag: "Delay", duration, then })
+}
+
+const failure = (call: UpstreamCall, message: string, status = 0): UpstreamError =>
+  new UpstreamError({
+    reason: "upstream",
+    upstreamStatus: status,
+    provider: call.providerId,
+    family: call.family,
+    message,
+    timedOut: false,
+    reached: true,
+    retryAfter: undefined
+  })
+
+const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, failAfter: number | undefined): UpstreamBody => {
+  const delivered = failAfter === undefined ? chunks : chunks.slice(0, failAfter)
+  const broken = failAfter !== undefined
+  const stream: Stream.Stream<Uint8Array, UpstreamError> = Stream.fromIterable(delivered).pipe(
+    Stream.concat(broken ? Stream.fail(failure(call, "ECONNRESET")) : Stream.empty)
+  )
+  return {
+    stream,
+    pipe: (sink: ChunkSink, tap?: (chunk: Uint8Array) => void) =>
+      Effect.suspend(() => {
+        for (const chunk of delivered) {
+          sink.write(chunk)
+          tap?.(chunk)
+        }
+        return broken ? Effect.fail(failure(call, "ECONNRESET")) : Effect.void
+      }),
+    readAll: () => Effect.map(Stream.runCollect(stream), (all) => Buffer.concat([...all])),
+    abort: () => {}
+  }
+}
+
+const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamResponse, UpstreamError> => {
+  switch (reply._tag) {
+    case "Hang":
+      return Effect.never
+    case "Delay":
+      return Effect.andThen(Effect.sleep(reply.duration), respond(call, reply.then))
+    case "NetworkError":
+      return Effect.fail(failure(call, reply.message))
+    case "Respond": {
+      if (reply.status < 400) {
+        return Effect.succeed({ status: reply.status, headers: reply.headers, body: bodyOf(call, reply.chunks, reply.failAfter) })
+      }
+      const body = Buffer.concat([...reply.chunks])
+      const details = parseErrorDetails(body)
+      const retryAfter = reply.headers["retry-after"]
+      return Effect.fail(
+        new UpstreamError({
+          reason: classifyUpstream(reply.status, details ?? {}),
+          upstreamStatus: reply.status,
+          provider: call.providerId,
+          family: call.family,
+          message: details?.message ?? `provider returned status ${reply.status}`,
+          timedOut: false,
+          reached: true,
+          retryAfter: typeof retryAfter === "string" ? Number(retryAfter) : undefined,
+          body
+        })
+      )
+    }
+  }
+}
+
+/** A `ProviderClient` layer answering every call with `handler`; calls are appended to `calls`. */
+export const layerTest = (
+  handler: (call: UpstreamCall, index: number) => TestReply,
+  calls: Array<UpstreamCall> = []
+): Layer.Layer<ProviderClient> =>
+  Layer.succeed(
+    ProviderClient,
+    ProviderClient.of({
+      send: (call) =>
+        Effect.suspend(() => {
+          calls.push(call)
+          return respond(call, handler(call, calls.length - 1))
+        })
+    })
+  )

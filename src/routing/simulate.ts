@@ -1,0 +1,140 @@
+/**
+ * Runs a request's routing exactly as the gateway does (resolution, variant
+ * draw, steps, retries with backoff, failover, timeouts) against whatever
+ * `ProviderClient` is provided, and reports every attempt. With the scripted
+ * `ProviderClient.layerTest` and `TestClock` it tests a routing configuration
+ * without sockets or real time (docs/testing-your-routing.md).
+ *
+ * Bodies are not translated here: the simulator drains each successful
+ * response like the normalized path does, so a stream that breaks before its
+ * first chunk fails over and one that breaks later does not.
+ */
+import { Clock, Effect, Stream } from "effect"
+import type { EndpointType } from "../config/index.ts"
+import { GatewayError } from "../domain/index.ts"
+import type { ErrorClass, UpstreamError } from "../domain/index.ts"
+import { ProviderClient } from "../providers/transport.ts"
+import type { Operation } from "../providers/adapter.ts"
+import { sendWithin } from "./attempt.ts"
+import { executePlan } from "./execute.ts"
+import type { PlanStep } from "./plan.ts"
+import { drawWeighted } from "./sampler.ts"
+import type { RoutingTable } from "./table.ts"
+
+export interface SimulatedRequest {
+  readonly model: string
+  readonly endpoint?: EndpointType | undefined
+  /** `x-genai-provider` */
+  readonly provider?: string | undefined
+  /** `x-gw-experiment-key` */
+  readonly experimentKey?: string | undefined
+  /** The request body; variant overrides are merged into it. */
+  readonly body?: Readonly<Record<string, unknown>> | undefined
+}
+
+export interface SimulatedAttempt {
+  readonly attempt: number
+  readonly target: string
+  readonly provider: string
+  readonly model: string
+  /** Virtual (or real) time the attempt started, ms since the simulation began. */
+  readonly startedAtMs: number
+  readonly outcome: "ok" | ErrorClass
+  readonly status?: number | undefined
+  readonly timedOut?: boolean | undefined
+}
+
+export interface SimulationResult {
+  readonly plan: string
+  readonly variant?: string | undefined
+  /** The body sent upstream by the last attempt (variant overrides applied). */
+  readonly body: Readonly<Record<string, unknown>>
+  readonly attempts: ReadonlyArray<SimulatedAttempt>
+  /** The answer: which provider served it, or the error the caller gets. */
+  readonly outcome:
+    | { readonly _tag: "Served"; readonly provider: string; readonly target: string; readonly midStreamFailure?: ErrorClass | undefined }
+    | { readonly _tag: "Failed"; readonly error: UpstreamError }
+}
+
+const OPERATION: Record<EndpointType, Operation> = {
+  chat: "chat",
+  embeddings: "embeddings",
+  audio_speech: "audio_speech",
+  audio_transcription: "audio_transcription",
+  image_generation: "image_generation"
+}
+
+export const simulateRequest = (
+  table: RoutingTable,
+  request: SimulatedRequest
+): Effect.Effect<SimulationResult, GatewayError, ProviderClient> =>
+  Effect.gen(function*() {
+    const client = yield* ProviderClient
+    const endpoint = request.endpoint ?? "chat"
+    const plan = table.resolve(request.model, request.provider, endpoint)
+    if (plan instanceof GatewayError) return yield* plan
+    let steps: ReadonlyArray<PlanStep> = plan.steps
+    let body: Readonly<Record<string, unknown>> = request.body ?? { model: request.model }
+    let variant: string | undefined
+    if (plan.variants !== undefined) {
+      const drawn = yield* drawWeighted(plan.variants, request.experimentKey)
+      steps = drawn.steps
+      body = { ...body, ...drawn.overrides }
+      variant = drawn.name
+    }
+    const began = yield* Clock.currentTimeMillis
+    const attempts: Array<SimulatedAttempt> = []
+    let sentBody = body
+    let midStreamFailure: ErrorClass | undefined
+    const served = yield* executePlan(plan, steps, ({ attempt, target }) =>
+      Effect.gen(function*() {
+        const startedAtMs = (yield* Clock.currentTimeMillis) - began
+        sentBody = { ...body, model: target.model }
+        const { path, headers } = target.provider.request(OPERATION[endpoint], target.model)
+        const record = (outcome: "ok" | UpstreamError) =>
+          attempts.push({
+            attempt,
+            target: target.id,
+            provider: target.provider.id,
+            model: target.model,
+            startedAtMs,
+            outcome: outcome === "ok" ? "ok" : outcome.reason,
+            status: outcome === "ok" ? undefined : outcome.upstreamStatus,
+            timedOut: outcome === "ok" ? undefined : outcome.timedOut
+          })
+        const response = yield* sendWithin(client, {
+          providerId: target.provider.id,
+          family: target.provider.family,
+          origin: target.provider.origin,
+          method: "POST",
+          path,
+          headers: { ...headers, "content-type": "application/json" },
+          body: JSON.stringify(sentBody),
+          idleTimeoutMs: target.timeoutMs
+        }, target).pipe(Effect.tapError((error) => Effect.sync(() => record(error))))
+        let received = 0
+        yield* response.body.stream.pipe(
+          Stream.runForEach(() => Effect.sync(() => void received++)),
+          Effect.catch((error: UpstreamError) => {
+            if (received === 0) {
+              record(error)
+              return Effect.fail(error)
+            }
+            midStreamFailure = error.reason
+            return Effect.void
+          })
+        )
+        record("ok")
+        return target
+      })
+    ).pipe(Effect.result)
+    return {
+      plan: plan.name,
+      variant,
+      body: sentBody,
+      attempts,
+      outcome: served._tag === "Success"
+        ? { _tag: "Served", provider: served.success.provider.id, target: served.success.id, midStreamFailure }
+        : { _tag: "Failed", error: served.failure }
+    } satisfies SimulationResult
+  })
