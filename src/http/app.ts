@@ -5,11 +5,13 @@
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
 import { makeChatProgram } from "../pipeline/chat/run.ts"
+import { makeProxyProgram } from "../pipeline/proxy.ts"
 import { Log } from "../pipeline/telemetry/log.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { buildCatalog } from "../routing/catalog.ts"
 import { compileRoutingTable } from "../routing/table.ts"
 import { chatRoutes } from "./chat.ts"
+import { jsonEndpointRoutes } from "./endpoints.ts"
 import { healthRoutes } from "./health.ts"
 import { modelRoutes } from "./models.ts"
 import { Router } from "./router.ts"
@@ -22,9 +24,11 @@ export const makeRouter = Effect.gen(function*() {
   const catalog = buildCatalog(settings)
   const maxBodyBytes = settings.file.server.max_body_bytes
   const runChat = makeChatProgram({ table, client, log })
+  const runProxy = makeProxyProgram({ table, client, log })
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }]),
     ...modelRoutes(catalog),
-    ...chatRoutes(runChat, maxBodyBytes)
+    ...chatRoutes(runChat, maxBodyBytes),
+    ...jsonEndpointRoutes(runProxy, maxBodyBytes)
   ])
 })

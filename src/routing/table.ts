@@ -19,6 +19,12 @@ interface Ambiguous {
 
 type Entry = Plan | Ambiguous
 
+/**
+ * What a request asks for: an endpoint type of spec 2.7, or an operation that
+ * only provider models serve (routes and functions have no such endpoint type).
+ */
+export type RequestEndpoint = EndpointType | "rerank" | "count_tokens"
+
 const isAmbiguous = (entry: Entry): entry is Ambiguous => "ambiguous" in entry
 
 export interface RoutingTable {
@@ -26,7 +32,7 @@ export interface RoutingTable {
    * The plan for a request's `model`, honouring `x-genai-provider` and the
    * endpoint type. Fails with the gateway errors of spec 7.1 (404, 409, 400).
    */
-  readonly resolve: (model: string, providerHeader: string | undefined, endpoint: EndpointType) => Plan | GatewayError
+  readonly resolve: (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint) => Plan | GatewayError
   readonly providers: ReadonlyMap<string, CompiledProvider>
 }
 
@@ -150,7 +156,7 @@ export const compileRoutingTable = (settings: GatewaySettings): RoutingTable => 
   }
   for (const [name, plan] of functionPlans) if (!plain.has(name)) plain.set(name, plan)
 
-  const checkEndpoint = (plan: Plan, endpoint: EndpointType): Plan | GatewayError =>
+  const checkEndpoint = (plan: Plan, endpoint: RequestEndpoint): Plan | GatewayError =>
     plan.endpoint === undefined || plan.endpoint === endpoint
       ? plan
       : new GatewayError({
@@ -160,7 +166,7 @@ export const compileRoutingTable = (settings: GatewaySettings): RoutingTable => 
         param: "model"
       })
 
-  const resolve = (model: string, providerHeader: string | undefined, endpoint: EndpointType): Plan | GatewayError => {
+  const resolve = (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint): Plan | GatewayError => {
     const separator = model.indexOf("::")
     if (providerHeader !== undefined) {
       if (!providers.has(providerHeader)) {

@@ -17,13 +17,13 @@ import { callerSink, commitHead } from "./sink.ts"
 
 const JSON_TAP_LIMIT = 4 * 1024 * 1024
 
-const isEventStream = (response: UpstreamResponse): boolean => {
-  const type = response.headers["content-type"]
-  return typeof type === "string" && type.startsWith("text/event-stream")
+export interface BodyTap {
+  readonly chunk: (chunk: Uint8Array) => void
+  readonly end: () => void
 }
 
-/** A tap that decodes the forwarded body into the collector. */
-const makeTap = (family: WireFamily, sse: boolean, collector: ResponseCollector) => {
+/** A tap that decodes a forwarded chat body into the collector. */
+export const chatTap = (family: WireFamily, sse: boolean, collector: ResponseCollector): BodyTap => {
   const codec = CHAT_CODECS[family]
   if (sse) {
     const parser = new SseParser()
@@ -57,6 +57,11 @@ const makeTap = (family: WireFamily, sse: boolean, collector: ResponseCollector)
   }
 }
 
+export const isEventStream = (response: UpstreamResponse): boolean => {
+  const type = response.headers["content-type"]
+  return typeof type === "string" && type.startsWith("text/event-stream")
+}
+
 /**
  * Commits the upstream's success head and forwards its body. Never fails: a
  * failure after the head is written as the stream's error frame (SSE) or ends
@@ -67,21 +72,21 @@ export const forwardVerbatim = (
   family: WireFamily,
   response: UpstreamResponse,
   extraHeaders: Readonly<Record<string, string>>,
-  collector: ResponseCollector
+  makeTap?: (sse: boolean) => BodyTap
 ): Effect.Effect<void> => {
   const sse = isEventStream(response)
   commitHead(ctx, response.status, { ...responseHeaders(response.headers, true), ...extraHeaders })
-  const tap = makeTap(family, sse, collector)
-  return response.body.pipe(callerSink(ctx), tap.chunk).pipe(
+  const tap = makeTap?.(sse)
+  return response.body.pipe(callerSink(ctx), tap?.chunk).pipe(
     Effect.matchEffect({
       onSuccess: () =>
         Effect.sync(() => {
           ctx.res.end()
-          tap.end()
+          tap?.end()
         }),
       onFailure: (error: UpstreamError) =>
         Effect.sync(() => {
-          collector.error = error.reason
+          ctx.log.error_code = error.reason
           if (sse && !ctx.res.destroyed) {
             ctx.res.end(streamErrorFrame(family, error.reason, error.timedOut ? "upstream stream timed out" : "upstream stream failed", error.timedOut ? 504 : 502))
           } else {

@@ -20,8 +20,9 @@ import type { RoutingTable } from "../../routing/table.ts"
 import type { RequestContext } from "../context.ts"
 import { header } from "../context.ts"
 import type { JsonLog } from "../telemetry/log.ts"
+import { attemptLogger } from "../telemetry/attempts.ts"
 import { ResponseCollector } from "./collector.ts"
-import { forwardVerbatim } from "./fast.ts"
+import { chatTap, forwardVerbatim } from "./fast.ts"
 import { callerKey, passThroughHeaders, translatedHeaders } from "./headers.ts"
 import { translateJson, translateStream } from "./normalized.ts"
 
@@ -169,7 +170,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       ctx.log.path_kind = fast ? "fast" : "normalized"
       return sendWithin(client, call, target).pipe(
         Effect.flatMap((response) => {
-          if (fast) return forwardVerbatim(ctx, family, response, extra, collector)
+          if (fast) return forwardVerbatim(ctx, family, response, extra, (sse) => chatTap(family, sse, collector))
           const translation = {
             ctx,
             providerId: provider.id,
@@ -185,23 +186,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       )
     }
 
-    let attempts = 0
-    yield* executePlan(plan, steps, attempt, {
-      onAttempt: (info, outcome, durationMs) => {
-        attempts = info.attempt
-        if (outcome === "ok" && !log.enabled("debug")) return
-        log.log(outcome === "ok" ? "debug" : "warn", "attempt", {
-          request_id: ctx.requestId,
-          attempt: info.attempt,
-          target: info.target.id,
-          provider: info.target.provider.id,
-          outcome: outcome === "ok" ? "ok" : outcome.reason,
-          status: outcome === "ok" ? undefined : outcome.upstreamStatus,
-          duration_ms: Math.round(durationMs * 1000) / 1000
-        })
-      }
-    }).pipe(Effect.ensuring(Effect.sync(() => {
-      ctx.log.attempts = attempts
+    yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.ensuring(Effect.sync(() => {
       if (collector.stopReason !== undefined) ctx.log.finish_reason = collector.stopReason
       if (collector.usage !== undefined) {
         ctx.log.input_tokens = collector.usage.inputTokens

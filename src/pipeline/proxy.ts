@@ -1,0 +1,119 @@
+/**
+ * The program of every non-chat model endpoint (embeddings, images, speech,
+ * transcriptions, rerank, count_tokens): the same resolution, plans, retries,
+ * timeouts and error mapping as chat, with the upstream body forwarded to the
+ * caller byte for byte (JSON or binary audio, streamed as it arrives).
+ *
+ * The request body is either a JSON object (its `model` replaced by the
+ * target's) or a body builder called per attempt (multipart uploads, which
+ * are re-streamed from a spooled copy on every attempt).
+ */
+import { Effect } from "effect"
+import type { Readable } from "node:stream"
+import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
+import type { Capability, WireFamily } from "../domain/index.ts"
+import type { Operation } from "../providers/adapter.ts"
+import type { ProviderClient } from "../providers/transport.ts"
+import { sendWithin } from "../routing/attempt.ts"
+import { executePlan } from "../routing/execute.ts"
+import type { PlanTarget } from "../routing/plan.ts"
+import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
+import { forwardVerbatim } from "./chat/fast.ts"
+import { callerKey, passThroughHeaders } from "./chat/headers.ts"
+import { header } from "./context.ts"
+import type { RequestContext } from "./context.ts"
+import { attemptLogger } from "./telemetry/attempts.ts"
+import type { JsonLog } from "./telemetry/log.ts"
+
+export interface ProxyBody {
+  readonly contentType: string
+  /** A fresh body for each attempt. */
+  readonly forTarget: (target: PlanTarget) => string | Uint8Array | Readable
+}
+
+export interface ProxyInput {
+  readonly ctx: RequestContext
+  readonly operation: Operation
+  readonly endpoint: RequestEndpoint
+  readonly capability: Capability
+  readonly model: string
+  readonly body: ProxyBody
+  /** The caller's wire family, for SSE error frames. */
+  readonly family: WireFamily
+}
+
+/** A JSON body whose `model` becomes each target's model name. */
+export const jsonBody = (raw: Uint8Array, json: Readonly<Record<string, unknown>>, model: string): ProxyBody => ({
+  contentType: "application/json",
+  forTarget: (target) => (target.model === model ? raw : JSON.stringify({ ...json, model: target.model }))
+})
+
+const DESCRIPTION: Partial<Record<Capability, string>> = {
+  embeddings: "embeddings",
+  image_generation: "image generation",
+  audio_speech: "text-to-speech",
+  audio_transcription: "transcription",
+  rerank: "rerank",
+  count_tokens: "token counting",
+  files: "files"
+}
+
+export interface ProxyDependencies {
+  readonly table: RoutingTable
+  readonly client: ProviderClient["Service"]
+  readonly log: JsonLog
+}
+
+export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
+  Effect.fnUntraced(function*(input: ProxyInput) {
+    const { ctx } = input
+    const plan = table.resolve(input.model, header(ctx, "x-genai-provider"), input.endpoint)
+    if (plan instanceof GatewayError) return yield* plan
+    ctx.log.model = input.model
+
+    // Targets whose provider cannot do this operation are skipped; none left → 400 (spec 4.3).
+    let refusal: GatewayError | undefined
+    const steps = plan.steps
+      .map((step) => ({
+        ...step,
+        targets: step.targets.filter((target) => {
+          if (PROVIDER_KIND_INFO[target.provider.kind].capabilities.has(input.capability)) return true
+          refusal ??= new GatewayError({
+            status: 400,
+            code: "unsupported_for_model",
+            message: `${DESCRIPTION[input.capability] ?? input.capability} is not supported by ${
+              target.provider.family === "anthropic" ? "messages-style " : ""
+            }provider "${target.provider.id}" (model ${target.model})`,
+            param: "model"
+          })
+          return false
+        })
+      }))
+      .filter((step) => step.targets.length > 0)
+    if (steps.length === 0) return yield* refusal!
+    if (plan.variants !== undefined) {
+      return yield* new GatewayError({ status: 400, code: "unsupported_for_model", message: `${plan.name} is an experiment; only chat requests can use it`, param: "model" })
+    }
+
+    const key = callerKey(ctx.req.headers)
+    yield* executePlan(plan, steps, ({ target }) => {
+      const provider = target.provider
+      const { path, headers: auth } = provider.request(input.operation, target.model, key)
+      const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
+      headers["content-type"] = input.body.contentType
+      ctx.log.provider = provider.id
+      ctx.log.upstream_model = target.model
+      return sendWithin(client, {
+        providerId: provider.id,
+        family: provider.family,
+        origin: provider.origin,
+        method: "POST",
+        path,
+        headers,
+        body: input.body.forTarget(target),
+        idleTimeoutMs: target.timeoutMs
+      }, target).pipe(
+        Effect.flatMap((response) => forwardVerbatim(ctx, input.family, response, { "x-gw-upstream-provider": provider.id }))
+      )
+    }, attemptLogger(ctx, log))
+  })
