@@ -1,7 +1,11 @@
 /**
- * The chat codec of each wire family behind one interface, so the pipeline
- * picks "decode with the caller's family, encode with the provider's" by
- * lookup instead of branching on families.
+ * The chat codecs behind two small interfaces, so the pipeline picks "decode
+ * with the caller's format, encode with the provider's" by lookup instead of
+ * branching:
+ * - a caller codec reads requests and writes responses and streams in the
+ *   format a client speaks (Chat Completions, Messages, Responses);
+ * - a provider codec writes requests and reads responses and streams in the
+ *   wire family a provider speaks (Chat Completions or Messages).
  */
 import type { ChatRequest, ChatResponse } from "../domain/chat.ts"
 import type { WireFamily } from "../domain/sdk.ts"
@@ -23,34 +27,52 @@ import {
   makeOpenAiChatStreamEncoder
 } from "./openai-chat/index.ts"
 
-export interface ChatCodec {
-  readonly family: WireFamily
+/** What a client speaks: the two chat wire families, or the Responses API. */
+export type CallerFormat = WireFamily | "responses"
+
+export interface CallerCodec {
   readonly decodeRequest: (body: unknown) => DecodeResult<ChatRequest>
-  readonly encodeRequest: (request: ChatRequest, options: RequestEncodeOptions) => EncodedRequest
-  readonly decodeResponse: (json: unknown) => DecodeResult<ChatResponse>
-  /** `model`: the name to show the caller (what it asked for). */
-  readonly encodeResponse: (response: ChatResponse, model?: string) => Record<string, unknown>
-  readonly streamDecoder: () => StreamDecoder
-  readonly streamEncoder: (options: { readonly includeUsage: boolean; readonly model?: string | undefined }) => StreamEncoder
+  readonly encodeResponse: (response: ChatResponse, request: ChatRequest) => Record<string, unknown>
+  readonly streamEncoder: (request: ChatRequest) => StreamEncoder
 }
 
-export const CHAT_CODECS: Readonly<Record<WireFamily, ChatCodec>> = {
+export interface ProviderCodec {
+  readonly family: WireFamily
+  readonly encodeRequest: (request: ChatRequest, options: RequestEncodeOptions) => EncodedRequest
+  readonly decodeResponse: (json: unknown) => DecodeResult<ChatResponse>
+  readonly streamDecoder: () => StreamDecoder
+}
+
+export const CALLER_CODECS: Record<CallerFormat, CallerCodec | undefined> = {
+  openai: {
+    decodeRequest: decodeOpenAiChatRequest,
+    encodeResponse: (response) => encodeOpenAiChatResponse(response),
+    streamEncoder: (request) => makeOpenAiChatStreamEncoder({ includeUsage: request.includeUsage })
+  },
+  anthropic: {
+    decodeRequest: decodeAnthropicRequest,
+    encodeResponse: (response) => encodeAnthropicResponse(response),
+    streamEncoder: () => makeAnthropicStreamEncoder()
+  },
+  responses: undefined
+}
+
+export const PROVIDER_CODECS: Readonly<Record<WireFamily, ProviderCodec>> = {
   openai: {
     family: "openai",
-    decodeRequest: decodeOpenAiChatRequest,
     encodeRequest: encodeOpenAiChatRequest,
     decodeResponse: (json) => decodeOpenAiChatResponse(json),
-    encodeResponse: (response, model) => encodeOpenAiChatResponse(response, { model }),
-    streamDecoder: makeOpenAiChatStreamDecoder,
-    streamEncoder: (options) => makeOpenAiChatStreamEncoder(options)
+    streamDecoder: makeOpenAiChatStreamDecoder
   },
   anthropic: {
     family: "anthropic",
-    decodeRequest: decodeAnthropicRequest,
     encodeRequest: encodeAnthropicRequest,
     decodeResponse: (json) => decodeAnthropicResponse(json),
-    encodeResponse: (response, model) => encodeAnthropicResponse(response, { model }),
-    streamDecoder: () => makeAnthropicStreamDecoder(),
-    streamEncoder: (options) => makeAnthropicStreamEncoder({ model: options.model })
+    streamDecoder: () => makeAnthropicStreamDecoder()
   }
+}
+
+/** Registers the codec of a caller-only format (the Responses API) at module load. */
+export const registerCallerCodec = (format: CallerFormat, codec: CallerCodec): void => {
+  CALLER_CODECS[format] = codec
 }

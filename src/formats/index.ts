@@ -73,5 +73,5 @@ export interface StreamEncoder {
   push(event: ChatStreamEvent): string
 }
 
-export { CHAT_CODECS } from "./chat-codecs.ts"
-export type { ChatCodec } from "./chat-codecs.ts"
+export { CALLER_CODECS, PROVIDER_CODECS } from "./chat-codecs.ts"
+export type { CallerCodec, CallerFormat, ProviderCodec } from "./chat-codecs.ts"

@@ -6,6 +6,8 @@
 import { Effect } from "effect"
 import { familyOfSdk, GatewayError, isSdkFormat } from "../domain/index.ts"
 import type { AnyGatewayFailure, SdkFormat, WireFamily } from "../domain/index.ts"
+import { CALLER_CODECS } from "../formats/index.ts"
+import type { CallerFormat } from "../formats/index.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
 import type { ChatInput } from "../pipeline/chat/run.ts"
@@ -37,8 +39,32 @@ export const chatInput = (
     if (stream !== undefined && stream !== null && typeof stream !== "boolean") {
       return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "stream: expected a boolean", param: "stream" }))
     }
-    return Effect.succeed({ ctx, family, raw, json, model, stream: stream === true })
+    return Effect.succeed({ ctx, caller: family, raw, json, model, stream: stream === true })
   })
+
+const hasMessagesMarkers = (json: Readonly<Record<string, unknown>>): boolean => {
+  if (json.system !== undefined) return true
+  if (!Array.isArray(json.messages)) return false
+  return json.messages.some((message) =>
+    Array.isArray((message as { content?: unknown })?.content) &&
+    ((message as { content: Array<{ type?: unknown }> }).content).some((part) => part?.type === "tool_use" || part?.type === "tool_result")
+  )
+}
+
+/**
+ * `/v1/responses` accepts three shapes (DESIGN.md): `x-genai-sdk: anthropic`
+ * or a messages-style body → messages-style; `input` → the Responses API;
+ * otherwise completions-style. Each is answered in its own format.
+ */
+export const responsesShapeOf = (sdk: SdkFormat | undefined, json: Readonly<Record<string, unknown>>): CallerFormat => {
+  if (sdk === "anthropic") return "anthropic"
+  if (json.input !== undefined) return "responses"
+  if (sdk === undefined && Array.isArray(json.messages) && json.max_tokens !== undefined && hasMessagesMarkers(json)) return "anthropic"
+  if (sdk === undefined && hasMessagesMarkers(json)) return "anthropic"
+  return "openai"
+}
+
+const familyOf = (sdk: SdkFormat | undefined): WireFamily => (sdk === undefined ? "openai" : familyOfSdk(sdk))
 
 export const chatRoutes = (
   runChat: (input: ChatInput) => Effect.Effect<void, AnyGatewayFailure>,
@@ -50,8 +76,21 @@ export const chatRoutes = (
       ctx.caller = family
       return Effect.flatMap(chatInput(ctx, family, maxBodyBytes), runChat)
     })
+  const responses = (ctx: RequestContext) =>
+    Effect.gen(function*() {
+      const sdk = header(ctx, "x-genai-sdk") === undefined ? undefined : yield* sdkFormatOf(ctx, "openai")
+      if (sdk === "anthropic") ctx.caller = "anthropic"
+      const input = yield* chatInput(ctx, familyOf(sdk), maxBodyBytes)
+      const caller = responsesShapeOf(sdk, input.json)
+      ctx.caller = caller === "anthropic" ? "anthropic" : "openai"
+      if (caller === "responses" && CALLER_CODECS.responses === undefined) {
+        return yield* new GatewayError({ status: 400, code: "invalid_request", message: "the Responses API request shape is not available" })
+      }
+      yield* runChat({ ...input, caller })
+    })
   return [
     { method: "POST", path: "/v1/chat/completions", handler: handler("openai") },
-    { method: "POST", path: "/v1/messages", handler: handler("anthropic") }
+    { method: "POST", path: "/v1/messages", handler: handler("anthropic") },
+    { method: "POST", path: "/v1/responses", handler: responses }
   ]
 }

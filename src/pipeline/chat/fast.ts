@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { streamErrorFrame } from "../../domain/index.ts"
 import type { UpstreamError, WireFamily } from "../../domain/index.ts"
-import { CHAT_CODECS } from "../../formats/index.ts"
+import { PROVIDER_CODECS } from "../../formats/index.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
@@ -24,7 +24,7 @@ export interface BodyTap {
 
 /** A tap that decodes a forwarded chat body into the collector. */
 export const chatTap = (family: WireFamily, sse: boolean, collector: ResponseCollector): BodyTap => {
-  const codec = CHAT_CODECS[family]
+  const codec = PROVIDER_CODECS[family]
   if (sse) {
     const parser = new SseParser()
     const decoder = codec.streamDecoder()

@@ -11,8 +11,8 @@
  */
 import { Effect, Stream } from "effect"
 import { classifyUpstream, UpstreamError } from "../../domain/index.ts"
-import type { ChatStreamEvent, ProviderFamily, StreamError } from "../../domain/index.ts"
-import type { ChatCodec } from "../../formats/index.ts"
+import type { ChatRequest, ChatStreamEvent, ProviderFamily, StreamError } from "../../domain/index.ts"
+import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
@@ -27,9 +27,9 @@ export interface Translation {
   readonly ctx: RequestContext
   readonly providerId: string
   readonly providerFamily: ProviderFamily
-  readonly provider: ChatCodec
-  readonly caller: ChatCodec
-  readonly includeUsage: boolean
+  readonly provider: ProviderCodec
+  readonly caller: CallerCodec
+  readonly request: ChatRequest
   readonly headers: Readonly<Record<string, string>>
   readonly collector: ResponseCollector
 }
@@ -74,7 +74,7 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
     if (!decoded.ok) return Effect.fail(malformed(t, decoded.message, response.status))
     t.collector.response(decoded.value)
     return Effect.sync(() =>
-      sendBody(t.ctx, 200, JSON.stringify(t.caller.encodeResponse(decoded.value)), "application/json", {
+      sendBody(t.ctx, 200, JSON.stringify(t.caller.encodeResponse(decoded.value, t.request)), "application/json", {
         ...(responseHeaders(response.headers, false) as Record<string, string>),
         ...t.headers
       })
@@ -86,7 +86,7 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
     const { ctx } = t
     const parser = new SseParser()
     const decoder = t.provider.streamDecoder()
-    const encoder = t.caller.streamEncoder({ includeUsage: t.includeUsage })
+    const encoder = t.caller.streamEncoder(t.request)
     const head = { ...SSE_HEADERS, ...responseHeaders(response.headers, false), ...t.headers }
     let committed = false
 

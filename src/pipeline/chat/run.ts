@@ -9,7 +9,8 @@ import type { Redacted } from "effect"
 import { GatewayError } from "../../domain/index.ts"
 import type { UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, WireFamily } from "../../domain/index.ts"
-import { Anthropic, CHAT_CODECS } from "../../formats/index.ts"
+import { Anthropic, CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
+import type { CallerFormat } from "../../formats/index.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { sendWithin } from "../../routing/attempt.ts"
 import { executePlan } from "../../routing/execute.ts"
@@ -28,8 +29,8 @@ import { translateJson, translateStream } from "./normalized.ts"
 
 export interface ChatInput {
   readonly ctx: RequestContext
-  /** The caller's wire family. */
-  readonly family: WireFamily
+  /** The format the caller speaks (and is answered in). */
+  readonly caller: CallerFormat
   /** The request body as received, and parsed. */
   readonly raw: Uint8Array
   readonly json: Record<string, unknown>
@@ -72,7 +73,9 @@ export const makeChatProgram = (deps: ChatDependencies) => {
   const { table, client, log } = deps
 
   return Effect.fnUntraced(function*(input: ChatInput) {
-    const { ctx, family } = input
+    const { ctx } = input
+    const family = input.caller
+    const callerCodec = CALLER_CODECS[family]!
     const headers = ctx.req.headers
     const resolved = table.resolve(input.model, header(ctx, "x-genai-provider"), "chat")
     if (resolved instanceof GatewayError) return yield* resolved
@@ -98,7 +101,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     let canonical: ChatRequest | GatewayError | undefined
     const canonicalRequest = (): ChatRequest | GatewayError => {
       if (canonical === undefined) {
-        const decoded = CHAT_CODECS[family].decodeRequest(json)
+        const decoded = callerCodec.decodeRequest(json)
         canonical = decoded.ok
           ? decoded.value
           : new GatewayError({ status: 400, code: "invalid_request", message: decoded.message, ...(decoded.param === undefined ? {} : { param: decoded.param }) })
@@ -135,17 +138,15 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
-      let includeUsage = false
       if (fast) {
         body = target.model === input.model && !overridden ? input.raw : JSON.stringify({ ...json, model: target.model })
         callHeaders = passThroughHeaders(headers, auth, ctx.requestId)
         callHeaders["content-type"] ??= "application/json"
       } else {
         const request = canonicalRequest() as ChatRequest
-        includeUsage = request.includeUsage
-        const encoded = CHAT_CODECS[providerFamily].encodeRequest(request, {
+        const encoded = PROVIDER_CODECS[providerFamily].encodeRequest(request, {
           model: target.model,
-          callerFamily: family,
+          callerFamily: family === "responses" ? undefined : family,
           defaultMaxTokens: target.maxTokens
         })
         body = JSON.stringify(encoded.body)
@@ -170,14 +171,14 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       ctx.log.path_kind = fast ? "fast" : "normalized"
       return sendWithin(client, call, target).pipe(
         Effect.flatMap((response) => {
-          if (fast) return forwardVerbatim(ctx, family, response, extra, (sse) => chatTap(family, sse, collector))
+          if (fast) return forwardVerbatim(ctx, providerFamily, response, extra, (sse) => chatTap(providerFamily, sse, collector))
           const translation = {
             ctx,
             providerId: provider.id,
             providerFamily: provider.family,
-            provider: CHAT_CODECS[providerFamily],
-            caller: CHAT_CODECS[family],
-            includeUsage,
+            provider: PROVIDER_CODECS[providerFamily],
+            caller: callerCodec,
+            request: canonicalRequest() as ChatRequest,
             headers: extra,
             collector
           }
