@@ -255,8 +255,10 @@ const checkFunction = (
     return
   }
   if (fn.variants !== undefined) findings.error(`${path}.variants`, `variants need strategy = "experiment"`)
-  if (fn.models !== undefined && fn.targets !== undefined) {
-    findings.error(path, "models and targets are mutually exclusive")
+  // Inline models are a target list of their own: with targets or steps beside them the
+  // routing table would use the models while only the targets/steps were checked.
+  if (fn.models !== undefined && (fn.targets !== undefined || fn.steps !== undefined)) {
+    findings.error(path, `models and ${fn.targets !== undefined ? "targets" : "steps"} are mutually exclusive`)
     return
   }
   if (fn.steps !== undefined) {
