@@ -94,7 +94,8 @@ export const Variant = Schema.StructWithRest(
   Schema.Struct({
     model: Schema.optionalKey(Schema.NonEmptyString),
     target: Schema.optionalKey(Schema.NonEmptyString),
-    weight: Schema.Number
+    /** An integer (spec 2.7); `> 0` is checked in checks.ts so the message names the value. */
+    weight: Schema.Int
   }),
   [Schema.Record(Schema.String, Schema.Unknown)]
 )
