@@ -8,6 +8,19 @@ import type { GatewaySettings } from "./resolved.ts"
 
 const REDACTED = "[redacted]"
 
+/** A URL's password (`redis://user:secret@host`) replaced by a marker; other values unchanged. */
+const urlWithoutPassword = <A extends string | undefined>(value: A): A => {
+  if (value === undefined || !value.includes("@")) return value
+  try {
+    const url = new URL(value)
+    if (url.password === "") return value
+    url.password = "redacted"
+    return url.href as A
+  } catch {
+    return value
+  }
+}
+
 /** The resolved configuration for humans: credentials described, never shown. */
 export const redactedView = (settings: GatewaySettings): unknown => {
   const { file } = settings
@@ -17,7 +30,7 @@ export const redactedView = (settings: GatewaySettings): unknown => {
     providers: Object.fromEntries(
       [...settings.providers.values()].map((provider) => [provider.id, {
         kind: provider.kind,
-        base_url: provider.baseUrl,
+        base_url: urlWithoutPassword(provider.baseUrl),
         models: provider.models,
         credential: describeCredential(provider.credential),
         auth_type: provider.authType,
@@ -35,10 +48,20 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         timeout_ms: target.timeoutMs
       }])
     ),
-    auth: { ...file.auth, api_token: secret(file.auth.api_token) },
-    tenant_routing: { ...file.tenant_routing, api_fallback_auth_token: secret(file.tenant_routing.api_fallback_auth_token) },
-    genai_telemetry: { ...file.genai_telemetry, otlp_bearer_token: secret(file.genai_telemetry.otlp_bearer_token) },
-    cache: { ...file.cache, encrypt_salt: secret(file.cache.encrypt_salt) }
+    telemetry: { ...file.telemetry, otlp_endpoint: urlWithoutPassword(file.telemetry.otlp_endpoint) },
+    auth: { ...file.auth, exchange_url: urlWithoutPassword(file.auth.exchange_url), api_token: secret(file.auth.api_token) },
+    tenant_routing: {
+      ...file.tenant_routing,
+      redis_url: urlWithoutPassword(file.tenant_routing.redis_url),
+      api_fallback_url: urlWithoutPassword(file.tenant_routing.api_fallback_url),
+      api_fallback_auth_token: secret(file.tenant_routing.api_fallback_auth_token)
+    },
+    genai_telemetry: {
+      ...file.genai_telemetry,
+      otlp_endpoint: urlWithoutPassword(file.genai_telemetry.otlp_endpoint),
+      otlp_bearer_token: secret(file.genai_telemetry.otlp_bearer_token)
+    },
+    cache: { ...file.cache, url: urlWithoutPassword(file.cache.url), encrypt_salt: secret(file.cache.encrypt_salt) }
   }
 }
 
