@@ -8,7 +8,7 @@ import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import type { IncomingHttpHeaders } from "node:http"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { promptTokensOf, startFakeUpstream } from "../fixtures/fake-upstream.ts"
+import { anthropicStream, openAiStream, promptTokensOf, startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream, RecordedRequest } from "../fixtures/fake-upstream.ts"
 import { startGateway } from "./harness.ts"
 import type { RunningGateway } from "./harness.ts"
@@ -24,18 +24,25 @@ const GATEWAY_HEADERS = {
 let openaiUp: FakeUpstream
 let anthropicUp: FakeUpstream
 let azureUp: FakeUpstream
+/** Fakes that say something before calling a tool (text block/content, then the tool call). */
+let anthropicPreamble: FakeUpstream
+let openaiPreamble: FakeUpstream
 let gw: RunningGateway
 
 beforeAll(async () => {
   openaiUp = await startFakeUpstream({ kind: "openai" })
   anthropicUp = await startFakeUpstream({ kind: "anthropic" })
   azureUp = await startFakeUpstream({ kind: "azure" })
+  anthropicPreamble = await startFakeUpstream({ kind: "anthropic", toolPreamble: "Let me check." })
+  openaiPreamble = await startFakeUpstream({ kind: "openai", toolPreamble: "Let me check." })
   gw = await startGateway(
     {
       providers: {
         openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "env::PAIRS_OPENAI_KEY" },
         anthropic: { base_url: anthropicUp.url, models: ["claude-e2e-model", "claude-e2e-small"], credential: "env::PAIRS_ANTHROPIC_KEY" },
-        azure: { base_url: azureUp.url, models: ["my-deployment"], api_version: "2024-10-21", credential: "env::PAIRS_AZURE_KEY" }
+        azure: { base_url: azureUp.url, models: ["my-deployment"], api_version: "2024-10-21", credential: "env::PAIRS_AZURE_KEY" },
+        "anthropic-pre": { kind: "anthropic", base_url: anthropicPreamble.url, models: ["claude-preamble"], credential: "none" },
+        "openai-pre": { kind: "openai", base_url: `${openaiPreamble.url}/v1`, models: ["gpt-preamble"], credential: "none" }
       },
       models: { "claude-e2e-small": { max_tokens: 1234 } },
       routing: { retry: { max_retries: 0 } }
@@ -45,12 +52,10 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await gw.close()
-  await Promise.all([openaiUp.close(), anthropicUp.close(), azureUp.close()])
+  await Promise.all([openaiUp.close(), anthropicUp.close(), azureUp.close(), anthropicPreamble.close(), openaiPreamble.close()])
 })
 beforeEach(() => {
-  openaiUp.reset()
-  anthropicUp.reset()
-  azureUp.reset()
+  for (const fake of [openaiUp, anthropicUp, azureUp, anthropicPreamble, openaiPreamble]) fake.reset()
 })
 
 // ---------------------------------------------------------------------------
@@ -452,5 +457,272 @@ describe("anthropic → anthropic headers", () => {
     expect(rec.headers["anthropic-version"]).toBe("2026-10-21")
     expect(rec.headers["anthropic-beta"]).toBe("tools-2024-04-04")
     expectAuth(rec, "anthropic")
+  })
+})
+
+// ---------------------------------------------------------------------------
+// Translation details a caller notices
+// ---------------------------------------------------------------------------
+
+/** The raw SSE data payloads of a streamed answer (fetch, no SDK). */
+const rawChunks = async (path: string, body: object): Promise<Json[]> => {
+  const res = await fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  expect(res.status).toBe(200)
+  const text = await res.text()
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("data: ") && line !== "data: [DONE]")
+    .map((line) => JSON.parse(line.slice(6)) as Json)
+}
+
+describe("openai caller ← anthropic provider: content and tool calls", () => {
+  it("text before a tool call arrives as content next to tool_calls (not streamed)", async () => {
+    const completion = await openaiClient().chat.completions.create({
+      model: "claude-preamble",
+      messages: [{ role: "user", content: "Weather? use tool" }],
+      tools: [weatherToolOpenAi]
+    })
+    const message = completion.choices[0].message
+    expect(message.content).toBe("Let me check.")
+    expect(message.tool_calls).toHaveLength(1)
+    expect((message.tool_calls![0] as { function: { name: string } }).function.name).toBe("get_weather")
+    expect(completion.choices[0].finish_reason).toBe("tool_calls")
+  })
+
+  it("a streamed tool call after text has tool-call index 0, so the SDK assembles exactly one call", async () => {
+    const final = await openaiClient()
+      .chat.completions.stream({ model: "claude-preamble", messages: [{ role: "user", content: "Weather? use tool" }], tools: [weatherToolOpenAi] })
+      .finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("Let me check.")
+    expect(final.choices[0].message.tool_calls).toHaveLength(1)
+    const call = final.choices[0].message.tool_calls![0] as { function: { name: string; arguments: string } }
+    expect(call.function.name).toBe("get_weather")
+    expect(JSON.parse(call.function.arguments)).toEqual({ city: "Paris" })
+    anthropicPreamble.reset()
+    const chunks = await rawChunks("/v1/chat/completions", {
+      model: "claude-preamble",
+      stream: true,
+      messages: [{ role: "user", content: "Weather? use tool" }],
+      tools: [weatherToolOpenAi]
+    })
+    const indexes = chunks.flatMap((c) => (c.choices ?? []).flatMap((ch: Json) => (ch.delta?.tool_calls ?? []).map((t: Json) => t.index)))
+    expect(indexes.length).toBeGreaterThan(0)
+    expect(new Set(indexes)).toEqual(new Set([0]))
+  })
+
+  it("two streamed tool_use blocks become tool calls 0 and 1 with their own arguments", async () => {
+    anthropicUp.script({
+      kind: "sse",
+      events: anthropicStream({
+        model: "claude-e2e-model",
+        blocks: [
+          { type: "text", pieces: ["Checking."] },
+          { type: "tool_use", id: "toolu_01A", name: "get_weather", pieces: ['{"city":', ' "Paris"}'] },
+          { type: "tool_use", id: "toolu_01B", name: "get_time", pieces: ['{"tz": "Europe/Paris"}'] }
+        ],
+        usage: { input_tokens: 30, output_tokens: 12 }
+      })
+    })
+    const final = await openaiClient()
+      .chat.completions.stream({ model: "claude-e2e-model", messages: [{ role: "user", content: "both" }], stream_options: { include_usage: true } })
+      .finalChatCompletion()
+    const message = final.choices[0].message
+    expect(message.content).toBe("Checking.")
+    const calls = message.tool_calls as Array<{ id: string; function: { name: string; arguments: string } }>
+    expect(calls.map((c) => c.id)).toEqual(["toolu_01A", "toolu_01B"])
+    expect(calls.map((c) => c.function.name)).toEqual(["get_weather", "get_time"])
+    expect(JSON.parse(calls[0].function.arguments)).toEqual({ city: "Paris" })
+    expect(JSON.parse(calls[1].function.arguments)).toEqual({ tz: "Europe/Paris" })
+    expect(final.choices[0].finish_reason).toBe("tool_calls")
+    expect(final.usage).toMatchObject({ prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 })
+  })
+
+  it("max_tokens reached upstream is finish_reason length", async () => {
+    const completion = await openaiClient().chat.completions.create({
+      model: "claude-e2e-model",
+      max_tokens: 2,
+      messages: [{ role: "user", content: "one two three four five" }]
+    })
+    expect(completion.choices[0].finish_reason).toBe("length")
+    expect(completion.choices[0].message.content).toBe("echo: one")
+  })
+
+  it("a streamed answer has no usage chunk unless the caller asked for include_usage", async () => {
+    const body = { model: "claude-e2e-model", stream: true, messages: [{ role: "user", content: "hi" }] }
+    const without = await rawChunks("/v1/chat/completions", body)
+    expect(without.some((c) => c.usage != null)).toBe(false)
+    expect(without.every((c) => Array.isArray(c.choices) && c.choices.length === 1)).toBe(true)
+    const withUsage = await rawChunks("/v1/chat/completions", { ...body, stream_options: { include_usage: true } })
+    const last = withUsage[withUsage.length - 1]
+    expect(last.choices).toEqual([])
+    expect(last.usage.completion_tokens).toBe(2)
+  })
+
+  it("parallel tool calls and their results reach Anthropic as tool_use blocks and one user turn of tool_result blocks", async () => {
+    const completion = await openaiClient().chat.completions.create({
+      model: "claude-e2e-model",
+      tools: [weatherToolOpenAi],
+      messages: [
+        { role: "user", content: "Weather in Paris and Rome?" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            { id: "call_p1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
+            { id: "call_p2", type: "function", function: { name: "get_weather", arguments: '{"city":"Rome"}' } }
+          ]
+        },
+        { role: "tool", tool_call_id: "call_p1", content: "Paris: 18C" },
+        { role: "tool", tool_call_id: "call_p2", content: "Rome: 24C" }
+      ]
+    })
+    expect(completion.choices[0].message.content).toBe("echo: Paris: 18C Rome: 24C")
+    const body = bodyOf(only(anthropicUp))
+    expect(body.messages.map((m: Json) => m.role)).toEqual(["user", "assistant", "user"])
+    expect(body.messages[1].content.map((b: Json) => [b.type, b.id, b.input])).toEqual([
+      ["tool_use", "call_p1", { city: "Paris" }],
+      ["tool_use", "call_p2", { city: "Rome" }]
+    ])
+    expect(body.messages[2].content.map((b: Json) => [b.type, b.tool_use_id, contentText(b.content)])).toEqual([
+      ["tool_result", "call_p1", "Paris: 18C"],
+      ["tool_result", "call_p2", "Rome: 24C"]
+    ])
+  })
+
+  it("tool-call ids with characters Anthropic rejects are cleaned consistently, so the conversation is accepted", async () => {
+    const completion = await openaiClient().chat.completions.create({
+      model: "claude-e2e-model",
+      tools: [weatherToolOpenAi],
+      messages: [
+        { role: "user", content: "Weather?" },
+        { role: "assistant", content: null, tool_calls: [{ id: "call:abc/1.2", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] },
+        { role: "tool", tool_call_id: "call:abc/1.2", content: "sunny" }
+      ]
+    })
+    expect(completion.choices[0].message.content).toBe("echo: sunny")
+    const body = bodyOf(only(anthropicUp))
+    const useId = body.messages[1].content[0].id
+    expect(useId).toMatch(/^[a-zA-Z0-9_-]+$/)
+    expect(body.messages[2].content[0].tool_use_id).toBe(useId)
+  })
+})
+
+describe("anthropic caller ← openai provider: content and tool calls", () => {
+  it("text before a tool call arrives as a text block then a tool_use block (streamed)", async () => {
+    const message = await anthropicClient()
+      .messages.stream({ model: "gpt-preamble", max_tokens: 100, messages: [{ role: "user", content: "Weather? use tool" }], tools: [weatherToolAnthropic] })
+      .finalMessage()
+    expect(message.content.map((b) => b.type)).toEqual(["text", "tool_use"])
+    expect(message.content[0]).toMatchObject({ type: "text", text: "Let me check." })
+    expect(message.content[1]).toMatchObject({ type: "tool_use", name: "get_weather", input: { city: "Paris" } })
+    expect(message.stop_reason).toBe("tool_use")
+  })
+
+  it("two streamed OpenAI tool calls become two tool_use blocks with their own inputs and the final usage", async () => {
+    openaiUp.script({
+      kind: "sse",
+      events: openAiStream({
+        model: "gpt-4o",
+        toolCalls: [
+          { id: "call_W1", name: "get_weather", argumentPieces: ['{"ci', 'ty": "Paris"}'] },
+          { id: "call_T2", name: "get_time", argumentPieces: ['{"tz": "Europe/Paris"}'] }
+        ],
+        usage: { prompt_tokens: 95, completion_tokens: 41, total_tokens: 136 }
+      })
+    })
+    const message = await anthropicClient()
+      .messages.stream({ model: "gpt-4o", max_tokens: 100, messages: [{ role: "user", content: "both" }] })
+      .finalMessage()
+    expect(message.content).toEqual([
+      expect.objectContaining({ type: "tool_use", id: "call_W1", name: "get_weather", input: { city: "Paris" } }),
+      expect.objectContaining({ type: "tool_use", id: "call_T2", name: "get_time", input: { tz: "Europe/Paris" } })
+    ])
+    expect(message.stop_reason).toBe("tool_use")
+    expect(message.usage.input_tokens).toBe(95)
+    expect(message.usage.output_tokens).toBe(41)
+  })
+
+  it("stop_sequences reach OpenAI as stop, and a length cut-off is stop_reason max_tokens", async () => {
+    const message = await anthropicClient().messages.create({
+      model: "gpt-4o",
+      max_tokens: 2,
+      stop_sequences: ["HALT"],
+      messages: [{ role: "user", content: "one two three four" }]
+    })
+    expect(message.stop_reason).toBe("max_tokens")
+    expect(message.content).toEqual([expect.objectContaining({ type: "text", text: "echo: one" })])
+    const body = bodyOf(only(openaiUp))
+    expect(body.stop).toEqual(["HALT"])
+    expect(body).not.toHaveProperty("stop_sequences")
+  })
+})
+
+describe("tool_choice across formats", () => {
+  const timeToolOpenAi = {
+    type: "function" as const,
+    function: { name: "get_time", description: "Current time", parameters: { type: "object", properties: { tz: { type: "string" } } } }
+  }
+  const timeToolAnthropic = { name: "get_time", description: "Current time", input_schema: { type: "object" as const, properties: { tz: { type: "string" } } } }
+
+  it("an OpenAI caller forcing one function gets that tool called by Anthropic", async () => {
+    const completion = await openaiClient().chat.completions.create({
+      model: "claude-e2e-model",
+      messages: [{ role: "user", content: "what now" }],
+      tools: [weatherToolOpenAi, timeToolOpenAi],
+      tool_choice: { type: "function", function: { name: "get_time" } }
+    })
+    expect((completion.choices[0].message.tool_calls![0] as { function: { name: string } }).function.name).toBe("get_time")
+    expect(bodyOf(only(anthropicUp)).tool_choice).toMatchObject({ type: "tool", name: "get_time" })
+  })
+
+  it("an OpenAI caller's tool_choice none keeps Anthropic from calling a tool", async () => {
+    const completion = await openaiClient().chat.completions.create({
+      model: "claude-e2e-model",
+      messages: [{ role: "user", content: "Weather? use tool" }],
+      tools: [weatherToolOpenAi],
+      tool_choice: "none"
+    })
+    expect(completion.choices[0].message.tool_calls ?? []).toHaveLength(0)
+    expect(completion.choices[0].message.content).toBe("echo: Weather? use tool")
+    expect(bodyOf(only(anthropicUp)).tool_choice).toMatchObject({ type: "none" })
+  })
+
+  it("an Anthropic caller's tool_choice any makes OpenAI call a tool (required)", async () => {
+    const message = await anthropicClient().messages.create({
+      model: "gpt-4o",
+      max_tokens: 50,
+      messages: [{ role: "user", content: "anything" }],
+      tools: [weatherToolAnthropic, timeToolAnthropic],
+      tool_choice: { type: "any" }
+    })
+    expect(message.stop_reason).toBe("tool_use")
+    expect(message.content.some((b) => b.type === "tool_use")).toBe(true)
+    expect(bodyOf(only(openaiUp)).tool_choice).toBe("required")
+  })
+
+  it("an Anthropic caller forcing one tool gets that tool called by OpenAI", async () => {
+    const message = await anthropicClient().messages.create({
+      model: "gpt-4o",
+      max_tokens: 50,
+      messages: [{ role: "user", content: "anything" }],
+      tools: [weatherToolAnthropic, timeToolAnthropic],
+      tool_choice: { type: "tool", name: "get_time" }
+    })
+    expect(message.content.find((b) => b.type === "tool_use")).toMatchObject({ name: "get_time" })
+    expect(bodyOf(only(openaiUp)).tool_choice).toEqual({ type: "function", function: { name: "get_time" } })
+  })
+})
+
+describe("anthropic → openai headers", () => {
+  it("Anthropic-only headers (anthropic-version, anthropic-beta) are not sent to OpenAI", async () => {
+    await anthropicClient({ "anthropic-beta": "tools-2024-04-04" }).messages.create({
+      model: "gpt-4o",
+      max_tokens: 50,
+      messages: [{ role: "user", content: "hi" }]
+    })
+    const rec = only(openaiUp)
+    expect(rec.headers["anthropic-version"]).toBeUndefined()
+    expect(rec.headers["anthropic-beta"]).toBeUndefined()
+    expectAuth(rec, "openai")
   })
 })

@@ -197,6 +197,7 @@ describe("response_format to a messages-style provider", () => {
       expectOpenAiEnvelope(reply)
       expect(reply.json!.error.type).toBe("invalid_request_error")
       expect(reply.json!.error.message).toContain(responseFormat.type)
+      expect(reply.headers.get("x-gw-error-code")).toBeNull()
       expect(anthropicUp.requests).toHaveLength(0)
     })
   }
@@ -280,6 +281,9 @@ describe("malformed input", () => {
     expect(reply.status).toBe(400)
     expectOpenAiEnvelope(reply, "invalid_request")
     expect(reply.json!.error.type).toBe("invalid_request_error")
+    // Gateway-originated, not a provider error: no classification headers.
+    expect(reply.headers.get("x-gw-error-code")).toBeNull()
+    expect(reply.headers.get("x-gw-upstream-provider")).toBeNull()
     expect(openaiUp.requests).toHaveLength(0)
   })
 
@@ -328,6 +332,39 @@ describe("malformed input", () => {
     const client = new Anthropic({ baseURL: gw.url, apiKey: CALLER_KEY, maxRetries: 0 })
     const error = await client.messages.create({ model: "no-such-model", max_tokens: 5, messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(Anthropic.NotFoundError)
+  })
+
+  it("an empty body is a 400 invalid_request", async () => {
+    const reply = await post("/v1/chat/completions", "", {})
+    expect(reply.status).toBe(400)
+    expectOpenAiEnvelope(reply, "invalid_request")
+  })
+
+  it("a JSON array body is a 400 invalid_request", async () => {
+    const reply = await post("/v1/chat/completions", [chat], {})
+    expect(reply.status).toBe(400)
+    expectOpenAiEnvelope(reply, "invalid_request")
+  })
+
+  it("a non-boolean stream is a 400", async () => {
+    const reply = await post("/v1/chat/completions", { ...chat, stream: "yes" })
+    expect(reply.status).toBe(400)
+    expectOpenAiEnvelope(reply, "invalid_request")
+    expect(openaiUp.requests).toHaveLength(0)
+  })
+
+  it("a completions-style body with invalid messages bound for Anthropic is a 400 from the gateway, never sent", async () => {
+    const reply = await post("/v1/chat/completions", { model: "claude-e2e-model", messages: "not a list" })
+    expect(reply.status).toBe(400)
+    expectOpenAiEnvelope(reply, "invalid_request")
+    expect(anthropicUp.requests).toHaveLength(0)
+  })
+
+  it("a messages-style body without max_tokens bound for OpenAI is a 400 in the Anthropic envelope", async () => {
+    const reply = await post("/v1/messages", { model: "gpt-4o", messages: [{ role: "user", content: "hi" }] })
+    expect(reply.status).toBe(400)
+    expectAnthropicEnvelope(reply, "invalid_request_error")
+    expect(openaiUp.requests).toHaveLength(0)
   })
 
   it("x-genai-sdk: bogus is a 400", async () => {
@@ -406,6 +443,8 @@ describe("x-request-id", () => {
     expect(a.headers.get("x-request-id")).toBeTruthy()
     expect(b.headers.get("x-request-id")).toBeTruthy()
     expect(a.headers.get("x-request-id")).not.toBe(b.headers.get("x-request-id"))
+    // The gateway's own id, not the provider's (the fake OpenAI sends req_fake… ids).
+    expect(a.headers.get("x-request-id")).not.toMatch(/^req_fake/)
   })
 
   it("a caller's x-request-id is echoed on a success", async () => {
@@ -491,6 +530,24 @@ describe("request log line", () => {
     expect(line.input_tokens).toBe(message!.usage.input_tokens)
     expect(line.output_tokens).toBe(message!.usage.output_tokens)
     expect(["end_turn", "stop"]).toContain(line.finish_reason)
+  })
+
+  it("fast path, Anthropic not streamed: usage and stop reason from the forwarded JSON", async () => {
+    const client = new Anthropic({ baseURL: gw.url, apiKey: CALLER_KEY, maxRetries: 0 })
+    let message: Anthropic.Message | undefined
+    const line = await logged(async () => {
+      message = await client.messages.create({
+        model: "claude-e2e-model",
+        max_tokens: 100,
+        messages: [{ role: "user", content: "Weather? use tool" }],
+        tools: [{ name: "get_weather", input_schema: { type: "object", properties: {} } }]
+      })
+    })
+    expect(message!.stop_reason).toBe("tool_use")
+    expect(line).toMatchObject({ provider: "anthropic", model: "claude-e2e-model", attempts: 1, status: 200 })
+    expect(line.input_tokens).toBe(message!.usage.input_tokens)
+    expect(line.output_tokens).toBe(message!.usage.output_tokens)
+    expect(["tool_use", "tool_calls"]).toContain(line.finish_reason)
   })
 
   it("normalized path, streamed: usage and finish reason of the translated stream", async () => {
