@@ -1,0 +1,138 @@
+import OpenAI from "openai"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
+import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
+import { startGateway, waitForRequestLogs } from "./harness.ts"
+import type { RunningGateway } from "./harness.ts"
+
+let openaiUp: FakeUpstream
+let anthropicUp: FakeUpstream
+let gateway: RunningGateway
+let client: OpenAI
+
+beforeAll(async () => {
+  openaiUp = await startFakeUpstream({ kind: "openai" })
+  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
+  gateway = await startGateway({
+    providers: {
+      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "gpt-4o-mini", "shared"], credential: "env::OPENAI_KEY" },
+      groq: { kind: "openai", base_url: `${openaiUp.url}/v1`, models: ["shared"], credential: "env::OPENAI_KEY" },
+      anthropic: { base_url: anthropicUp.url, models: ["claude-sonnet-4-5"], credential: "env::ANTHROPIC_KEY" }
+    },
+    models: { "gpt-4o-mini": { timeout_ms: 250 } },
+    targets: {
+      primary: { model: "gpt-4o" },
+      backup: { model: "claude-sonnet-4-5" },
+      slow: { model: "gpt-4o-mini" }
+    },
+    routes: {
+      smart: { endpoint: "chat", models: ["smart"], strategy: "fallback", targets: ["primary", "backup"], retry: { max_retries: 2, backoff_base_ms: 1 } },
+      impatient: { endpoint: "chat", models: ["impatient"], strategy: "fallback", targets: ["slow", "backup"], retry: { max_retries: 0, backoff_base_ms: 1 } },
+      vectors: { endpoint: "embeddings", models: ["vectors"], strategy: "single", targets: ["primary"] }
+    },
+    functions: {
+      tuned: {
+        endpoint: "chat",
+        strategy: "experiment",
+        variants: { only: { model: "gpt-4o", weight: 1, temperature: 0.25, max_tokens: 77 } }
+      }
+    }
+  }, { OPENAI_KEY: "sk-openai-conf", ANTHROPIC_KEY: "sk-ant-conf" })
+  // No caller key: the configured credentials are used.
+  client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
+})
+afterAll(async () => {
+  await gateway.close()
+  await openaiUp.close()
+  await anthropicUp.close()
+})
+beforeEach(() => {
+  openaiUp.reset()
+  anthropicUp.reset()
+})
+
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+
+describe("routing end to end", () => {
+  it("falls back from a failing OpenAI target to Anthropic, after the retries, counted at the fake", async () => {
+    openaiUp.script({ kind: "error", status: 500, times: 3 })
+    const response = await client.chat.completions.create({ model: "smart", messages: [{ role: "user", content: "fall back please" }] }).withResponse()
+    expect(response.data.choices[0].message.content).toBe("echo: fall back please")
+    expect(response.response.headers.get("x-gw-upstream-provider")).toBe("anthropic")
+    expect(openaiUp.requests.length).toBe(3) // the first attempt and max_retries = 2
+    expect(anthropicUp.requests.length).toBe(1)
+    expect(anthropicUp.requests[0].json).toMatchObject({ model: "claude-sonnet-4-5", max_tokens: 4096 })
+    expect(anthropicUp.requests[0].headers["x-api-key"]).toBe("sk-ant-conf")
+    const logs = await waitForRequestLogs(gateway, 1)
+    expect(logs.at(-1)).toMatchObject({ provider: "anthropic", attempts: 4, status: 200 })
+    const attempts = gateway.logs.filter((line) => line.msg === "attempt" && line.request_id === logs.at(-1)!.request_id)
+    expect(attempts.map((line) => [line.attempt, line.provider, line.outcome])).toEqual([
+      [1, "openai", "upstream"],
+      [2, "openai", "upstream"],
+      [3, "openai", "upstream"],
+      [4, "anthropic", "ok"]
+    ])
+  })
+
+  it("a bad request stops at once: no retry, no fallback", async () => {
+    openaiUp.script({ kind: "error", status: 400 })
+    const response = await post({ model: "smart", messages: [{ role: "user", content: "x" }] })
+    expect(response.status).toBe(400)
+    expect(response.headers.get("x-gw-error-code")).toBe("bad_request")
+    expect(openaiUp.requests.length).toBe(1)
+    expect(anthropicUp.requests.length).toBe(0)
+  })
+
+  it("a slow target is cut off by its model timeout and the next target answers", async () => {
+    openaiUp.script({ kind: "delay", ms: 2000 })
+    const response = await post({ model: "impatient", messages: [{ role: "user", content: "quick" }] })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("x-gw-upstream-provider")).toBe("anthropic")
+    await openaiUp.waitForClosedEarly(1)
+  })
+
+  it("success responses name the provider that answered", async () => {
+    const response = await post({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] })
+    expect(response.headers.get("x-gw-upstream-provider")).toBe("openai")
+  })
+
+  it("an ambiguous model is a 409 naming the explicit choices", async () => {
+    const response = await post({ model: "shared", messages: [{ role: "user", content: "x" }] })
+    expect(response.status).toBe(409)
+    const body = await response.json() as { error: { code: string; message: string } }
+    expect(body.error.code).toBe("ambiguous_model")
+    expect(body.error.message).toContain("groq::shared")
+    expect(openaiUp.requests.length).toBe(0)
+  })
+
+  it("provider:: and x-genai-provider pick one of them", async () => {
+    expect((await post({ model: "groq::shared", messages: [{ role: "user", content: "x" }] })).headers.get("x-gw-upstream-provider")).toBe("groq")
+    expect((await post({ model: "shared", messages: [{ role: "user", content: "x" }] }, { "x-genai-provider": "openai" })).status).toBe(200)
+    expect(openaiUp.requests.map((request) => request.json)).toMatchObject([{ model: "shared" }, { model: "shared" }])
+  })
+
+  it("x-genai-provider disagreeing with the model prefix is a 400", async () => {
+    const response = await post({ model: "groq::shared", messages: [{ role: "user", content: "x" }] }, { "x-genai-provider": "openai" })
+    expect(response.status).toBe(400)
+    expect(((await response.json()) as { error: { message: string } }).error.message).toContain("disagrees")
+  })
+
+  it("an unknown model is a 404 in the caller's envelope", async () => {
+    const response = await post({ model: "gpt-9", messages: [{ role: "user", content: "x" }] })
+    expect(response.status).toBe(404)
+    expect(await response.json()).toMatchObject({ error: { code: "model_not_found", type: "invalid_request_error" } })
+  })
+
+  it("a route used on the wrong endpoint is a 400", async () => {
+    const response = await post({ model: "vectors", messages: [{ role: "user", content: "x" }] })
+    expect(response.status).toBe(400)
+    expect(await response.json()).toMatchObject({ error: { code: "unsupported_for_model" } })
+  })
+
+  it("an experiment variant's parameters reach the provider, and the variant is reported", async () => {
+    const response = await post({ model: "function::tuned", temperature: 1, messages: [{ role: "user", content: "x" }] })
+    expect(response.headers.get("x-gw-variant")).toBe("only")
+    expect(openaiUp.requests[0].json).toMatchObject({ model: "gpt-4o", temperature: 0.25, max_tokens: 77 })
+  })
+})
