@@ -1,0 +1,66 @@
+/**
+ * Responses vocabulary shared by the request, response and stream
+ * translators: ids, `status` ⇐ `StopReason`, `usage` ⇐ `Usage`, media URLs.
+ */
+import type { MediaSource, StopReason, Usage } from "../../domain/chat.ts"
+
+/** `status` of a finished response and, when not completed, why. */
+export interface Outcome {
+  readonly status: "completed" | "incomplete"
+  readonly incompleteReason?: "max_output_tokens" | "content_filter" | undefined
+}
+
+/**
+ * A tool-call turn is still `completed`: Responses callers recognize tool calls
+ * by their `function_call` items, not by a finish reason (openai-other.md §7.3).
+ */
+export const outcomeOf = (reason: StopReason): Outcome => {
+  switch (reason) {
+    case "max_tokens":
+      return { status: "incomplete", incompleteReason: "max_output_tokens" }
+    case "content_filter":
+      return { status: "incomplete", incompleteReason: "content_filter" }
+    case "end_turn":
+    case "stop_sequence":
+    case "tool_use":
+    case "pause_turn":
+      return { status: "completed" }
+  }
+}
+
+/** Canonical → wire `usage`; the detail objects are always present (0 when unknown). */
+export const encodeUsage = (usage: Usage): Record<string, unknown> => ({
+  input_tokens: usage.inputTokens,
+  input_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0 },
+  output_tokens: usage.outputTokens,
+  output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
+  total_tokens: usage.inputTokens + usage.outputTokens
+})
+
+/** The upstream id without its family prefix: `chatcmpl-abc`, `msg_abc` and `resp_abc` all give `abc`. */
+const idBody = (id: string): string => id.replace(/^(?:chatcmpl-|msg_|resp_)/, "")
+
+/** `resp_…` id of the response made from an upstream answer. */
+export const responseId = (id: string): string => `resp_${idBody(id)}`
+
+/**
+ * Output item ids, unique within a response and the same whether it is
+ * streamed or not: `msg_<id>` for a first message item, `msg_<id>_<n>` and
+ * `fc_<id>_<n>` otherwise (`n`: the item's `output_index`).
+ */
+export const messageItemId = (id: string, outputIndex: number): string =>
+  outputIndex === 0 ? `msg_${idBody(id)}` : `msg_${idBody(id)}_${outputIndex}`
+
+export const functionCallItemId = (id: string, outputIndex: number): string => `fc_${idBody(id)}_${outputIndex}`
+
+/** `data:<mime>;base64,<data>` → inline bytes; anything else is a URL the provider fetches. */
+export const mediaSourceOfUrl = (url: string): MediaSource => {
+  if (url.startsWith("data:")) {
+    const comma = url.indexOf(",")
+    const header = comma < 0 ? "" : url.slice(5, comma)
+    if (header.endsWith(";base64")) {
+      return { kind: "base64", mediaType: header.slice(0, header.indexOf(";")), data: url.slice(comma + 1) }
+    }
+  }
+  return { kind: "url", url }
+}

@@ -1,0 +1,295 @@
+/**
+ * Responses request (`POST /v1/responses`) → canonical `ChatRequest`
+ * (openai-other.md §7.1).
+ *
+ * - `instructions` is the first `system` part; `system`/`developer` message
+ *   items, wherever they sit, follow in order.
+ * - The Responses API splits one assistant turn into several items (a message,
+ *   then one `function_call` item per call). Consecutive assistant messages and
+ *   `function_call` items become one assistant message; consecutive
+ *   `function_call_output` items become `tool_result` parts of one user
+ *   message, and the user message right after them joins it, results first.
+ * - Content the canonical model cannot hold (`file_id` references, `reasoning`
+ *   and `item_reference` items, built-in tools…) is left out and noted in
+ *   `unmapped` under an `input[]…`/`tools[]…` key, so encoders report it as
+ *   dropped.
+ * - Top-level fields without a canonical home (`store`, `reasoning`,
+ *   `include`, `metadata`, `truncation`, `previous_response_id`, …) go to
+ *   `unmapped` under their wire names; `null` and values that only restate
+ *   what the gateway does anyway (`store: false`, `background: false`,
+ *   `truncation: "disabled"`) are not kept.
+ *
+ * Gotcha: `previous_response_id` and `conversation` need server-side state the
+ * gateway does not keep. They are only reported as dropped: the upstream sees
+ * the request's own `input` and nothing of the earlier turns.
+ */
+import type {
+  ChatRequest,
+  ContentPart,
+  DocumentPart,
+  ImagePart,
+  Message,
+  ResponseFormat,
+  TextPart,
+  ToolChoice,
+  ToolDefinition
+} from "../../domain/chat.ts"
+import type { DecodeResult } from "../index.ts"
+import { mediaSourceOfUrl } from "./mapping.ts"
+import {
+  decodeRequestBody,
+  isOtherItem,
+  MAPPED_FIELDS,
+  type WireContentPart,
+  type WireInputItem,
+  type WireMessageItem,
+  type WireOutputPart,
+  type WireTextFormat,
+  type WireTool,
+  type WireToolChoice
+} from "./request-schema.ts"
+
+/** Validates a Responses body and converts it to the canonical request. */
+export const decodeResponsesRequest = (body: unknown): DecodeResult<ChatRequest> => {
+  const decoded = decodeRequestBody(body)
+  if (!decoded.ok) return decoded
+  const wire = decoded.value
+  const raw = body as Record<string, unknown>
+  const unmapped = unmappedFields(raw)
+  const note: Note = (key) => {
+    unmapped[key] = ((unmapped[key] as number | undefined) ?? 0) + 1
+  }
+  const system: Array<TextPart> = wire.instructions == null ? [] : [{ type: "text", text: wire.instructions }]
+  const messages = typeof wire.input === "string"
+    ? [{ role: "user" as const, content: [{ type: "text" as const, text: wire.input }] }]
+    : convertItems(wire.input, system, note)
+  const allowed = allowedToolNames(wire.tool_choice)
+  const tools = wire.tools == null ? undefined : convertTools(wire.tools, allowed, note)
+  const toolChoice = convertToolChoice(wire.tool_choice)
+  if (toolChoice === "unmapped") unmapped.tool_choice = raw.tool_choice
+  const user = wire.user ?? wire.safety_identifier ?? undefined
+  if (wire.user != null && wire.safety_identifier != null) unmapped.safety_identifier = wire.safety_identifier
+  const text = raw.text as Record<string, unknown> | null | undefined
+  if (text != null && text.verbosity != null) unmapped["text.verbosity"] = text.verbosity
+  return {
+    ok: true,
+    value: {
+      model: wire.model,
+      system,
+      messages,
+      maxTokens: wire.max_output_tokens ?? undefined,
+      temperature: wire.temperature ?? undefined,
+      topP: wire.top_p ?? undefined,
+      stream: wire.stream === true,
+      // Responses always reports usage, in `response.completed`.
+      includeUsage: true,
+      tools,
+      toolChoice: toolChoice === "unmapped" ? undefined : toolChoice,
+      parallelToolCalls: wire.parallel_tool_calls ?? undefined,
+      responseFormat: convertTextFormat(wire.text?.format),
+      user,
+      unmapped
+    }
+  }
+}
+
+/** Values that only restate what the gateway does anyway: not reported as dropped. */
+const DEFAULTS: Readonly<Record<string, unknown>> = { store: false, background: false, truncation: "disabled" }
+
+const unmappedFields = (raw: Record<string, unknown>): Record<string, unknown> => {
+  const unmapped: Record<string, unknown> = {}
+  for (const key of Object.keys(raw)) {
+    const value = raw[key]
+    if (MAPPED_FIELDS.has(key) || value === null || value === undefined || DEFAULTS[key] === value) continue
+    unmapped[key] = value
+  }
+  return unmapped
+}
+
+type Note = (key: string) => void
+
+const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPart>, note: Note): Array<Message> => {
+  const messages: Array<Message> = []
+  // The open assistant turn (messages and function calls) and the open tool
+  // turn (function outputs), still accepting parts.
+  let assistantTurn: Array<ContentPart> | undefined
+  let toolTurn: Array<ContentPart> | undefined
+  for (const item of items) {
+    if (isOtherItem(item)) {
+      note(`input[].${item.type}`)
+      continue
+    }
+    switch (item.type) {
+      case "function_call":
+        if (assistantTurn === undefined) {
+          assistantTurn = []
+          messages.push({ role: "assistant", content: assistantTurn })
+        }
+        assistantTurn.push({ type: "tool_call", id: item.call_id, name: item.name, arguments: item.arguments })
+        toolTurn = undefined
+        continue
+      case "function_call_output":
+        if (toolTurn === undefined) {
+          toolTurn = []
+          messages.push({ role: "user", content: toolTurn })
+        }
+        toolTurn.push({ type: "tool_result", toolCallId: item.call_id, content: outputParts(item.output, note) })
+        assistantTurn = undefined
+        continue
+    }
+    const message = item as WireMessageItem
+    switch (message.role) {
+      case "system":
+      case "developer":
+        system.push(...instructionParts(message.content, message.role, note))
+        continue
+      case "assistant":
+        if (assistantTurn === undefined) {
+          assistantTurn = []
+          messages.push({ role: "assistant", content: assistantTurn })
+        }
+        assistantTurn.push(...assistantParts(message.content, note))
+        toolTurn = undefined
+        continue
+      case "user": {
+        const parts = userParts(message.content, note)
+        if (toolTurn === undefined) messages.push({ role: "user", content: parts })
+        else toolTurn.push(...parts)
+        assistantTurn = undefined
+        toolTurn = undefined
+      }
+    }
+  }
+  return messages
+}
+
+const instructionParts = (
+  content: WireMessageItem["content"],
+  role: string,
+  note: Note
+): Array<TextPart> => {
+  if (typeof content === "string") return [{ type: "text", text: content }]
+  const parts: Array<TextPart> = []
+  for (const part of content) {
+    if (part.type === "input_text" || part.type === "output_text") parts.push({ type: "text", text: part.text })
+    else note(`input[].${role}.${part.type}`)
+  }
+  return parts
+}
+
+// Earlier output sent back verbatim: `output_text` and `refusal` parts.
+const assistantParts = (content: WireMessageItem["content"], note: Note): Array<ContentPart> => {
+  if (typeof content === "string") return [{ type: "text", text: content }]
+  const parts: Array<ContentPart> = []
+  for (const part of content) {
+    if (part.type === "input_text" || part.type === "output_text") parts.push({ type: "text", text: part.text })
+    else if (part.type === "refusal") parts.push({ type: "text", text: part.refusal })
+    else note(`input[].assistant.${part.type}`)
+  }
+  return parts
+}
+
+const userParts = (content: WireMessageItem["content"], note: Note): Array<ContentPart> => {
+  if (typeof content === "string") return [{ type: "text", text: content }]
+  const parts: Array<ContentPart> = []
+  for (const part of content) {
+    const converted = mediaPart(part, note)
+    if (converted !== undefined) parts.push(converted)
+  }
+  return parts
+}
+
+const outputParts = (output: string | ReadonlyArray<WireOutputPart>, note: Note): Array<TextPart | ImagePart> => {
+  if (typeof output === "string") return [{ type: "text", text: output }]
+  const parts: Array<TextPart | ImagePart> = []
+  for (const part of output) {
+    const converted = mediaPart(part, note)
+    if (converted?.type === "document") note("input[].function_call_output.input_file")
+    else if (converted !== undefined) parts.push(converted)
+  }
+  return parts
+}
+
+/** A user-side part; undefined (and a note) when it only references a stored file. */
+const mediaPart = (part: WireContentPart, note: Note): TextPart | ImagePart | DocumentPart | undefined => {
+  switch (part.type) {
+    case "input_text":
+    case "output_text":
+      return { type: "text", text: part.text }
+    case "refusal":
+      return { type: "text", text: part.refusal }
+    case "input_image":
+      // `detail: "auto"` is the default every provider applies; anything else is lost.
+      if (part.detail != null && part.detail !== "auto") note("input[].input_image.detail")
+      if (part.image_url != null) return { type: "image", source: mediaSourceOfUrl(part.image_url) }
+      note("input[].input_image.file_id")
+      return undefined
+    case "input_file":
+      if (part.file_data != null) {
+        return { type: "document", source: fileSource(part.file_data), title: part.filename ?? undefined }
+      }
+      if (part.file_url != null) {
+        return { type: "document", source: { kind: "url", url: part.file_url }, title: part.filename ?? undefined }
+      }
+      note("input[].input_file.file_id")
+      return undefined
+  }
+}
+
+// `file_data` is a data URL; some clients send bare base64, which is taken as a PDF.
+const fileSource = (fileData: string) => {
+  const source = mediaSourceOfUrl(fileData)
+  return source.kind === "url" ? { kind: "base64" as const, mediaType: "application/pdf", data: fileData } : source
+}
+
+const allowedToolNames = (choice: WireToolChoice | null | undefined): ReadonlySet<string> | undefined => {
+  if (typeof choice !== "object" || choice === null || choice.type !== "allowed_tools") return undefined
+  const tools = (choice as Extract<WireToolChoice, { type: "allowed_tools" }>).tools
+  return new Set(tools.flatMap((tool) => (tool.type === "function" && tool.name !== undefined ? [tool.name] : [])))
+}
+
+const convertTools = (
+  wire: ReadonlyArray<WireTool>,
+  allowed: ReadonlySet<string> | undefined,
+  note: Note
+): Array<ToolDefinition> => {
+  const tools: Array<ToolDefinition> = []
+  for (const tool of wire) {
+    if (tool.type !== "function") {
+      note(`tools[].${tool.type}`)
+      continue
+    }
+    const fn = tool as Extract<WireTool, { type: "function" }>
+    if (allowed !== undefined && !allowed.has(fn.name)) continue
+    tools.push({
+      name: fn.name,
+      description: fn.description ?? undefined,
+      parameters: fn.parameters ?? {},
+      strict: fn.strict ?? undefined
+    })
+  }
+  return tools
+}
+
+/** `"unmapped"`: a choice of a built-in tool, kept verbatim in `unmapped.tool_choice`. */
+const convertToolChoice = (choice: WireToolChoice | null | undefined): ToolChoice | "unmapped" | undefined => {
+  if (choice == null) return undefined
+  if (typeof choice === "string") return { type: choice }
+  if (choice.type === "function") return { type: "tool", name: (choice as { readonly name: string }).name }
+  if (choice.type === "allowed_tools") {
+    return { type: (choice as Extract<WireToolChoice, { type: "allowed_tools" }>).mode }
+  }
+  return "unmapped"
+}
+
+const convertTextFormat = (format: WireTextFormat | null | undefined): ResponseFormat | undefined => {
+  if (format == null) return undefined
+  if (format.type !== "json_schema") return { type: format.type }
+  return {
+    type: "json_schema",
+    name: format.name,
+    schema: format.schema,
+    strict: format.strict ?? undefined,
+    description: format.description ?? undefined
+  }
+}

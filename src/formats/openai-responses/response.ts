@@ -1,0 +1,183 @@
+/**
+ * Canonical `ChatResponse` → Responses `Response` object (openai-other.md §7.2),
+ * and the pieces of it the stream encoder shares.
+ *
+ * The object is complete, as the API returns it: besides the output and usage
+ * it echoes the request settings (`tools`, `tool_choice`, `temperature`, …)
+ * the SDK types declare, taken from the canonical request when the caller
+ * passes it and otherwise the API's defaults. `output_text` is not on the wire:
+ * the SDKs compute it from the `message` items.
+ *
+ * Details:
+ * - Consecutive text parts form one `message` item with one `output_text`
+ *   part (empty text makes none); each tool call is one `function_call` item,
+ *   in content order.
+ * - `max_tokens` and `content_filter` stops give `status: "incomplete"` with
+ *   `incomplete_details.reason`; the last output item, the one that was cut,
+ *   is `incomplete` too. Every other stop is `completed`.
+ * - `instructions` echoes the canonical `system` text (joined with blank
+ *   lines), which also holds `system`/`developer` input messages.
+ * - `store` is `false` and `previous_response_id` null: nothing is stored.
+ */
+import type { ChatRequest, ChatResponse, ResponseFormat, ToolChoice, Usage } from "../../domain/chat.ts"
+import { encodeUsage, functionCallItemId, messageItemId, type Outcome, outcomeOf, responseId } from "./mapping.ts"
+
+export interface ResponsesEncodeOptions {
+  /** Model name to show the caller instead of the upstream's. */
+  readonly model?: string | undefined
+  /** The caller's request, for the settings a Response object echoes. */
+  readonly request?: ChatRequest | undefined
+}
+
+type ItemStatus = "in_progress" | "completed" | "incomplete"
+
+export const messageItem = (id: string, text: string | undefined, status: ItemStatus): Record<string, unknown> => ({
+  id,
+  type: "message",
+  status,
+  role: "assistant",
+  content: text === undefined ? [] : [outputTextPart(text)]
+})
+
+export const outputTextPart = (text: string): Record<string, unknown> => ({
+  type: "output_text",
+  text,
+  annotations: []
+})
+
+export const functionCallItem = (
+  id: string,
+  callId: string,
+  name: string,
+  args: string,
+  status: ItemStatus
+): Record<string, unknown> => ({ type: "function_call", id, call_id: callId, name, arguments: args, status })
+
+/** The request settings a Response object repeats; computed once per response or stream. */
+export interface RequestEcho {
+  readonly instructions: string | null
+  readonly maxOutputTokens: number | null
+  readonly parallelToolCalls: boolean
+  readonly temperature: number
+  readonly topP: number
+  readonly text: Record<string, unknown>
+  readonly toolChoice: unknown
+  readonly tools: ReadonlyArray<unknown>
+  readonly user: string | null
+  readonly metadata: unknown
+}
+
+export const requestEcho = (request: ChatRequest | undefined): RequestEcho => {
+  const metadata = request?.unmapped.metadata
+  return {
+    instructions: request === undefined || request.system.length === 0
+      ? null
+      : request.system.map((part) => part.text).join("\n\n"),
+    maxOutputTokens: request?.maxTokens ?? null,
+    parallelToolCalls: request?.parallelToolCalls ?? true,
+    temperature: request?.temperature ?? 1,
+    topP: request?.topP ?? 1,
+    text: { format: textFormat(request?.responseFormat) },
+    toolChoice: toolChoice(request?.toolChoice),
+    tools: (request?.tools ?? []).map((tool) => ({
+      type: "function",
+      name: tool.name,
+      description: tool.description ?? null,
+      parameters: tool.parameters,
+      strict: tool.strict ?? null
+    })),
+    user: request?.user ?? null,
+    metadata: typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) ? metadata : {}
+  }
+}
+
+const textFormat = (format: ResponseFormat | undefined): Record<string, unknown> => {
+  if (format === undefined || format.type !== "json_schema") return { type: format?.type ?? "text" }
+  const wire: Record<string, unknown> = { type: "json_schema", name: format.name, schema: format.schema }
+  if (format.description !== undefined) wire.description = format.description
+  wire.strict = format.strict ?? null
+  return wire
+}
+
+const toolChoice = (choice: ToolChoice | undefined): unknown =>
+  choice === undefined ? "auto" : choice.type === "tool" ? { type: "function", name: choice.name } : choice.type
+
+/** Everything a Response object is made of, in canonical terms. */
+export interface ResponseState {
+  /** The upstream's id; shown as `resp_…`. */
+  readonly id: string
+  /** Unix seconds. */
+  readonly createdAt: number
+  readonly model: string
+  readonly status: "in_progress" | Outcome["status"]
+  readonly incompleteReason?: Outcome["incompleteReason"]
+  readonly output: ReadonlyArray<unknown>
+  readonly usage: Usage | undefined
+}
+
+/** A Response object, fields in the API's order. */
+export const responseObject = (state: ResponseState, echo: RequestEcho): Record<string, unknown> => ({
+  id: responseId(state.id),
+  object: "response",
+  created_at: state.createdAt,
+  status: state.status,
+  background: false,
+  error: null,
+  incomplete_details: state.incompleteReason === undefined ? null : { reason: state.incompleteReason },
+  instructions: echo.instructions,
+  max_output_tokens: echo.maxOutputTokens,
+  model: state.model,
+  output: state.output,
+  parallel_tool_calls: echo.parallelToolCalls,
+  previous_response_id: null,
+  reasoning: { effort: null, summary: null },
+  store: false,
+  temperature: echo.temperature,
+  text: echo.text,
+  tool_choice: echo.toolChoice,
+  tools: echo.tools,
+  top_p: echo.topP,
+  truncation: "disabled",
+  usage: state.usage === undefined ? null : encodeUsage(state.usage),
+  user: echo.user,
+  metadata: echo.metadata
+})
+
+/** Canonical → Responses `Response` object (non-streamed). */
+export const encodeResponsesResponse = (
+  res: ChatResponse,
+  options: ResponsesEncodeOptions = {}
+): Record<string, unknown> => {
+  const outcome = outcomeOf(res.stopReason)
+  const output: Array<Record<string, unknown>> = []
+  let text: string | undefined
+  const flushText = () => {
+    if (text === undefined) return
+    output.push(messageItem(messageItemId(res.id, output.length), text, "completed"))
+    text = undefined
+  }
+  for (const part of res.content) {
+    if (part.type === "text") {
+      if (part.text !== "") text = (text ?? "") + part.text
+      continue
+    }
+    flushText()
+    output.push(
+      functionCallItem(functionCallItemId(res.id, output.length), part.id, part.name, part.arguments, "completed")
+    )
+  }
+  flushText()
+  if (outcome.status === "incomplete" && output.length > 0) output[output.length - 1].status = "incomplete"
+  return responseObject(
+    {
+      id: res.id,
+      createdAt: res.created,
+      model: options.model ?? res.model,
+      status: outcome.status,
+      incompleteReason: outcome.incompleteReason,
+      output,
+      usage: res.usage
+    },
+    requestEcho(options.request)
+  )
+}
