@@ -26,6 +26,7 @@ import {
   makeOpenAiChatStreamDecoder,
   makeOpenAiChatStreamEncoder
 } from "./openai-chat/index.ts"
+import { encodeResponsesResponse, makeResponsesStreamEncoder, decodeResponsesRequest } from "./openai-responses/index.ts"
 
 /** What a client speaks: the two chat wire families, or the Responses API. */
 export type CallerFormat = WireFamily | "responses"
@@ -43,7 +44,7 @@ export interface ProviderCodec {
   readonly streamDecoder: () => StreamDecoder
 }
 
-export const CALLER_CODECS: Record<CallerFormat, CallerCodec | undefined> = {
+export const CALLER_CODECS: Readonly<Record<CallerFormat, CallerCodec>> = {
   openai: {
     decodeRequest: decodeOpenAiChatRequest,
     encodeResponse: (response) => encodeOpenAiChatResponse(response),
@@ -54,7 +55,11 @@ export const CALLER_CODECS: Record<CallerFormat, CallerCodec | undefined> = {
     encodeResponse: (response) => encodeAnthropicResponse(response),
     streamEncoder: () => makeAnthropicStreamEncoder()
   },
-  responses: undefined
+  responses: {
+    decodeRequest: decodeResponsesRequest,
+    encodeResponse: (response, request) => encodeResponsesResponse(response, { model: request.model, request }),
+    streamEncoder: (request) => makeResponsesStreamEncoder({ model: request.model, request })
+  }
 }
 
 export const PROVIDER_CODECS: Readonly<Record<WireFamily, ProviderCodec>> = {
@@ -70,9 +75,4 @@ export const PROVIDER_CODECS: Readonly<Record<WireFamily, ProviderCodec>> = {
     decodeResponse: (json) => decodeAnthropicResponse(json),
     streamDecoder: () => makeAnthropicStreamDecoder()
   }
-}
-
-/** Registers the codec of a caller-only format (the Responses API) at module load. */
-export const registerCallerCodec = (format: CallerFormat, codec: CallerCodec): void => {
-  CALLER_CODECS[format] = codec
 }

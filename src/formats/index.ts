@@ -24,6 +24,7 @@ import type { WireFamily } from "../domain/sdk.ts"
 
 export * as Anthropic from "./anthropic/index.ts"
 export * as OpenAiChat from "./openai-chat/index.ts"
+export * as OpenAiResponses from "./openai-responses/index.ts"
 
 /**
  * Outcome of decoding untrusted input. `message` names the offending field

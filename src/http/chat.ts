@@ -6,7 +6,6 @@
 import { Effect } from "effect"
 import { familyOfSdk, GatewayError, isSdkFormat } from "../domain/index.ts"
 import type { AnyGatewayFailure, SdkFormat, WireFamily } from "../domain/index.ts"
-import { CALLER_CODECS } from "../formats/index.ts"
 import type { CallerFormat } from "../formats/index.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
@@ -83,9 +82,6 @@ export const chatRoutes = (
       const input = yield* chatInput(ctx, familyOf(sdk), maxBodyBytes)
       const caller = responsesShapeOf(sdk, input.json)
       ctx.caller = caller === "anthropic" ? "anthropic" : "openai"
-      if (caller === "responses" && CALLER_CODECS.responses === undefined) {
-        return yield* new GatewayError({ status: 400, code: "invalid_request", message: "the Responses API request shape is not available" })
-      }
       yield* runChat({ ...input, caller })
     })
   return [

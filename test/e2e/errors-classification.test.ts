@@ -181,9 +181,10 @@ const rows: Row[] = [
     expect: { status: 402, code: "quota", verbatim: true }
   },
   {
-    name: "Anthropic 402 billing_error reaches an OpenAI caller as 429 insufficient_quota",
+    // Spec 7.1: an upstream 4xx keeps its status (the spec wins over DESIGN.md's 429 here); the body is translated.
+    name: "Anthropic 402 billing_error reaches an OpenAI caller as 402 insufficient_quota",
     provider: "anthropic", caller: "openai", status: 402, body: anthropicErrorBody(402, "Your credit balance is too low to access the Anthropic API."),
-    expect: { status: 429, code: "quota", type: "insufficient_quota", openaiCode: "insufficient_quota", message: "Your credit balance is too low to access the Anthropic API." }
+    expect: { status: 402, code: "quota", type: "insufficient_quota", openaiCode: "insufficient_quota", message: "Your credit balance is too low to access the Anthropic API." }
   },
   // rate_limit
   {

@@ -6,10 +6,10 @@
  */
 import { Effect } from "effect"
 import { streamErrorFrame } from "../../domain/index.ts"
-import type { UpstreamError, WireFamily } from "../../domain/index.ts"
+import type { StreamError, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { PROVIDER_CODECS } from "../../formats/index.ts"
 import { SseParser } from "../../providers/sse.ts"
-import type { UpstreamResponse } from "../../providers/transport.ts"
+import type { ChunkSink, UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import { ResponseCollector } from "./collector.ts"
 import { responseHeaders } from "./headers.ts"
@@ -19,7 +19,8 @@ const JSON_TAP_LIMIT = 4 * 1024 * 1024
 
 export interface BodyTap {
   readonly chunk: (chunk: Uint8Array) => void
-  readonly end: () => void
+  /** At the end of the body; returns the error when a stream ended before its terminal event. */
+  readonly end: () => StreamError | undefined
 }
 
 /** A tap that decodes a forwarded chat body into the collector. */
@@ -35,6 +36,12 @@ export const chatTap = (family: WireFamily, sse: boolean, collector: ResponseCol
       chunk: (chunk: Uint8Array) => feed(parser.push(chunk)),
       end: () => {
         feed(parser.end())
+        let cut: StreamError | undefined
+        for (const decoded of decoder.end()) {
+          collector.event(decoded)
+          if (decoded.type === "error") cut = decoded.error
+        }
+        return cut
       }
     }
   }
@@ -46,13 +53,14 @@ export const chatTap = (family: WireFamily, sse: boolean, collector: ResponseCol
       if (size <= JSON_TAP_LIMIT) chunks.push(chunk)
     },
     end: () => {
-      if (size > JSON_TAP_LIMIT) return
+      if (size > JSON_TAP_LIMIT) return undefined
       try {
         const decoded = codec.decodeResponse(JSON.parse(Buffer.concat(chunks).toString("utf8")))
         if (decoded.ok) collector.response(decoded.value)
       } catch {
         // Not ours to judge: the caller got the upstream's bytes as they were.
       }
+      return undefined
     }
   }
 }
@@ -67,6 +75,46 @@ export const isEventStream = (response: UpstreamResponse): boolean => {
  * failure after the head is written as the stream's error frame (SSE) or ends
  * the connection abruptly (JSON), so the caller cannot mistake it for success.
  */
+const LF = 10
+const CR = 13
+
+/** End of the last complete SSE event in `bytes` (after its blank line), or -1. */
+const lastEventEnd = (bytes: Uint8Array): number => {
+  for (let i = bytes.length - 1; i > 0; i--) {
+    if (bytes[i] === LF && (bytes[i - 1] === LF || (bytes[i - 1] === CR && i > 2 && bytes[i - 2] === LF && bytes[i - 3] === CR))) return i + 1
+    if (bytes[i] === CR && bytes[i - 1] === CR) return i + 1
+  }
+  return -1
+}
+
+/**
+ * Forwards whole SSE events only: bytes after the last complete event wait
+ * for the rest of their event (a partial frame is useless to the caller
+ * anyway). So an error frame can always follow cleanly if the upstream breaks
+ * mid-frame, instead of being glued to half an event.
+ */
+const eventAlignedSink = (sink: ChunkSink): ChunkSink & { readonly takeHeld: () => Uint8Array | undefined } => {
+  let held: Uint8Array | undefined
+  return {
+    write: (chunk) => {
+      const bytes = held === undefined ? chunk : Buffer.concat([held, chunk])
+      const end = lastEventEnd(bytes)
+      if (end === -1) {
+        held = bytes
+        return true
+      }
+      held = end === bytes.length ? undefined : bytes.subarray(end)
+      return sink.write(end === bytes.length ? bytes : bytes.subarray(0, end))
+    },
+    onDrain: sink.onDrain,
+    takeHeld: () => {
+      const rest = held
+      held = undefined
+      return rest
+    }
+  }
+}
+
 export const forwardVerbatim = (
   ctx: RequestContext,
   family: WireFamily,
@@ -77,12 +125,22 @@ export const forwardVerbatim = (
   const sse = isEventStream(response)
   commitHead(ctx, response.status, { ...responseHeaders(response.headers, true), ...extraHeaders })
   const tap = makeTap?.(sse)
-  return response.body.pipe(callerSink(ctx), tap?.chunk).pipe(
+  const aligned = sse ? eventAlignedSink(callerSink(ctx)) : undefined
+  return response.body.pipe(aligned ?? callerSink(ctx), tap?.chunk).pipe(
     Effect.matchEffect({
       onSuccess: () =>
         Effect.sync(() => {
-          ctx.res.end()
-          tap?.end()
+          const cut = tap?.end()
+          if (sse && cut !== undefined) {
+            // The upstream ended without its terminal event: never a normal stop (translation.md §11.3).
+            ctx.log.error_code = "upstream"
+            ctx.res.end(streamErrorFrame(family, "upstream", cut.message, cut.status ?? 502))
+          } else {
+            // A last event the upstream did not close with a blank line is still an event.
+            const held = aligned?.takeHeld()
+            if (held !== undefined) ctx.res.write(held)
+            ctx.res.end(held === undefined ? undefined : "\n\n")
+          }
         }),
       onFailure: (error: UpstreamError) =>
         Effect.sync(() => {

@@ -75,7 +75,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
   return Effect.fnUntraced(function*(input: ChatInput) {
     const { ctx } = input
     const family = input.caller
-    const callerCodec = CALLER_CODECS[family]!
+    const callerCodec = CALLER_CODECS[family]
     const headers = ctx.req.headers
     const resolved = table.resolve(input.model, header(ctx, "x-genai-provider"), "chat")
     if (resolved instanceof GatewayError) return yield* resolved
