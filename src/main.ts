@@ -2,7 +2,7 @@
 /**
  * Composition root and CLI.
  *
- *   gateway [serve] [--config PATH]   run the gateway (default)
+ *   gateway [serve] [[--config] PATH]   run the gateway (default)
  *   gateway check-config [PATH]       validate the configuration and print it, secrets redacted
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
@@ -12,7 +12,7 @@ import { liveLayer, serveGateway } from "./gateway.ts"
 import { JsonLog } from "./pipeline/telemetry/log.ts"
 
 const USAGE = `usage:
-  gateway [serve] [--config PATH]   run the gateway (config: $GATEWAY_CONFIG or config/gateway.toml)
+  gateway [serve] [[--config] PATH] run the gateway (config: PATH, $GATEWAY_CONFIG or config/gateway.toml)
   gateway check-config [PATH]       validate the configuration and print it with secrets redacted`
 
 const checkConfig = (path: string | undefined): number => {
@@ -62,7 +62,8 @@ const main = (argv: ReadonlyArray<string>): void => {
   if (command === undefined || command === "serve" || command === "--config") {
     const args = command === "--config" ? argv : rest
     const flag = args.indexOf("--config")
-    serve(flag === -1 ? undefined : args[flag + 1])
+    // `serve --config PATH` or `serve PATH`.
+    serve(flag === -1 ? args.find((arg) => !arg.startsWith("-")) : args[flag + 1])
     return
   }
   process.stderr.write(`unknown command "${command}"\n${USAGE}\n`)

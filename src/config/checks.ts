@@ -74,6 +74,11 @@ const checkProviders = (file: ConfigFile, env: Env, findings: Findings): Map<str
     }
     if (id.includes("::")) findings.error(path, `provider ids cannot contain "::"`)
     const info = PROVIDER_KIND_INFO[kind]
+    if (provider.base_url === undefined && id !== kind) {
+      // A custom id (groq, vllm…) must say where it lives: never default it to the kind's vendor.
+      findings.error(`${path}.base_url`, `required for provider "${id}" (only a provider named after its kind has a default URL)`)
+      continue
+    }
     const rawUrl = provider.base_url ?? info.defaultBaseUrl
     if (rawUrl === "") {
       findings.error(`${path}.base_url`, `required for kind "${kind}"`)
@@ -197,6 +202,7 @@ const checkRoute = (id: string, route: Route, file: ConfigFile, findings: Findin
   const path = `routes.${id}`
   if (route.models.length === 0) findings.error(`${path}.models`, "needs at least one model name")
   if (route.steps !== undefined) {
+    if (route.targets !== undefined) findings.warn(`${path}.targets`, "ignored: steps are given")
     checkSteps(`${path}.steps`, route.steps, file, findings)
   } else if (route.targets !== undefined) {
     checkTargetList(`${path}.targets`, route.strategy, route.targets, file, findings)

@@ -27,6 +27,10 @@ const editDistance = (a: string, b: string): number => {
 
 /** The closest known key, when it is close enough to be a plausible typo. */
 export const closestKey = (key: string, known: ReadonlyArray<string>): string | undefined => {
+  // A key that is the start of a known one (`ttl` → `ttl_seconds`) is the likeliest intent.
+  const lower = key.toLowerCase()
+  const prefixed = known.filter((candidate) => candidate.toLowerCase().startsWith(lower) && lower.length >= 3)
+  if (prefixed.length === 1) return prefixed[0]
   let best: string | undefined
   let bestDistance = Infinity
   for (const candidate of known) {

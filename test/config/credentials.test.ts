@@ -55,7 +55,7 @@ describe("convention variables when credential is omitted", () => {
   })
 
   it("the convention follows the provider id, not its kind: [providers.claude-eu] with kind anthropic reads CLAUDE_EU_API_KEY", () => {
-    const resolved = provider("claude-eu", { kind: "anthropic" }, { ANTHROPIC_API_KEY: "other", CLAUDE_EU_API_KEY: SECRET })
+    const resolved = provider("claude-eu", { kind: "anthropic", base_url: "https://eu.anthropic.test" }, { ANTHROPIC_API_KEY: "other", CLAUDE_EU_API_KEY: SECRET })
     expect(secretOf(resolved)).toBe(SECRET)
   })
 

@@ -305,7 +305,7 @@ describe("providers", () => {
   })
 
   it("a provider id containing :: stops the start", () => {
-    expect(failure(withServer({ providers: { "a::b": { kind: "openai", models: [] } } }))).toBe(`${INVALID}providers.a::b: provider ids cannot contain "::"`)
+    expect(failure(withServer({ providers: { "a::b": { kind: "openai", base_url: "http://a.test", models: [] } } }))).toBe(`${INVALID}providers.a::b: provider ids cannot contain "::"`)
   })
 
   it("auth_type api_key_header on a kind without a default header needs auth_header_name", () => {

@@ -1,5 +1,6 @@
 /** What a provider table resolves to when it leaves things out (DESIGN.md "Providers"): kind, base URL, auth, api_version. */
 import { describe, expect, it } from "vitest"
+import { settingsFromDocument } from "../../src/config/index.ts"
 import { load, withServer } from "./support.ts"
 
 const resolve = (id: string, table: Record<string, unknown> = {}, sections: Record<string, unknown> = {}) =>
@@ -43,8 +44,11 @@ describe("provider defaults per kind", () => {
     })
   })
 
-  it("an openai-kind provider without base_url gets OpenAI's URL", () => {
-    expect(resolve("team-openai", { kind: "openai" }).baseUrl).toBe("https://api.openai.com/v1")
+  it("a provider with its own id must give base_url: it never silently points at the kind's vendor", () => {
+    const result = settingsFromDocument(withServer({ providers: { groq: { kind: "openai", models: ["llama"] } } }), {}, "test.toml")
+    expect(result.ok ? "loaded" : result.error.message).toBe(
+      'invalid configuration in test.toml: providers.groq.base_url: required for provider "groq" (only a provider named after its kind has a default URL)'
+    )
   })
 
   it("kind may also be written when the id is a kind name", () => {

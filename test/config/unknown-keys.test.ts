@@ -45,7 +45,7 @@ describe("unknown keys", () => {
       routes: { r: { endpoint: "chat", models: ["x"], strategy: "single", targets: ["a"], retry: { backoff_ms: 10 } } }
     })
     expect(warningsOf(document)).toEqual([
-      `defaults.provider.timeout: unknown key`,
+      `defaults.provider.timeout: unknown key; did you mean "timeout_ms"?`,
       `defaults.providr: unknown key; did you mean "provider"?`,
       `routing.retry.max_retrys: unknown key; did you mean "max_retries"?`,
       `models.m.max_token: unknown key; did you mean "max_tokens"?`,
