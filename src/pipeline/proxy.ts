@@ -14,7 +14,6 @@ import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { Capability, WireFamily } from "../domain/index.ts"
 import type { Operation } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
-import { sendWithin } from "../routing/attempt.ts"
 import { executePlan } from "../routing/execute.ts"
 import type { PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
@@ -103,7 +102,7 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
       headers["content-type"] = input.body.contentType
       ctx.log.provider = provider.id
       ctx.log.upstream_model = target.model
-      return sendWithin(client, {
+      return client.send({
         providerId: provider.id,
         family: provider.family,
         origin: provider.origin,
@@ -112,7 +111,7 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
         headers,
         body: input.body.forTarget(target),
         idleTimeoutMs: target.timeoutMs
-      }, target).pipe(
+      }).pipe(
         Effect.flatMap((response) => forwardVerbatim(ctx, input.family, response, { "x-gw-upstream-provider": provider.id }))
       )
     }, attemptLogger(ctx, log))

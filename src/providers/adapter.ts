@@ -5,7 +5,7 @@
  *
  * Kinds differ only in data here: the URL layout (`openai`-style
  * `{base}/chat/completions`, Azure deployments, Anthropic `/v1/messages`,
- * Cohere `/v2/rerank`) and the auth form (bearer, key header, query parameter).
+ * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter).
  */
 import { Redacted } from "effect"
 import type { ResolvedCredential, ResolvedProvider } from "../config/index.ts"
@@ -20,6 +20,8 @@ export type Operation =
   | "rerank"
   | "count_tokens"
   | "files"
+  /** Native passthrough: `suffix` is the caller's path rest, appended to the base URL's path. */
+  | "passthrough"
 
 /** The Anthropic API version the gateway speaks when the caller did not choose one. */
 export const ANTHROPIC_VERSION = "2023-06-01"
@@ -32,7 +34,8 @@ const OPENAI_PATHS: Record<Operation, string> = {
   audio_transcription: "/audio/transcriptions",
   rerank: "/rerank",
   count_tokens: "",
-  files: "/files"
+  files: "/files",
+  passthrough: ""
 }
 
 export interface CompiledProvider {
@@ -89,6 +92,7 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     extra === "" ? path : `${path}${path.includes("?") ? "&" : "?"}${extra}`
 
   const path = (operation: Operation, model: string, suffix = ""): string => {
+    if (operation === "passthrough") return `${basePath}${suffix}`
     switch (provider.kind) {
       case "anthropic":
         return `${basePath}/v1/messages${operation === "count_tokens" ? "/count_tokens" : ""}`

@@ -120,6 +120,18 @@ const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamRe
   }
 }
 
+const timedOut = (call: UpstreamCall): UpstreamError =>
+  new UpstreamError({
+    reason: "upstream",
+    upstreamStatus: 0,
+    provider: call.providerId,
+    family: call.family,
+    message: `no response within ${call.idleTimeoutMs} ms`,
+    timedOut: true,
+    reached: true,
+    retryAfter: undefined
+  })
+
 /** A `ProviderClient` layer answering every call with `handler`; calls are appended to `calls`. */
 export const layerTest = (
   handler: (call: UpstreamCall, index: number) => TestReply,
@@ -131,7 +143,9 @@ export const layerTest = (
       send: (call) =>
         Effect.suspend(() => {
           calls.push(call)
-          return respond(call, handler(call, calls.length - 1))
+          return respond(call, handler(call, calls.length - 1)).pipe(
+            Effect.timeoutOrElse({ duration: call.idleTimeoutMs, orElse: () => Effect.fail(timedOut(call)) })
+          )
         })
     })
   )

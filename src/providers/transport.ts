@@ -10,9 +10,10 @@
  * `pull` (an Effect `Stream` for the normalized path) or `readAll`.
  *
  * Details
- * - The wait for the head is bounded by the caller (`Effect.timeoutOrElse` in
- *   the routing engine); interrupting `send` aborts the request.
- * - After the head, `idleTimeoutMs` bounds every gap between two chunks.
+ * - `idleTimeoutMs` bounds the wait for the response head and, after it, every
+ *   gap between two chunks (one timer, re-armed per chunk); a timeout aborts
+ *   the request and fails with a timed-out `UpstreamError`.
+ * - Interrupting `send` aborts the request.
  * - Interrupting a body consumer (the caller went away) aborts the upstream
  *   request at once, so no socket or fiber outlives the caller.
  */
@@ -35,7 +36,7 @@ export interface UpstreamCall {
   readonly path: string
   readonly headers: Record<string, string>
   readonly body?: string | Uint8Array | Readable | undefined
-  /** Longest silence allowed between two body chunks. */
+  /** Longest wait for the response head, and for each chunk after it. */
   readonly idleTimeoutMs: number
 }
 
@@ -105,6 +106,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   constructor(call: UpstreamCall, resume: Resume<UpstreamResponse>) {
     this.call = call
     this.headResume = resume
+    this.armIdleTimer()
   }
 
   // --- undici handler -------------------------------------------------------
@@ -123,7 +125,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     }
     const resume = this.headResume
     this.headResume = undefined
-    this.armIdleTimer()
+    this.idleTimer?.refresh()
     resume?.(Effect.succeed({ status, headers, body: this }))
   }
 
@@ -209,17 +211,22 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
 
   private armIdleTimer(): void {
     this.idleTimer = setTimeout(() => {
+      const waitingForHead = this.headResume !== undefined
       this.failure = new UpstreamError({
         reason: "upstream",
         upstreamStatus: 0,
         provider: this.call.providerId,
         family: this.call.family,
-        message: `no data for ${this.call.idleTimeoutMs} ms`,
+        message: waitingForHead ? `no response within ${this.call.idleTimeoutMs} ms` : `no data for ${this.call.idleTimeoutMs} ms`,
         timedOut: true,
         reached: true,
         retryAfter: undefined
       })
-      this.controller?.abort(new AbortedByGateway("idle timeout"))
+      this.aborted = true
+      this.controller?.abort(new AbortedByGateway("timeout"))
+      const resume = this.headResume
+      this.headResume = undefined
+      resume?.(Effect.fail(this.failure))
       this.wake()
     }, this.call.idleTimeoutMs)
   }

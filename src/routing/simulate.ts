@@ -15,7 +15,6 @@ import { GatewayError } from "../domain/index.ts"
 import type { ErrorClass, UpstreamError } from "../domain/index.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import type { Operation } from "../providers/adapter.ts"
-import { sendWithin } from "./attempt.ts"
 import { executePlan } from "./execute.ts"
 import type { PlanStep } from "./plan.ts"
 import { drawWeighted } from "./sampler.ts"
@@ -102,7 +101,7 @@ export const simulateRequest = (
             status: outcome === "ok" ? undefined : outcome.upstreamStatus,
             timedOut: outcome === "ok" ? undefined : outcome.timedOut
           })
-        const response = yield* sendWithin(client, {
+        const response = yield* client.send({
           providerId: target.provider.id,
           family: target.provider.family,
           origin: target.provider.origin,
@@ -111,7 +110,7 @@ export const simulateRequest = (
           headers: { ...headers, "content-type": "application/json" },
           body: JSON.stringify(sentBody),
           idleTimeoutMs: target.timeoutMs
-        }, target).pipe(Effect.tapError((error) => Effect.sync(() => record(error))))
+        }).pipe(Effect.tapError((error) => Effect.sync(() => record(error))))
         let received = 0
         yield* response.body.stream.pipe(
           Stream.runForEach(() => Effect.sync(() => void received++)),

@@ -12,7 +12,6 @@ import type { ChatRequest, WireFamily } from "../../domain/index.ts"
 import { Anthropic, CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
 import type { CallerFormat } from "../../formats/index.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
-import { sendWithin } from "../../routing/attempt.ts"
 import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
 import type { PlanStep, PlanTarget } from "../../routing/plan.ts"
@@ -169,7 +168,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       ctx.log.provider = provider.id
       ctx.log.upstream_model = target.model
       ctx.log.path_kind = fast ? "fast" : "normalized"
-      return sendWithin(client, call, target).pipe(
+      return client.send(call).pipe(
         Effect.flatMap((response) => {
           if (fast) return forwardVerbatim(ctx, providerFamily, response, extra, (sse) => chatTap(providerFamily, sse, collector))
           const translation = {
