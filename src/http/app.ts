@@ -12,9 +12,12 @@ import { buildCatalog } from "../routing/catalog.ts"
 import { compileRoutingTable } from "../routing/table.ts"
 import { chatRoutes } from "./chat.ts"
 import { jsonEndpointRoutes } from "./endpoints.ts"
+import { fileRoutes } from "./files.ts"
 import { healthRoutes } from "./health.ts"
 import { modelRoutes } from "./models.ts"
+import { passthroughRoutes } from "./passthrough.ts"
 import { Router } from "./router.ts"
+import { transcriptionRoutes } from "./transcriptions.ts"
 
 export const makeRouter = Effect.gen(function*() {
   const settings = yield* GatewayConfig
@@ -29,6 +32,9 @@ export const makeRouter = Effect.gen(function*() {
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }]),
     ...modelRoutes(catalog),
     ...chatRoutes(runChat, maxBodyBytes),
-    ...jsonEndpointRoutes(runProxy, maxBodyBytes)
+    ...jsonEndpointRoutes(runProxy, maxBodyBytes),
+    ...transcriptionRoutes(runProxy),
+    ...fileRoutes({ settings, table, client }),
+    ...passthroughRoutes({ settings, table, client })
   ])
 })

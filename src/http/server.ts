@@ -18,7 +18,7 @@ import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import type { JsonLog } from "../pipeline/telemetry/log.ts"
-import type { RequestContext } from "../pipeline/context.ts"
+import type { RequestContext, RequestLogFields } from "../pipeline/context.ts"
 import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/reply.ts"
 import type { Router } from "./router.ts"
 
@@ -39,6 +39,16 @@ const callerOf = (req: Http.IncomingMessage, path: string): "openai" | "anthropi
   if (sdk === "anthropic") return "anthropic"
   if (sdk === "openai" || sdk === "azure") return "openai"
   return path.startsWith("/v1/messages") ? "anthropic" : "openai"
+}
+
+/** The request's log fields plus the edge's own, written once when the response closes. */
+type RequestLine = RequestLogFields & {
+  request_id?: string
+  method?: string
+  path?: string
+  status?: number
+  duration_ms?: number
+  aborted?: boolean
 }
 
 export interface InFlight {
@@ -81,15 +91,14 @@ export const makeRequestListener = <R>(
       if (aborted && interrupt !== undefined) interrupt()
       finished()
       if (log.enabled("info")) {
-        log.log("info", "request", {
-          request_id: ctx.requestId,
-          method: ctx.method,
-          path: ctx.path,
-          status: res.statusCode,
-          duration_ms: Math.round((performance.now() - ctx.startedAt) * 1000) / 1000,
-          ...(aborted ? { aborted: true } : undefined),
-          ...ctx.log
-        })
+        const line: RequestLine = ctx.log
+        line.request_id = ctx.requestId
+        line.method = ctx.method
+        line.path = ctx.path
+        line.status = res.statusCode
+        line.duration_ms = Math.round((performance.now() - ctx.startedAt) * 1000) / 1000
+        if (aborted) line.aborted = true
+        log.log("info", "request", line)
       }
     })
 

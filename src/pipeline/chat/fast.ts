@@ -55,7 +55,8 @@ export const chatTap = (family: WireFamily, sse: boolean, collector: ResponseCol
     end: () => {
       if (size > JSON_TAP_LIMIT) return undefined
       try {
-        const decoded = codec.decodeResponse(JSON.parse(Buffer.concat(chunks).toString("utf8")))
+        const body = chunks.length === 1 ? Buffer.from(chunks[0].buffer, chunks[0].byteOffset, chunks[0].byteLength) : Buffer.concat(chunks)
+        const decoded = codec.decodeResponse(JSON.parse(body.toString("utf8")))
         if (decoded.ok) collector.response(decoded.value)
       } catch {
         // Not ours to judge: the caller got the upstream's bytes as they were.

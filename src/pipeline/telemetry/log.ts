@@ -36,16 +36,29 @@ export class JsonLog {
   }
 
   /** Appends one record; `fields` must be JSON-serializable and secret-free. */
-  log(level: LogLevel, msg: string, fields?: Readonly<Record<string, unknown>>): void {
+  log(level: LogLevel, msg: string, fields?: object): void {
     if (RANK[level] < this.threshold) return
-    const record = fields === undefined
-      ? { time: new Date().toISOString(), level, msg }
-      : { time: new Date().toISOString(), level, msg, ...fields }
-    this.pending.push(JSON.stringify(record))
+    // Built as text: one stringify of the fields, no merged copy of them.
+    const head = `{"time":"${this.now()}","level":"${level}","msg":${JSON.stringify(msg)}`
+    const rest = fields === undefined ? "{}" : JSON.stringify(fields)
+    this.pending.push(rest === "{}" ? `${head}}` : `${head},${rest.slice(1)}`)
     if (!this.scheduled) {
       this.scheduled = true
       setImmediate(this.flush)
     }
+  }
+
+  private lastMillis = 0
+  private lastIso = ""
+
+  /** ISO time, formatted at most once per millisecond. */
+  private now(): string {
+    const millis = Date.now()
+    if (millis !== this.lastMillis) {
+      this.lastMillis = millis
+      this.lastIso = new Date(millis).toISOString()
+    }
+    return this.lastIso
   }
 
   readonly flush = (): void => {

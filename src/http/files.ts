@@ -1,0 +1,118 @@
+/**
+ * The Files API (spec 4, 4.3.8): upload, list, retrieve, content, delete,
+ * proxied to one completions-style provider.
+ *
+ * Provider choice (DESIGN.md "Files"): `x-genai-provider` when present (a
+ * configured provider whose kind has the `files` capability, else 400), else
+ * the single configured provider with that capability, else 400 asking for
+ * the header. No security scanning.
+ *
+ * Uploads and downloads stream through both ways: the caller's multipart
+ * bytes go upstream as they arrive (routing does not depend on the body, so
+ * they are forwarded verbatim) and the upstream's answer is piped back. One
+ * attempt, no retries: a consumed upload cannot be replayed.
+ */
+import { Effect } from "effect"
+import type { GatewaySettings } from "../config/index.ts"
+import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
+import type { AnyGatewayFailure } from "../domain/index.ts"
+import { forwardVerbatim } from "../pipeline/chat/fast.ts"
+import { callerKey, passThroughHeaders } from "../pipeline/chat/headers.ts"
+import { header } from "../pipeline/context.ts"
+import type { RequestContext } from "../pipeline/context.ts"
+import { isMultipartForm } from "../pipeline/multipart.ts"
+import { providerTimeoutMs, sendStreamingOnce } from "../pipeline/uploads/send.ts"
+import type { CompiledProvider } from "../providers/adapter.ts"
+import type { ProviderClient } from "../providers/transport.ts"
+import type { RoutingTable } from "../routing/table.ts"
+import type { RouteDef } from "./router.ts"
+
+export interface FilesDependencies {
+  readonly settings: GatewaySettings
+  readonly table: RoutingTable
+  readonly client: ProviderClient["Service"]
+}
+
+const invalid = (message: string) => new GatewayError({ status: 400, code: "invalid_request", message })
+
+const hasFiles = (provider: CompiledProvider): boolean => PROVIDER_KIND_INFO[provider.kind].capabilities.has("files")
+
+/** The provider a files request goes to, or the 400 that explains why there is none. */
+export const chooseFilesProvider = (
+  providers: ReadonlyMap<string, CompiledProvider>,
+  requested: string | undefined
+): CompiledProvider | GatewayError => {
+  if (requested !== undefined) {
+    const provider = providers.get(requested.trim())
+    if (provider === undefined) return invalid(`x-genai-provider names provider "${requested}", which is not configured`)
+    if (hasFiles(provider)) return provider
+    return new GatewayError({
+      status: 400,
+      code: "unsupported_for_model",
+      message: `files are not supported by ${provider.family === "anthropic" ? "messages-style " : ""}provider "${provider.id}" (kind ${provider.kind})`
+    })
+  }
+  const capable = [...providers.values()].filter(hasFiles)
+  if (capable.length === 1) return capable[0]
+  if (capable.length === 0) return invalid("no configured provider supports the files API (it needs an openai- or azure-kind provider)")
+  return invalid(
+    `several configured providers support the files API (${capable.map((p) => p.id).join(", ")}); choose one with the x-genai-provider header`
+  )
+}
+
+/** The caller's query without `api-version` (Azure's is the provider's own), to append upstream. */
+const forwardedQuery = (query: string): string => {
+  if (query.length <= 1) return ""
+  const params = new URLSearchParams(query)
+  params.delete("api-version")
+  return params.toString()
+}
+
+const withQuery = (path: string, query: string): string =>
+  query === "" ? path : `${path}${path.includes("?") ? "&" : "?"}${query}`
+
+type FileOperation = "upload" | "list" | "retrieve" | "content" | "delete"
+
+/** Routes for the five file operations. */
+export const fileRoutes = ({ settings, table, client }: FilesDependencies): ReadonlyArray<RouteDef<never>> => {
+  const run = (operation: FileOperation) => (ctx: RequestContext): Effect.Effect<void, AnyGatewayFailure> =>
+    Effect.gen(function*() {
+      const provider = chooseFilesProvider(table.providers, header(ctx, "x-genai-provider"))
+      if (provider instanceof GatewayError) return yield* provider
+      const timeoutMs = providerTimeoutMs(settings, provider.id)
+      const upload = operation === "upload"
+      if (upload && !isMultipartForm(header(ctx, "content-type"))) {
+        return yield* invalid("POST /v1/files takes a multipart/form-data body with `purpose` and `file`")
+      }
+      const fileId = ctx.params.file_id
+      const suffix = fileId === undefined ? "" : `/${encodeURIComponent(fileId)}${operation === "content" ? "/content" : ""}`
+      const { path, headers: auth } = provider.request("files", "", callerKey(ctx.req.headers), suffix)
+      const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
+      const length = header(ctx, "content-length")
+      if (upload && length !== undefined) headers["content-length"] = length
+      ctx.log.provider = provider.id
+      const response = yield* sendStreamingOnce(
+        client,
+        {
+          providerId: provider.id,
+          family: provider.family,
+          origin: provider.origin,
+          method: ctx.method,
+          path: withQuery(path, forwardedQuery(ctx.query)),
+          headers,
+          body: upload ? ctx.req : undefined,
+          idleTimeoutMs: timeoutMs
+        },
+        timeoutMs,
+        upload ? ctx.req : undefined
+      )
+      yield* forwardVerbatim(ctx, ctx.caller, response, { "x-gw-upstream-provider": provider.id })
+    })
+  return [
+    { method: "POST", path: "/v1/files", handler: run("upload") },
+    { method: "GET", path: "/v1/files", handler: run("list") },
+    { method: "GET", path: "/v1/files/{file_id}", handler: run("retrieve") },
+    { method: "DELETE", path: "/v1/files/{file_id}", handler: run("delete") },
+    { method: "GET", path: "/v1/files/{file_id}/content", handler: run("content") }
+  ]
+}

@@ -1,0 +1,194 @@
+/**
+ * Native passthrough (spec 1.4, 7.3.5; DESIGN.md "Providers"): `/v1/<kind>/*`
+ * for every provider kind with the `passthrough` capability (bedrock, vertex,
+ * cohere, gemini), any method.
+ *
+ * The request goes to the provider of that kind (the one whose id is the kind
+ * name, else the only one; `x-genai-provider` picks among several) with the
+ * method, the path rest appended to the base URL's path, the query and the
+ * body forwarded byte for byte, the body streamed. The caller's credential
+ * headers and the gateway's own headers never leave; the provider's
+ * configured credential is added in its auth form (a caller key is used only
+ * when none is configured). The response, success or error, comes back byte
+ * for byte with the upstream status and content type; errors also carry
+ * `x-gw-error-code` and `x-gw-upstream-provider`. One attempt, no retries.
+ */
+import { Effect } from "effect"
+import type { Redacted } from "effect"
+import type { IncomingHttpHeaders } from "node:http"
+import type { GatewaySettings } from "../config/index.ts"
+import { GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS } from "../domain/index.ts"
+import type { AnyGatewayFailure, ProviderKind, UpstreamError } from "../domain/index.ts"
+import { callerKey, passThroughHeaders, responseHeaders } from "../pipeline/chat/headers.ts"
+import { callerSink, commitHead } from "../pipeline/chat/sink.ts"
+import { header } from "../pipeline/context.ts"
+import type { RequestContext } from "../pipeline/context.ts"
+import { providerTimeoutMs, sendStreamingOnce } from "../pipeline/uploads/send.ts"
+import type { CompiledProvider } from "../providers/adapter.ts"
+import type { ProviderClient, UpstreamResponse } from "../providers/transport.ts"
+import type { RoutingTable } from "../routing/table.ts"
+import type { RouteDef } from "./router.ts"
+
+export interface PassthroughDependencies {
+  readonly settings: GatewaySettings
+  readonly table: RoutingTable
+  readonly client: ProviderClient["Service"]
+}
+
+/** Kinds that have a passthrough route. */
+export const PASSTHROUGH_KINDS: ReadonlyArray<ProviderKind> = PROVIDER_KINDS.filter((kind) =>
+  PROVIDER_KIND_INFO[kind].capabilities.has("passthrough")
+)
+
+/** Credential headers a caller may send to these providers; none is forwarded. */
+const CREDENTIAL_HEADERS = ["x-goog-api-key", "x-amz-security-token"]
+/** Query parameters that carry a credential (Gemini's `?key=`). */
+const CREDENTIAL_PARAMS: Partial<Record<ProviderKind, ReadonlyArray<string>>> = { gemini: ["key"] }
+
+/** The provider a passthrough request goes to, or the error that explains why there is none. */
+export const choosePassthroughProvider = (
+  providers: ReadonlyMap<string, CompiledProvider>,
+  kind: ProviderKind,
+  requested: string | undefined
+): CompiledProvider | GatewayError => {
+  const ofKind = [...providers.values()].filter((provider) => provider.kind === kind)
+  if (requested !== undefined) {
+    const chosen = ofKind.find((provider) => provider.id === requested.trim())
+    return chosen ??
+      new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider "${requested}" is not a configured ${kind} provider` })
+  }
+  const chosen = ofKind.find((provider) => provider.id === kind) ?? (ofKind.length === 1 ? ofKind[0] : undefined)
+  if (chosen !== undefined) return chosen
+  if (ofKind.length === 0) {
+    return new GatewayError({
+      status: 404,
+      code: "not_found",
+      message: `no ${kind} provider is configured: add [providers.${kind}] to the gateway configuration to use /v1/${kind}/*`
+    })
+  }
+  return new GatewayError({
+    status: 400,
+    code: "invalid_request",
+    message: `several ${kind} providers are configured (${ofKind.map((p) => p.id).join(", ")}); choose one with the x-genai-provider header`
+  })
+}
+
+/** The caller's raw query (with `?`) minus credential parameters; every other byte kept. */
+const forwardedQuery = (query: string, credentialParams: ReadonlyArray<string>): string => {
+  if (query.length <= 1 || credentialParams.length === 0) return query.length <= 1 ? "" : query.slice(1)
+  return query
+    .slice(1)
+    .split("&")
+    .filter((pair) => {
+      const name = pair.split("=", 1)[0]
+      let decoded = name
+      try {
+        decoded = decodeURIComponent(name.replace(/\+/g, " "))
+      } catch {
+        // keep the raw name
+      }
+      return !credentialParams.includes(decoded)
+    })
+    .join("&")
+}
+
+/** Upstream path: the provider's path for the rest, the caller's query first, then a query credential. */
+const upstreamPath = (providerPath: string, callerQuery: string): string => {
+  const at = providerPath.indexOf("?")
+  const path = at === -1 ? providerPath : providerPath.slice(0, at)
+  const query = [callerQuery, at === -1 ? "" : providerPath.slice(at + 1)].filter((part) => part !== "").join("&")
+  return query === "" ? path : `${path}?${query}`
+}
+
+const withoutCredentials = (incoming: IncomingHttpHeaders, authName: string | undefined): IncomingHttpHeaders => {
+  const headers = { ...incoming }
+  for (const name of CREDENTIAL_HEADERS) delete headers[name]
+  if (authName !== undefined) delete headers[authName]
+  return headers
+}
+
+/** The caller's own key, used only for a provider without a configured credential. */
+const callerCredential = (incoming: IncomingHttpHeaders): Redacted.Redacted<string> | undefined =>
+  callerKey(incoming) ?? callerKey({ "x-api-key": incoming["x-goog-api-key"] })
+
+/** A request with a body: a declared non-zero length or a chunked body. */
+const hasBody = (incoming: IncomingHttpHeaders): boolean =>
+  incoming["transfer-encoding"] !== undefined || (incoming["content-length"] !== undefined && incoming["content-length"] !== "0")
+
+/** Writes an upstream error as it came: status, content type and body, plus the classification headers. */
+const sendUpstreamErrorVerbatim = (ctx: RequestContext, error: UpstreamError, body: Uint8Array): void => {
+  const { res } = ctx
+  ctx.log.error_code = error.reason
+  if (res.headersSent || res.destroyed) return
+  res.statusCode = error.upstreamStatus
+  if (error.contentType !== undefined) res.setHeader("content-type", error.contentType)
+  res.setHeader("content-length", body.byteLength)
+  res.setHeader("x-request-id", ctx.requestId)
+  res.setHeader("x-gw-error-code", error.reason)
+  res.setHeader("x-gw-upstream-provider", error.provider)
+  if (error.retryAfter !== undefined) res.setHeader("retry-after", String(error.retryAfter))
+  res.end(body)
+}
+
+/** Forwards a success as it arrives; a failure after the head ends the connection abruptly. */
+const forwardNative = (ctx: RequestContext, response: UpstreamResponse): Effect.Effect<void> => {
+  const head = responseHeaders(response.headers, true)
+  // The body is forwarded as the upstream encoded it, so its encoding goes with it.
+  const encoding = response.headers["content-encoding"]
+  if (encoding !== undefined) head["content-encoding"] = encoding
+  commitHead(ctx, response.status, head)
+  return response.body.pipe(callerSink(ctx)).pipe(
+    Effect.matchEffect({
+      onSuccess: () => Effect.sync(() => ctx.res.end()),
+      onFailure: (error) =>
+        Effect.sync(() => {
+          ctx.log.error_code = error.reason
+          ctx.res.destroy()
+        })
+    })
+  )
+}
+
+export const passthroughRoutes = ({ settings, table, client }: PassthroughDependencies): ReadonlyArray<RouteDef<never>> =>
+  PASSTHROUGH_KINDS.map((kind) => ({
+    method: "*" as const,
+    path: `/v1/${kind}/*`,
+    handler: (ctx: RequestContext): Effect.Effect<void, AnyGatewayFailure> =>
+      Effect.gen(function*() {
+        const provider = choosePassthroughProvider(table.providers, kind, header(ctx, "x-genai-provider"))
+        if (provider instanceof GatewayError) return yield* provider
+        const resolved = settings.providers.get(provider.id)
+        const configured = resolved?.credential.value !== undefined
+        const authName = resolved?.authType === "api_key_header" ? resolved.authName.toLowerCase() : undefined
+        const incoming = ctx.req.headers
+        const { path, headers: auth } = provider.request("passthrough", "", configured ? undefined : callerCredential(incoming), `/${ctx.params["*"] ?? ""}`)
+        const headers = passThroughHeaders(withoutCredentials(incoming, authName), auth, ctx.requestId)
+        const queryCredentials = [...(CREDENTIAL_PARAMS[kind] ?? []), ...(resolved?.authType === "query_param" ? [resolved.authName] : [])]
+        const withBody = hasBody(incoming)
+        if (withBody && incoming["content-length"] !== undefined) headers["content-length"] = incoming["content-length"]
+        const timeoutMs = providerTimeoutMs(settings, provider.id)
+        ctx.log.provider = provider.id
+        const response = yield* sendStreamingOnce(
+          client,
+          {
+            providerId: provider.id,
+            family: provider.family,
+            origin: provider.origin,
+            method: ctx.method,
+            path: upstreamPath(path, forwardedQuery(ctx.query, queryCredentials)),
+            headers,
+            body: withBody ? ctx.req : incoming["content-length"] === "0" ? "" : undefined,
+            idleTimeoutMs: timeoutMs
+          },
+          timeoutMs,
+          withBody ? ctx.req : undefined
+        ).pipe(
+          Effect.catchTag("UpstreamError", (error) => {
+            const body = error.body
+            if (error.upstreamStatus === 0 || body === undefined) return Effect.fail(error)
+            return Effect.sync(() => sendUpstreamErrorVerbatim(ctx, error, body)).pipe(Effect.as(undefined))
+          })
+        )
+        if (response !== undefined) yield* forwardNative(ctx, response)
+      })
+  }))

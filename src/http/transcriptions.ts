@@ -1,0 +1,95 @@
+/**
+ * Speech-to-text: `POST /v1/audio/transcriptions` (spec 4.3.6), a
+ * `multipart/form-data` body with a `file` part and a `model` field. No
+ * security scanning.
+ *
+ * The `model` field routes the request, but the OpenAI SDK sends it after the
+ * file, so the form is spooled first (file to a temporary file as it arrives,
+ * fields in memory), then the shared proxy program runs with a body rebuilt
+ * per attempt: the fields with `model` set to the target's model, then the
+ * file streamed from its spooled copy. Retries and failover therefore work as
+ * for every model endpoint. The spooled copy is deleted when the request ends.
+ */
+import { Effect } from "effect"
+import type { Readable } from "node:stream"
+import { GatewayError } from "../domain/index.ts"
+import type { AnyGatewayFailure } from "../domain/index.ts"
+import { header } from "../pipeline/context.ts"
+import type { RequestContext } from "../pipeline/context.ts"
+import { encodeForm, freshBoundary, isMultipartForm, spoolForm } from "../pipeline/multipart.ts"
+import type { FormPart, SpooledForm } from "../pipeline/multipart.ts"
+import type { ProxyBody, ProxyInput } from "../pipeline/proxy.ts"
+import { sdkFormatOf } from "./chat.ts"
+import type { RouteDef } from "./router.ts"
+
+const invalid = (message: string, param?: string) =>
+  new GatewayError({ status: 400, code: "invalid_request", message, ...(param === undefined ? {} : { param }) })
+
+/** The form's `model` field (the last one when repeated), if it is a non-empty string. */
+const modelOf = (form: SpooledForm): string | undefined => {
+  let model: string | undefined
+  for (const part of form.parts) if (part._tag === "Field" && part.name === "model") model = part.value.trim()
+  return model === "" ? undefined : model
+}
+
+/**
+ * The upstream body: a fresh stream per attempt with this attempt's model.
+ * Every stream handed out is destroyed when the request's scope closes, so an
+ * attempt abandoned mid-body never keeps a spooled file open.
+ */
+const formBody = (form: SpooledForm) =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => new Set<Readable>()),
+      (streams) =>
+        Effect.sync(() => {
+          for (const stream of streams) stream.destroy()
+        })
+    ),
+    (streams): ProxyBody => {
+      const boundary = freshBoundary()
+      return {
+        contentType: `multipart/form-data; boundary=${boundary}`,
+        forTarget: (target) => {
+          const parts: Array<FormPart> = form.parts.map((part) =>
+            part._tag === "Field" && part.name === "model" ? { ...part, value: target.model } : part
+          )
+          const stream = encodeForm(parts, boundary)
+          streams.add(stream)
+          return stream
+        }
+      }
+    }
+  )
+
+export const transcriptionRoutes = (
+  runProxy: (input: ProxyInput) => Effect.Effect<void, AnyGatewayFailure>
+): ReadonlyArray<RouteDef<never>> => [
+  {
+    method: "POST",
+    path: "/v1/audio/transcriptions",
+    handler: (ctx: RequestContext) =>
+      Effect.gen(function*() {
+        const sdk = yield* sdkFormatOf(ctx, "openai")
+        ctx.caller = sdk === "anthropic" ? "anthropic" : "openai"
+        if (!isMultipartForm(header(ctx, "content-type"))) {
+          return yield* invalid("POST /v1/audio/transcriptions takes a multipart/form-data body with a `file` part and a `model` field")
+        }
+        const form = yield* spoolForm(ctx.req)
+        if (!form.parts.some((part) => part._tag === "File" && part.name === "file")) {
+          return yield* invalid("file: required, an audio file part (with a filename) in the multipart form", "file")
+        }
+        const model = modelOf(form)
+        if (model === undefined) return yield* invalid("model: required, a non-empty form field", "model")
+        yield* runProxy({
+          ctx,
+          operation: "audio_transcription",
+          endpoint: "audio_transcription",
+          capability: "audio_transcription",
+          model,
+          body: yield* formBody(form),
+          family: ctx.caller
+        })
+      }).pipe(Effect.scoped)
+  }
+]
