@@ -21,7 +21,7 @@ import { callerKey, passThroughHeaders } from "../pipeline/chat/headers.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
 import { isMultipartForm } from "../pipeline/multipart.ts"
-import { providerTimeoutMs, sendStreamingOnce } from "../pipeline/uploads/send.ts"
+import { providerTimeoutMs } from "../pipeline/uploads/timeout.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import type { RoutingTable } from "../routing/table.ts"
@@ -79,7 +79,6 @@ export const fileRoutes = ({ settings, table, client }: FilesDependencies): Read
     Effect.gen(function*() {
       const provider = chooseFilesProvider(table.providers, header(ctx, "x-genai-provider"))
       if (provider instanceof GatewayError) return yield* provider
-      const timeoutMs = providerTimeoutMs(settings, provider.id)
       const upload = operation === "upload"
       if (upload && !isMultipartForm(header(ctx, "content-type"))) {
         return yield* invalid("POST /v1/files takes a multipart/form-data body with `purpose` and `file`")
@@ -91,21 +90,16 @@ export const fileRoutes = ({ settings, table, client }: FilesDependencies): Read
       const length = header(ctx, "content-length")
       if (upload && length !== undefined) headers["content-length"] = length
       ctx.log.provider = provider.id
-      const response = yield* sendStreamingOnce(
-        client,
-        {
-          providerId: provider.id,
-          family: provider.family,
-          origin: provider.origin,
-          method: ctx.method,
-          path: withQuery(path, forwardedQuery(ctx.query)),
-          headers,
-          body: upload ? ctx.req : undefined,
-          idleTimeoutMs: timeoutMs
-        },
-        timeoutMs,
-        upload ? ctx.req : undefined
-      )
+      const response = yield* client.send({
+        providerId: provider.id,
+        family: provider.family,
+        origin: provider.origin,
+        method: ctx.method,
+        path: withQuery(path, forwardedQuery(ctx.query)),
+        headers,
+        body: upload ? ctx.req : undefined,
+        idleTimeoutMs: providerTimeoutMs(settings, provider.id)
+      })
       yield* forwardVerbatim(ctx, ctx.caller, response, { "x-gw-upstream-provider": provider.id })
     })
   return [

@@ -23,7 +23,7 @@ import { callerKey, passThroughHeaders, responseHeaders } from "../pipeline/chat
 import { callerSink, commitHead } from "../pipeline/chat/sink.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
-import { providerTimeoutMs, sendStreamingOnce } from "../pipeline/uploads/send.ts"
+import { providerTimeoutMs } from "../pipeline/uploads/timeout.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient, UpstreamResponse } from "../providers/transport.ts"
 import type { RoutingTable } from "../routing/table.ts"
@@ -166,23 +166,17 @@ export const passthroughRoutes = ({ settings, table, client }: PassthroughDepend
         const queryCredentials = [...(CREDENTIAL_PARAMS[kind] ?? []), ...(resolved?.authType === "query_param" ? [resolved.authName] : [])]
         const withBody = hasBody(incoming)
         if (withBody && incoming["content-length"] !== undefined) headers["content-length"] = incoming["content-length"]
-        const timeoutMs = providerTimeoutMs(settings, provider.id)
         ctx.log.provider = provider.id
-        const response = yield* sendStreamingOnce(
-          client,
-          {
-            providerId: provider.id,
-            family: provider.family,
-            origin: provider.origin,
-            method: ctx.method,
-            path: upstreamPath(path, forwardedQuery(ctx.query, queryCredentials)),
-            headers,
-            body: withBody ? ctx.req : incoming["content-length"] === "0" ? "" : undefined,
-            idleTimeoutMs: timeoutMs
-          },
-          timeoutMs,
-          withBody ? ctx.req : undefined
-        ).pipe(
+        const response = yield* client.send({
+          providerId: provider.id,
+          family: provider.family,
+          origin: provider.origin,
+          method: ctx.method,
+          path: upstreamPath(path, forwardedQuery(ctx.query, queryCredentials)),
+          headers,
+          body: withBody ? ctx.req : incoming["content-length"] === "0" ? "" : undefined,
+          idleTimeoutMs: providerTimeoutMs(settings, provider.id)
+        }).pipe(
           Effect.catchTag("UpstreamError", (error) => {
             const body = error.body
             if (error.upstreamStatus === 0 || body === undefined) return Effect.fail(error)
