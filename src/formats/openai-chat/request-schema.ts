@@ -5,7 +5,8 @@
  *
  * Built once at module level; `decodeRequestBody` is the only entry point.
  */
-import { Schema, SchemaIssue } from "effect"
+import { Schema } from "effect"
+import { makeBodyDecoder } from "../body-decoder.ts"
 
 const optionalNullable = <S extends Schema.Constraint>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
@@ -168,35 +169,5 @@ export type WireToolChoice = typeof ToolChoice.Type
 /** Top-level fields the schema above maps; every other field goes to `unmapped`. */
 export const MAPPED_FIELDS: ReadonlySet<string> = new Set(Object.keys(ChatCompletionRequest.fields))
 
-const decodeBody = Schema.decodeUnknownResult(ChatCompletionRequest)
-const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
-
-export type BodyResult =
-  | { readonly ok: true; readonly value: ChatCompletionRequest }
-  | { readonly ok: false; readonly message: string; readonly param?: string | undefined }
-
 /** Validates a request body; a failure names the first offending field. */
-export const decodeRequestBody = (body: unknown): BodyResult => {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return { ok: false, message: "request body must be a JSON object" }
-  }
-  const result = decodeBody(body)
-  if (result._tag === "Success") return { ok: true, value: result.success }
-  const issue = formatIssue(result.failure.issue).issues[0]
-  const param = pathText(issue?.path ?? [])
-  const message = describe(issue?.message ?? "invalid value")
-  return param === "" ? { ok: false, message } : { ok: false, message: `${param}: ${message}`, param }
-}
-
-const describe = (message: string): string =>
-  message === "Missing key" ? "required field is missing" : message.charAt(0).toLowerCase() + message.slice(1)
-
-/** `["messages", 2, "content"]` → `messages[2].content`. */
-const pathText = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>): string => {
-  let text = ""
-  for (const segment of path) {
-    const key = typeof segment === "object" ? segment.key : segment
-    text += typeof key === "number" ? `[${key}]` : text === "" ? String(key) : `.${String(key)}`
-  }
-  return text
-}
+export const decodeRequestBody = makeBodyDecoder(ChatCompletionRequest)
