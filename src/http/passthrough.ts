@@ -111,6 +111,13 @@ const withoutCredentials = (incoming: IncomingHttpHeaders, authName: string | un
 const callerCredential = (incoming: IncomingHttpHeaders): Redacted.Redacted<string> | undefined =>
   callerKey(incoming) ?? callerKey({ "x-api-key": incoming["x-goog-api-key"] })
 
+/** Whether a raw path rest has a `.` or `..` segment (escaped or not), which could leave the base URL's path. */
+const hasDotSegment = (rest: string): boolean =>
+  rest.split("/").some((segment) => {
+    const decoded = segment.replace(/%2e/gi, ".")
+    return decoded === "." || decoded === ".."
+  })
+
 /** A request with a body: a declared non-zero length or a chunked body. */
 const hasBody = (incoming: IncomingHttpHeaders): boolean =>
   incoming["transfer-encoding"] !== undefined || (incoming["content-length"] !== undefined && incoming["content-length"] !== "0")
@@ -157,11 +164,15 @@ export const passthroughRoutes = ({ settings, table, client }: PassthroughDepend
       Effect.gen(function*() {
         const provider = choosePassthroughProvider(table.providers, kind, header(ctx, "x-genai-provider"))
         if (provider instanceof GatewayError) return yield* provider
+        const rest = ctx.params["*"] ?? ""
+        if (hasDotSegment(rest)) {
+          return yield* new GatewayError({ status: 400, code: "invalid_request", message: "the passthrough path must not contain . or .. segments" })
+        }
         const resolved = settings.providers.get(provider.id)
         const configured = resolved?.credential.value !== undefined
         const authName = resolved?.authType === "api_key_header" ? resolved.authName.toLowerCase() : undefined
         const incoming = ctx.req.headers
-        const { path, headers: auth } = provider.request("passthrough", "", configured ? undefined : callerCredential(incoming), `/${ctx.params["*"] ?? ""}`)
+        const { path, headers: auth } = provider.request("passthrough", "", configured ? undefined : callerCredential(incoming), `/${rest}`)
         const headers = passThroughHeaders(withoutCredentials(incoming, authName), auth, ctx.requestId)
         const queryCredentials = [...(CREDENTIAL_PARAMS[kind] ?? []), ...(resolved?.authType === "query_param" ? [resolved.authName] : [])]
         const withBody = hasBody(incoming)

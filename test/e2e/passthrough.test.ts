@@ -195,6 +195,18 @@ describe("passthrough", () => {
     expect(((await response.json()) as Json).error).toMatchObject({ type: "api_error", code: "upstream_error" })
   })
 
+  it("rejects a path rest with dot segments that could leave the base URL's path", async () => {
+    for (const rest of ["../admin", "models/%2E%2E/%2e%2e/admin", "./models"]) {
+      const response = await new Promise<Http.IncomingMessage>((resolve, reject) => {
+        // A raw path: a URL string would have its dot segments normalized away before sending.
+        Http.get({ host: "127.0.0.1", port: gateway.port, path: `/v1/gemini/${rest}` }, resolve).on("error", reject)
+      })
+      response.resume()
+      expect(response.statusCode).toBe(400)
+    }
+    expect(geminiUp.requests).toHaveLength(0)
+  })
+
   it("answers 404 naming the missing provider for a passthrough kind that is not configured", async () => {
     const response = await fetch(`${gateway.url}/v1/vertex/projects/p/locations/l/publishers/google/models/m:generateContent`, { method: "POST", body: "{}" })
     expect(response.status).toBe(404)

@@ -159,6 +159,18 @@ describe("transcriptions", () => {
     expect(await waitForNoLeftovers()).toEqual([])
   })
 
+  it("answers 413 for a text field over 1 MiB", async () => {
+    const response = await postRaw("/v1/audio/transcriptions", {}, formOf([
+      ["file", new File([randomBytes(10)], "a.wav")],
+      ["prompt", "x".repeat(1024 * 1024 + 1)],
+      ["model", "whisper-1"]
+    ]))
+    expect(response.status).toBe(413)
+    expect(((await response.json()) as Json).error.code).toBe("request_too_large")
+    expect(openaiUp.requests).toHaveLength(0)
+    expect(await waitForNoLeftovers()).toEqual([])
+  })
+
   it("answers 404 for an unknown model", async () => {
     const error = await client.audio.transcriptions.create({ file: await toFile(randomBytes(100), "a.wav"), model: "no-such-model" }).catch((e) => e)
     expect(error).toBeInstanceOf(OpenAI.NotFoundError)
