@@ -16,7 +16,7 @@ import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
-import { encodeForm, freshBoundary, isMultipartForm, spoolForm } from "../pipeline/multipart.ts"
+import { encodedFormLength, encodeForm, freshBoundary, isMultipartForm, spoolForm } from "../pipeline/multipart.ts"
 import type { FormPart, SpooledForm } from "../pipeline/multipart.ts"
 import type { ProxyBody, ProxyInput } from "../pipeline/proxy.ts"
 import { sdkFormatOf } from "./chat.ts"
@@ -48,13 +48,13 @@ const formBody = (form: SpooledForm) =>
     ),
     (streams): ProxyBody => {
       const boundary = freshBoundary()
+      const partsFor = (model: string): Array<FormPart> =>
+        form.parts.map((part) => (part._tag === "Field" && part.name === "model" ? { ...part, value: model } : part))
       return {
         contentType: `multipart/form-data; boundary=${boundary}`,
+        contentLength: (target) => encodedFormLength(partsFor(target.model), boundary),
         forTarget: (target) => {
-          const parts: Array<FormPart> = form.parts.map((part) =>
-            part._tag === "Field" && part.name === "model" ? { ...part, value: target.model } : part
-          )
-          const stream = encodeForm(parts, boundary)
+          const stream = encodeForm(partsFor(target.model), boundary)
           streams.add(stream)
           return stream
         }
@@ -62,18 +62,24 @@ const formBody = (form: SpooledForm) =>
     }
   )
 
+/** Transcriptions and translations share the form rules; both route like transcriptions (spec 2.7 endpoint type). */
+const AUDIO_FORMS = [
+  { path: "/v1/audio/transcriptions", operation: "audio_transcription" },
+  { path: "/v1/audio/translations", operation: "audio_translation" }
+] as const
+
 export const transcriptionRoutes = (
   runProxy: (input: ProxyInput) => Effect.Effect<void, AnyGatewayFailure>
-): ReadonlyArray<RouteDef<never>> => [
-  {
-    method: "POST",
-    path: "/v1/audio/transcriptions",
+): ReadonlyArray<RouteDef<never>> =>
+  AUDIO_FORMS.map(({ path, operation }) => ({
+    method: "POST" as const,
+    path,
     handler: (ctx: RequestContext) =>
       Effect.gen(function*() {
         const sdk = yield* sdkFormatOf(ctx, "openai")
         ctx.caller = sdk === "anthropic" ? "anthropic" : "openai"
         if (!isMultipartForm(header(ctx, "content-type"))) {
-          return yield* invalid("POST /v1/audio/transcriptions takes a multipart/form-data body with a `file` part and a `model` field")
+          return yield* invalid(`POST ${path} takes a multipart/form-data body with a \`file\` part and a \`model\` field`)
         }
         const form = yield* spoolForm(ctx.req)
         if (!form.parts.some((part) => part._tag === "File" && part.name === "file")) {
@@ -83,7 +89,7 @@ export const transcriptionRoutes = (
         if (model === undefined) return yield* invalid("model: required, a non-empty form field", "model")
         yield* runProxy({
           ctx,
-          operation: "audio_transcription",
+          operation,
           endpoint: "audio_transcription",
           capability: "audio_transcription",
           model,
@@ -91,5 +97,4 @@ export const transcriptionRoutes = (
           family: ctx.caller
         })
       }).pipe(Effect.scoped)
-  }
-]
+  }))

@@ -26,6 +26,8 @@ import type { JsonLog } from "./telemetry/log.ts"
 
 export interface ProxyBody {
   readonly contentType: string
+  /** Byte length of each attempt's body when known (so the upstream gets `content-length`, not chunks). */
+  readonly contentLength?: ((target: PlanTarget) => number) | undefined
   /** A fresh body for each attempt. */
   readonly forTarget: (target: PlanTarget) => string | Uint8Array | Readable
 }
@@ -100,6 +102,8 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
       const { path, headers: auth } = provider.request(input.operation, target.model, key)
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       headers["content-type"] = input.body.contentType
+      const length = input.body.contentLength?.(target)
+      if (length !== undefined) headers["content-length"] = String(length)
       ctx.log.provider = provider.id
       ctx.log.upstream_model = target.model
       return client.send({

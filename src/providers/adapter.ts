@@ -17,6 +17,7 @@ export type Operation =
   | "image_generation"
   | "audio_speech"
   | "audio_transcription"
+  | "audio_translation"
   | "rerank"
   | "count_tokens"
   | "files"
@@ -32,6 +33,7 @@ const OPENAI_PATHS: Record<Operation, string> = {
   image_generation: "/images/generations",
   audio_speech: "/audio/speech",
   audio_transcription: "/audio/transcriptions",
+  audio_translation: "/audio/translations",
   rerank: "/rerank",
   count_tokens: "",
   files: "/files",

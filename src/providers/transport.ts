@@ -116,6 +116,11 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     if (this.aborted) controller.abort(new AbortedByGateway("aborted"))
   }
 
+  /** Each request-body chunk sent proves the connection is alive: a slow upload is not a timeout. */
+  onBodySent(): void {
+    this.idleTimer?.refresh()
+  }
+
   onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
     this.status = status
     this.headers = headers

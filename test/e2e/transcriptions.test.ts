@@ -224,3 +224,14 @@ const formOf = (entries: ReadonlyArray<readonly [string, string | File]>): FormD
   for (const [name, value] of entries) form.append(name, value)
   return form
 }
+
+describe("translations", () => {
+  it("audio.translations.create follows the same rules, sent with an exact content-length", async () => {
+    const audio = randomBytes(50_000)
+    const result = await client.audio.translations.create({ file: await toFile(audio, "speech.wav"), model: "whisper-1" })
+    expect(result.text).toContain(`${audio.byteLength} bytes, sha256 ${sha256(audio)}`)
+    const received = openaiUp.requests[0]
+    expect(received.path).toBe("/v1/audio/translations")
+    expect(Number(received.headers["content-length"])).toBe(received.bodySize)
+  })
+})
