@@ -18,11 +18,16 @@ export const sendBody = (
 ): void => {
   const { res } = ctx
   if (res.headersSent || res.destroyed) return
-  res.statusCode = status
-  res.setHeader("content-type", contentType)
-  res.setHeader("content-length", typeof body === "string" ? Buffer.byteLength(body) : body.byteLength)
-  res.setHeader("x-request-id", ctx.requestId)
-  if (headers !== undefined) for (const name in headers) res.setHeader(name, headers[name])
+  const flat = [
+    "content-type",
+    contentType,
+    "content-length",
+    String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength),
+    "x-request-id",
+    ctx.requestId
+  ]
+  if (headers !== undefined) for (const name in headers) flat.push(name, headers[name])
+  res.writeHead(status, flat)
   res.end(body)
 }
 

@@ -32,12 +32,16 @@ export const writeText = (ctx: RequestContext, text: string): Effect.Effect<void
 export const commitHead = (ctx: RequestContext, status: number, headers: OutgoingHttpHeaders): void => {
   const { res } = ctx
   if (res.headersSent) return
-  res.statusCode = status
+  // One writeHead with a flat list: Node's fast path when nothing was set before (no header map).
+  const flat: Array<string> = []
   for (const name in headers) {
     const value = headers[name]
-    if (value !== undefined) res.setHeader(name, value)
+    if (value === undefined) continue
+    if (Array.isArray(value)) for (const item of value) flat.push(name, item)
+    else flat.push(name, String(value))
   }
-  res.setHeader("x-request-id", ctx.requestId)
+  flat.push("x-request-id", ctx.requestId)
+  res.writeHead(status, flat)
 }
 
 export const SSE_HEADERS: OutgoingHttpHeaders = {
