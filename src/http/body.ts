@@ -7,8 +7,16 @@ import { Effect } from "effect"
 import { GatewayError } from "../domain/index.ts"
 import type { RequestContext } from "../pipeline/context.ts"
 
-export const readBody = (ctx: RequestContext, limit: number): Effect.Effect<Buffer, GatewayError> =>
-  Effect.callback<Buffer, GatewayError>((resume) => {
+/**
+ * Reads the whole body (bounded), then hands it to `finish` within the same
+ * callback: one async step per request, however the body is interpreted.
+ */
+const collect = <A>(
+  ctx: RequestContext,
+  limit: number,
+  finish: (body: Buffer) => Effect.Effect<A, GatewayError>
+): Effect.Effect<A, GatewayError> =>
+  Effect.callback<A, GatewayError>((resume) => {
     const { req } = ctx
     const declared = Number(req.headers["content-length"])
     if (declared > limit) {
@@ -29,7 +37,7 @@ export const readBody = (ctx: RequestContext, limit: number): Effect.Effect<Buff
     }
     const onEnd = () => {
       cleanup()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
+      resume(finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
     }
     const onError = () => {
       cleanup()
@@ -46,26 +54,28 @@ export const readBody = (ctx: RequestContext, limit: number): Effect.Effect<Buff
     return Effect.sync(cleanup)
   })
 
+export const readBody = (ctx: RequestContext, limit: number): Effect.Effect<Buffer, GatewayError> =>
+  collect(ctx, limit, Effect.succeed)
+
 const tooLarge = (limit: number) =>
   new GatewayError({ status: 413, code: "request_too_large", message: `request body exceeds ${limit} bytes` })
 
-export const parseJsonBody = (body: Buffer): Effect.Effect<unknown, GatewayError> => {
-  if (body.byteLength === 0) {
-    return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "request body is empty; expected a JSON object" }))
-  }
-  try {
-    return Effect.succeed(JSON.parse(body.toString("utf8")))
-  } catch (cause) {
-    return Effect.fail(
-      new GatewayError({ status: 400, code: "invalid_request", message: `request body is not valid JSON: ${(cause as Error).message}` })
-    )
-  }
-}
+const invalid = (message: string) => new GatewayError({ status: 400, code: "invalid_request", message })
 
 /** A JSON object body; anything else (array, number, malformed) is a 400. */
-export const readJsonObject = (ctx: RequestContext, limit: number): Effect.Effect<{ readonly raw: Buffer; readonly json: Record<string, unknown> }, GatewayError> =>
-  Effect.flatMap(readBody(ctx, limit), (raw) =>
-    Effect.flatMap(parseJsonBody(raw), (json) =>
-      typeof json === "object" && json !== null && !Array.isArray(json)
-        ? Effect.succeed({ raw, json: json as Record<string, unknown> })
-        : Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "request body must be a JSON object" }))))
+export const readJsonObject = (
+  ctx: RequestContext,
+  limit: number
+): Effect.Effect<{ readonly raw: Buffer; readonly json: Record<string, unknown> }, GatewayError> =>
+  collect(ctx, limit, (raw) => {
+    if (raw.byteLength === 0) return Effect.fail(invalid("request body is empty; expected a JSON object"))
+    let json: unknown
+    try {
+      json = JSON.parse(raw.toString("utf8"))
+    } catch (cause) {
+      return Effect.fail(invalid(`request body is not valid JSON: ${(cause as Error).message}`))
+    }
+    return typeof json === "object" && json !== null && !Array.isArray(json)
+      ? Effect.succeed({ raw, json: json as Record<string, unknown> })
+      : Effect.fail(invalid("request body must be a JSON object"))
+  })

@@ -113,9 +113,10 @@ export const makeRequestListener = <R>(
     }
     ctx.params = match.params
     const program = match.handler(ctx).pipe(
-      Effect.catch((failure) => Effect.sync(() => sendFailure(ctx, failure))),
       Effect.catchCause((cause) =>
         Effect.sync(() => {
+          const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
+          if (failure !== undefined) return sendFailure(ctx, failure)
           if (Cause.hasInterruptsOnly(cause)) return
           log.log("error", "unhandled failure", { request_id: ctx.requestId, path, cause: Cause.pretty(cause) })
           if (!res.headersSent) {

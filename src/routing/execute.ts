@@ -14,10 +14,10 @@
  * has sent its first byte, its failures are written as the stream's error
  * frame by the attempt itself, so nothing is retried or failed over after it.
  */
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { dispositionOf } from "../domain/index.ts"
 import type { UpstreamError } from "../domain/index.ts"
-import type { Plan, PlanStep, PlanTarget } from "./plan.ts"
+import type { Plan, PlanStep, PlanTarget, RetryPolicy } from "./plan.ts"
 import { isRetryable, retrySchedule } from "./retry.ts"
 import { drawWeighted } from "./sampler.ts"
 
@@ -27,9 +27,16 @@ export interface AttemptInfo {
   readonly target: PlanTarget
 }
 
-/** Targets of one step in the order they are tried. */
-const targetsOf = (step: PlanStep): Effect.Effect<ReadonlyArray<PlanTarget>> =>
-  step.strategy === "weighted" ? Effect.map(drawWeighted(step.targets), (target) => [target]) : Effect.succeed(step.targets)
+/** The retry schedule of each policy, built once (policies are compiled with their plan). */
+const schedules = new WeakMap<RetryPolicy, ReturnType<typeof retrySchedule>>()
+const scheduleOf = (policy: RetryPolicy) => {
+  let schedule = schedules.get(policy)
+  if (schedule === undefined) {
+    schedule = retrySchedule(policy)
+    schedules.set(policy, schedule)
+  }
+  return schedule
+}
 
 export interface ExecutionObserver {
   readonly onAttempt?: (info: AttemptInfo, outcome: "ok" | UpstreamError, durationMs: number) => void
@@ -44,15 +51,21 @@ export const executePlan = <A, R>(
   Effect.suspend(() => {
     let count = 0
     let last: UpstreamError | undefined
-    const schedule = retrySchedule(plan.retry)
+    const schedule = scheduleOf(plan.retry)
+    const { onAttempt } = observer
 
     const once = (target: PlanTarget): Effect.Effect<A, UpstreamError, R> =>
       Effect.suspend(() => {
         const info: AttemptInfo = { attempt: ++count, target }
+        if (onAttempt === undefined) return attempt(info)
         const started = performance.now()
         return attempt(info).pipe(
-          Effect.tap(() => Effect.sync(() => observer.onAttempt?.(info, "ok", performance.now() - started))),
-          Effect.tapError((error) => Effect.sync(() => observer.onAttempt?.(info, error, performance.now() - started)))
+          Effect.onExit((exit) =>
+            Effect.sync(() => {
+              if (Exit.isSuccess(exit)) onAttempt(info, "ok", performance.now() - started)
+              else if (exit.cause.reasons[0]?._tag === "Fail") onAttempt(info, exit.cause.reasons[0].error, performance.now() - started)
+            })
+          )
         )
       })
 
@@ -70,7 +83,10 @@ export const executePlan = <A, R>(
       if (stepIndex >= steps.length) {
         return last === undefined ? Effect.die(new Error(`plan ${plan.name} has no targets`)) : Effect.fail(last)
       }
-      return Effect.flatMap(targetsOf(steps[stepIndex]), (targets) => run(stepIndex, targets, 0))
+      const step = steps[stepIndex]
+      return step.strategy === "weighted"
+        ? Effect.flatMap(drawWeighted(step.targets), (target) => run(stepIndex, [target], 0))
+        : run(stepIndex, step.targets, 0)
     }
 
     return nextStep(0)

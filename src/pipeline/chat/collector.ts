@@ -5,6 +5,7 @@
  * (streams) or a canonical response; never holds a chunk back.
  */
 import type { ChatResponse, ChatStreamEvent, StopReason, Usage } from "../../domain/index.ts"
+import type { ChatSummary } from "../../formats/summary.ts"
 
 export const TEXT_CAP = 64 * 1024
 
@@ -48,6 +49,13 @@ export class ResponseCollector {
       default:
         return
     }
+  }
+
+  /** What a verbatim JSON body told (no text: the fast path does not parse it). */
+  summary(summary: ChatSummary): void {
+    if (summary.model !== undefined) this.model = summary.model
+    if (summary.stopReason !== undefined) this.stopReason = summary.stopReason
+    if (summary.usage !== undefined) this.usage = summary.usage
   }
 
   response(response: ChatResponse): void {

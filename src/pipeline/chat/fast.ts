@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { streamErrorFrame } from "../../domain/index.ts"
 import type { StreamError, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { PROVIDER_CODECS } from "../../formats/index.ts"
+import { summarizeChatJson } from "../../formats/summary.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { ChunkSink, UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
@@ -54,13 +55,8 @@ export const chatTap = (family: WireFamily, sse: boolean, collector: ResponseCol
     },
     end: () => {
       if (size > JSON_TAP_LIMIT) return undefined
-      try {
-        const body = chunks.length === 1 ? Buffer.from(chunks[0].buffer, chunks[0].byteOffset, chunks[0].byteLength) : Buffer.concat(chunks)
-        const decoded = codec.decodeResponse(JSON.parse(body.toString("utf8")))
-        if (decoded.ok) collector.response(decoded.value)
-      } catch {
-        // Not ours to judge: the caller got the upstream's bytes as they were.
-      }
+      const body = chunks.length === 1 ? Buffer.from(chunks[0].buffer, chunks[0].byteOffset, chunks[0].byteLength) : Buffer.concat(chunks)
+      collector.summary(summarizeChatJson(family, body.toString("utf8")))
       return undefined
     }
   }
