@@ -10,35 +10,56 @@
  *
  * Bounded: every loop has a request count and a deadline.
  */
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
-import { readFileSync, writeFileSync, mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs"
+import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-import { createInterface } from "node:readline"
 import { Pool } from "undici"
 
 const QUICK = process.argv.includes("--quick")
 const REQUESTS = QUICK ? 2_000 : 10_000
 const WARMUP = QUICK ? 500 : 2_000
-const CONCURRENCY = 16
+const CONCURRENCY = 32
 const PACED_RPS = 500
 const PACED_SECONDS = QUICK ? 2 : 6
 const DEADLINE_MS = 120_000
 const root = new URL("..", import.meta.url).pathname
 
-const startProcess = (args: Array<string>, env: Record<string, string> = {}): Promise<{ child: ChildProcess; line: string }> =>
+/**
+ * With two or more cores and `taskset`, the gateway gets a core of its own
+ * (the upstream and this load generator share the other), so the figures do
+ * not depend on how the scheduler mixes three busy processes.
+ */
+const PIN = cpus().length >= 2 && spawnSync("taskset", ["-c", "0", "true"]).status === 0
+
+/**
+ * Starts a child whose stdout goes to a file (a log pipe drained by this busy
+ * load generator would make the child's synchronous stdout writes wait) and
+ * resolves with the first line it writes (its address).
+ */
+const startProcess = (args: Array<string>, cpu: number, dir: string, name: string): Promise<{ child: ChildProcess; line: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] })
-    const lines = createInterface({ input: child.stdout! })
-    const timer = setTimeout(() => reject(new Error(`${args.join(" ")} did not start`)), 15_000)
-    lines.once("line", (line) => {
-      clearTimeout(timer)
-      // Keep draining stdout (request logs) so the child never blocks on a full pipe.
-      lines.on("line", () => {})
-      resolve({ child, line })
+    const [command, argv] = PIN ? ["taskset", ["-c", String(cpu), process.execPath, ...args]] : [process.execPath, args]
+    const logPath = join(dir, `${name}.log`)
+    const out = openSync(logPath, "w")
+    const child = spawn(command, argv, { cwd: root, env: process.env, stdio: ["ignore", out, "inherit"] })
+    closeSync(out)
+    const deadline = Date.now() + 15_000
+    const poll = setInterval(() => {
+      const first = readFileSync(logPath, "utf8").split("\n")[0]
+      if (first !== "" && readFileSync(logPath, "utf8").includes("\n")) {
+        clearInterval(poll)
+        resolve({ child, line: first })
+      } else if (Date.now() > deadline) {
+        clearInterval(poll)
+        reject(new Error(`${args.join(" ")} did not start`))
+      }
+    }, 20)
+    child.once("exit", (code) => {
+      clearInterval(poll)
+      reject(new Error(`${args.join(" ")} exited with ${code}`))
     })
-    child.once("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}`)))
   })
 
 const cpuMicros = (pid: number): number => {
@@ -59,13 +80,30 @@ interface Scenario {
   readonly headers: Record<string, string>
 }
 
-const oneRequest = async (pool: Pool, scenario: Scenario): Promise<number> => {
-  const started = performance.now()
-  const response = await pool.request({ method: "POST", path: scenario.path, headers: scenario.headers, body: scenario.body })
-  await response.body.arrayBuffer()
-  if (response.statusCode !== 200) throw new Error(`${scenario.name}: status ${response.statusCode}`)
-  return performance.now() - started
-}
+/**
+ * One request through undici's low-level dispatch (no body stream objects):
+ * the load generator shares a core with the upstream, so it must stay cheap.
+ * Resolves with the latency in ms once the whole body arrived.
+ */
+const oneRequest = (pool: Pool, scenario: Scenario): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const started = performance.now()
+    let status = 0
+    pool.dispatch({ method: "POST", path: scenario.path, headers: scenario.headers, body: scenario.body }, {
+      onRequestStart() {},
+      onResponseStart(_controller: unknown, statusCode: number) {
+        status = statusCode
+      },
+      onResponseData() {},
+      onResponseEnd() {
+        if (status === 200) resolve(performance.now() - started)
+        else reject(new Error(`${scenario.name}: status ${status}`))
+      },
+      onResponseError(_controller: unknown, error: Error) {
+        reject(error)
+      }
+    })
+  })
 
 /** `count` requests at fixed concurrency: throughput and latency. */
 const closedLoop = async (pool: Pool, scenario: Scenario, count: number) => {
@@ -105,9 +143,9 @@ const pacedLoop = async (pool: Pool, scenario: Scenario) => {
 }
 
 const main = async () => {
-  const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"])
-  const upstreamUrl = JSON.parse(upstream.line).url as string
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
+  const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], 1, dir, "upstream")
+  const upstreamUrl = JSON.parse(upstream.line).url as string
   const configPath = join(dir, "gateway.toml")
   writeFileSync(configPath, `[server]
 host = "127.0.0.1"
@@ -122,7 +160,7 @@ credential = "none"
 enabled = false
 log_level = "info"
 `)
-  const gateway = await startProcess(["src/main.ts", "serve", "--config", configPath])
+  const gateway = await startProcess(["src/main.ts", "serve", "--config", configPath], 0, dir, "gateway")
   const gatewayPort = JSON.parse(gateway.line).port as number
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`
 
@@ -194,7 +232,7 @@ log_level = "info"
     upstream.child.kill("SIGTERM")
   }
   console.table(results)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, results }
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }

@@ -1,14 +1,18 @@
 /**
  * Structured JSON-lines logging to stdout: one line per request (written by
  * the HTTP layer) plus startup and attempt events. Lines are batched and
- * written once per event-loop turn, so a busy gateway makes one `write` per
- * turn instead of one per request.
+ * written at most every 10 ms (or at 512 lines): a write to a pipe or file is
+ * a synchronous syscall in Node, and one per request cost more than the rest
+ * of the request's logging. Shutdown flushes what is left.
  *
  * Never pass bodies or credentials here; callers log ids, names and numbers.
  */
 import { Context, Layer } from "effect"
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "none"
+
+const FLUSH_MS = 10
+const FLUSH_LINES = 512
 
 const RANK: Record<LogLevel, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, none: 100 }
 
@@ -42,9 +46,11 @@ export class JsonLog {
     const head = `{"time":"${this.now()}","level":"${level}","msg":${JSON.stringify(msg)}`
     const rest = fields === undefined ? "{}" : JSON.stringify(fields)
     this.pending.push(rest === "{}" ? `${head}}` : `${head},${rest.slice(1)}`)
-    if (!this.scheduled) {
+    if (this.pending.length >= FLUSH_LINES) {
+      this.flush()
+    } else if (!this.scheduled) {
       this.scheduled = true
-      setImmediate(this.flush)
+      setTimeout(this.flush, FLUSH_MS).unref()
     }
   }
 
