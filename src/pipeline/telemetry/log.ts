@@ -25,10 +25,13 @@ export class JsonLog {
   private scheduled = false
   private threshold: number
   private readonly sink: LogSink
+  private readonly flushLines: number
 
-  constructor(level: LogLevel, sink: LogSink = process.stdout) {
+  /** `flushLines: 1` writes every line at once (tests read lines back in order). */
+  constructor(level: LogLevel, sink: LogSink = process.stdout, options: { readonly flushLines?: number } = {}) {
     this.threshold = RANK[level]
     this.sink = sink
+    this.flushLines = options.flushLines ?? FLUSH_LINES
   }
 
   setLevel(level: LogLevel): void {
@@ -46,7 +49,7 @@ export class JsonLog {
     const head = `{"time":"${this.now()}","level":"${level}","msg":${JSON.stringify(msg)}`
     const rest = fields === undefined ? "{}" : JSON.stringify(fields)
     this.pending.push(rest === "{}" ? `${head}}` : `${head},${rest.slice(1)}`)
-    if (this.pending.length >= FLUSH_LINES) {
+    if (this.pending.length >= this.flushLines) {
       this.flush()
     } else if (!this.scheduled) {
       this.scheduled = true
@@ -89,6 +92,6 @@ export class Log extends Context.Service<Log, JsonLog>()("gateway/pipeline/telem
         write: (text) => {
           for (const line of text.split("\n")) if (line !== "") lines.push(JSON.parse(line))
         }
-      })
+      }, { flushLines: 1 })
     )
 }
