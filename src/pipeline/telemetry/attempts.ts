@@ -1,6 +1,7 @@
 /**
- * Attempt logging (one line per failed attempt, successes at debug) and the
- * attempt count of the request's log line.
+ * Attempt logging: every attempt gets a line (failures at warn, the success
+ * at info after a failure, a first-try success at debug since the request
+ * line tells it all), and the request line counts them.
  */
 import type { ExecutionObserver } from "../../routing/execute.ts"
 import type { RequestContext } from "../context.ts"
@@ -9,8 +10,11 @@ import type { JsonLog } from "./log.ts"
 export const attemptLogger = (ctx: RequestContext, log: JsonLog): ExecutionObserver => ({
   onAttempt: (info, outcome, durationMs) => {
     ctx.log.attempts = info.attempt
-    if (outcome === "ok" && !log.enabled("debug")) return
-    log.log(outcome === "ok" ? "debug" : "warn", "attempt", {
+    // A failed attempt is a warning; the one that succeeded is news only after a failure
+    // (a first-try success is fully told by the request line).
+    const level = outcome !== "ok" ? "warn" : info.attempt > 1 ? "info" : "debug"
+    if (!log.enabled(level)) return
+    log.log(level, "attempt", {
       request_id: ctx.requestId,
       attempt: info.attempt,
       target: info.target.id,
