@@ -210,7 +210,7 @@ const imageOrDocument = (url: string): ImagePart | DocumentPart => {
 }
 
 // `file_data` is a data URL; some clients send bare base64, which is taken as a PDF.
-const fileSource = (fileData: string): MediaSource => {
+export const fileSource = (fileData: string): MediaSource => {
   const source = mediaSourceOfUrl(fileData)
   return source.kind === "url" ? { kind: "base64", mediaType: "application/pdf", data: fileData } : source
 }

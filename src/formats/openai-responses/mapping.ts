@@ -2,7 +2,7 @@
  * Responses vocabulary shared by the request, response and stream
  * translators: ids, `status` ⇐ `StopReason`, `usage` ⇐ `Usage`, media URLs.
  */
-import type { MediaSource, StopReason, Usage } from "../../domain/chat.ts"
+import type { StopReason, Usage } from "../../domain/chat.ts"
 
 /** `status` of a finished response and, when not completed, why. */
 export interface Outcome {
@@ -53,14 +53,3 @@ export const messageItemId = (id: string, outputIndex: number): string =>
 
 export const functionCallItemId = (id: string, outputIndex: number): string => `fc_${idBody(id)}_${outputIndex}`
 
-/** `data:<mime>;base64,<data>` → inline bytes; anything else is a URL the provider fetches. */
-export const mediaSourceOfUrl = (url: string): MediaSource => {
-  if (url.startsWith("data:")) {
-    const comma = url.indexOf(",")
-    const header = comma < 0 ? "" : url.slice(5, comma)
-    if (header.endsWith(";base64")) {
-      return { kind: "base64", mediaType: header.slice(0, header.indexOf(";")), data: url.slice(comma + 1) }
-    }
-  }
-  return { kind: "url", url }
-}

@@ -35,7 +35,7 @@ import type {
   ToolDefinition
 } from "../../domain/chat.ts"
 import type { DecodeResult } from "../index.ts"
-import { mediaSourceOfUrl } from "./mapping.ts"
+import { fileSource, mediaSourceOfUrl } from "../openai-chat/request-decode.ts"
 import {
   decodeRequestBody,
   isOtherItem,
@@ -234,12 +234,6 @@ const mediaPart = (part: WireContentPart, note: Note): TextPart | ImagePart | Do
       note("input[].input_file.file_id")
       return undefined
   }
-}
-
-// `file_data` is a data URL; some clients send bare base64, which is taken as a PDF.
-const fileSource = (fileData: string) => {
-  const source = mediaSourceOfUrl(fileData)
-  return source.kind === "url" ? { kind: "base64" as const, mediaType: "application/pdf", data: fileData } : source
 }
 
 const allowedToolNames = (choice: WireToolChoice | null | undefined): ReadonlySet<string> | undefined => {
