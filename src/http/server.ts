@@ -22,6 +22,8 @@ import type { RequestContext, RequestLogFields } from "../pipeline/context.ts"
 import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/reply.ts"
 import type { Router } from "./router.ts"
 
+const ignore = (): void => {}
+
 const REQUEST_ID = /^[\w.:\-]{1,128}$/
 
 const requestIdOf = (req: Http.IncomingMessage): string => {
@@ -85,6 +87,10 @@ export const makeRequestListener = <R>(
       log: {}
     }
     inFlight.count++
+    // A socket error on one request (reset, write after close) must never become an
+    // uncaught exception that takes every other in-flight request down with it.
+    req.on("error", ignore)
+    res.on("error", ignore)
     let interrupt: ((id?: number) => void) | undefined
     res.once("close", () => {
       const aborted = !res.writableFinished
