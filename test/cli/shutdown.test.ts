@@ -1,0 +1,61 @@
+/**
+ * Graceful shutdown with work in flight: SIGTERM stops new connections but
+ * lets a running stream finish, then the gateway exits 0.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
+import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
+import { startCli } from "./process.ts"
+
+let fake: FakeUpstream
+let dir: string
+
+beforeAll(async () => {
+  fake = await startFakeUpstream({ kind: "openai" })
+  dir = mkdtempSync(join(tmpdir(), "gateway-shutdown-"))
+})
+afterAll(async () => {
+  await fake.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe("graceful shutdown", () => {
+  it("a stream in flight at SIGTERM runs to its end; new connections are refused; exit 0", async () => {
+    const path = join(dir, "gateway.toml")
+    writeFileSync(path, `[server]\nport = 0\nshutdown_grace_secs = 10\n[providers.openai]\nbase_url = "${fake.url}/v1"\nmodels = ["gpt-4o"]\ncredential = "none"\n`)
+    const gateway = startCli(["serve", path], {})
+    try {
+      const port = (await gateway.logLine("listening")).port as number
+      fake.script({ kind: "slowStream", chunks: 6, intervalMs: 150 })
+      const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "gpt-4o", stream: true, messages: [{ role: "user", content: "slowly" }] })
+      })
+      expect(response.status).toBe(200)
+      const reader = response.body!.getReader()
+      const first = await reader.read()
+      expect(first.done).toBe(false)
+
+      gateway.child.kill("SIGTERM")
+      await gateway.logLine("shutting down")
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow()
+
+      let text = new TextDecoder().decode(first.value)
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        text += new TextDecoder().decode(value)
+      }
+      expect(text).toContain("part-5")
+      expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true)
+      const finished = await gateway.finished
+      expect(finished.code).toBe(0)
+    } finally {
+      gateway.child.kill("SIGKILL")
+    }
+  })
+})
