@@ -136,3 +136,23 @@ describe("routing end to end", () => {
     expect(openaiUp.requests[0].json).toMatchObject({ model: "gpt-4o", temperature: 0.25, max_tokens: 77 })
   })
 })
+
+describe("bring-your-own-key across vendors", () => {
+  it("a caller's OpenAI project key is never sent to Anthropic when a route fails over there", async () => {
+    openaiUp.script({ kind: "error", status: 500, times: 3 })
+    const response = await post(
+      { model: "smart", messages: [{ role: "user", content: "key check" }] },
+      { authorization: "Bearer sk-proj-callers-own-openai-key" }
+    )
+    expect(response.status).toBe(200)
+    expect(openaiUp.requests[0].headers.authorization).toBe("Bearer sk-proj-callers-own-openai-key")
+    expect(anthropicUp.requests[0].headers["x-api-key"]).toBe("sk-ant-conf")
+    expect(JSON.stringify(anthropicUp.requests[0].headers)).not.toContain("callers-own")
+  })
+  it("a caller's Anthropic key reaches Anthropic, and a key of no known vendor is used everywhere", async () => {
+    await post({ model: "claude-sonnet-4-5", messages: [{ role: "user", content: "x" }] }, { authorization: "Bearer sk-ant-callers-key" })
+    expect(anthropicUp.requests[0].headers["x-api-key"]).toBe("sk-ant-callers-key")
+    await post({ model: "claude-sonnet-4-5", messages: [{ role: "user", content: "x" }] }, { authorization: "Bearer proxy-issued-key" })
+    expect(anthropicUp.requests[1].headers["x-api-key"]).toBe("proxy-issued-key")
+  })
+})
