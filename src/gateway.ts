@@ -10,6 +10,7 @@ import { GatewayConfig } from "./config/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
 import { listen, makeRequestListener, makeRouter } from "./http/index.ts"
 import type { InFlight } from "./http/index.ts"
+import type { ListenError } from "./http/server.ts"
 import { JsonLog, Log } from "./pipeline/telemetry/log.ts"
 import { ProviderClient } from "./providers/transport.ts"
 
@@ -17,7 +18,7 @@ import { ProviderClient } from "./providers/transport.ts"
 export const liveLayer = (settings: GatewaySettings, log = new JsonLog(settings.file.telemetry.log_level)) =>
   Layer.mergeAll(Layer.succeed(GatewayConfig, settings), Layer.succeed(Log, log), ProviderClient.layer)
 
-export const serveGateway: Effect.Effect<Http.Server, Error, GatewayConfig | Log | ProviderClient | Scope.Scope> = Effect.gen(function*() {
+export const serveGateway: Effect.Effect<Http.Server, ListenError, GatewayConfig | Log | ProviderClient | Scope.Scope> = Effect.gen(function*() {
   const settings = yield* GatewayConfig
   const log = yield* Log
   for (const warning of settings.warnings) log.log("warn", "config warning", { source: settings.source, warning })

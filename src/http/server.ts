@@ -13,7 +13,7 @@
  * - Shutdown stops accepting, lets in-flight requests finish for the grace
  *   period, then closes what is left.
  */
-import { Cause, Context, Effect } from "effect"
+import { Cause, Context, Effect, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -144,6 +144,8 @@ export const makeRequestListener = <R>(
   }
 }
 
+export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", { message: Schema.String }) {}
+
 export interface ServeOptions {
   readonly host: string
   readonly port: number
@@ -162,9 +164,18 @@ export const listen = (
   log: JsonLog
 ) =>
   Effect.acquireRelease(
-    Effect.callback<Http.Server, Error>((resume) => {
+    Effect.callback<Http.Server, ListenError>((resume) => {
       const server = Http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener)
-      server.once("error", (error) => resume(Effect.fail(error)))
+      server.once("error", (error: NodeJS.ErrnoException) => {
+        const reason = error.code === "EADDRINUSE"
+          ? "the address is already in use (free it, or set [server] port)"
+          : error.code === "EACCES"
+          ? "permission denied (ports below 1024 need privileges)"
+          : error.code === "EADDRNOTAVAIL"
+          ? "the address is not available on this machine (check [server] host)"
+          : error.message
+        resume(Effect.fail(new ListenError({ message: `cannot listen on ${options.host}:${options.port}: ${reason}` })))
+      })
       server.listen(options.port, options.host, () => {
         const address = server.address() as AddressInfo
         log.log("info", "listening", { host: address.address, port: address.port })

@@ -59,3 +59,21 @@ describe("graceful shutdown", () => {
     }
   })
 })
+
+describe("start failures", () => {
+  it("a port already in use exits 1 with one clear message", async () => {
+    const { createServer } = await import("node:http")
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", () => resolve()))
+    const port = (blocker.address() as { port: number }).port
+    const path = join(dir, "busy.toml")
+    writeFileSync(path, `[server]\nport = ${port}\n`)
+    try {
+      const finished = await startCli(["serve", path], {}).finished
+      expect(finished.code).toBe(1)
+      expect(finished.stderr).toBe(`gateway failed: cannot listen on 127.0.0.1:${port}: the address is already in use (free it, or set [server] port)\n`)
+    } finally {
+      blocker.close()
+    }
+  })
+})
