@@ -121,6 +121,15 @@ describe("/v1/responses shapes", () => {
     const { response } = await client.responses.create({ model: "gpt-4o", input: "x", store: true, previous_response_id: "resp_1" }).withResponse()
     expect(response.headers.get("x-gw-dropped-params")?.split(",")).toEqual(expect.arrayContaining(["store", "previous_response_id"]))
   })
+  it("a structured-output format asked of a messages-style model is a 400, as on chat completions", async () => {
+    const error = await client.responses.create({
+      model: "claude-e2e",
+      input: "x",
+      text: { format: { type: "json_schema", name: "out", schema: { type: "object", properties: {} } } }
+    }).catch((e: unknown) => e)
+    expect(error).toMatchObject({ status: 400, error: { code: "unsupported_response_format" } })
+    expect(anthropicUp.requests.length).toBe(0)
+  })
   it("an upstream error reaches a Responses caller in the OpenAI envelope", async () => {
     openaiUp.script({ kind: "error", status: 400, message: "bad input" })
     await expect(client.responses.create({ model: "gpt-4o", input: "x" })).rejects.toMatchObject({ status: 400 })

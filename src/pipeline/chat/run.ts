@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import type { Redacted } from "effect"
 import { GatewayError } from "../../domain/index.ts"
 import type { UpstreamError } from "../../domain/index.ts"
-import type { ChatRequest, WireFamily } from "../../domain/index.ts"
+import type { ChatRequest, ProviderFamily, WireFamily } from "../../domain/index.ts"
 import { Anthropic, CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
 import type { CallerFormat } from "../../formats/index.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
@@ -68,6 +68,23 @@ const unservable = (target: PlanTarget, canonical: () => ChatRequest | GatewayEr
   return undefined
 }
 
+/** Facts about a plan's steps that do not depend on the request, computed once per steps array. */
+interface PlanShape {
+  readonly hasNonChat: boolean
+  /** The one wire family of every target, or undefined when they differ. */
+  readonly onlyFamily: ProviderFamily | undefined
+}
+const shapes = new WeakMap<ReadonlyArray<PlanStep>, PlanShape>()
+const planShape = (steps: ReadonlyArray<PlanStep>): PlanShape => {
+  let shape = shapes.get(steps)
+  if (shape === undefined) {
+    const families = new Set(steps.flatMap((step) => step.targets.map((target) => target.provider.family)))
+    shape = { hasNonChat: families.has("other"), onlyFamily: families.size === 1 ? [...families][0] : undefined }
+    shapes.set(steps, shape)
+  }
+  return shape
+}
+
 export const makeChatProgram = (deps: ChatDependencies) => {
   const { table, client, log } = deps
 
@@ -108,20 +125,23 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       return canonical
     }
 
-    // Skip targets that cannot serve this request; none left → say why.
-    let firstRefusal: GatewayError | undefined
-    steps = steps
-      .map((step) => ({
-        ...step,
-        targets: step.targets.filter((target) => {
-          const refusal = unservable(target, canonicalRequest)
-          firstRefusal ??= refusal
-          return refusal === undefined
-        })
-      }))
-      .filter((step) => step.targets.length > 0)
-    if (steps.length === 0) return yield* firstRefusal!
-    if (steps.some((step) => step.targets.some((target) => target.provider.family !== family))) {
+    // Skip targets that cannot serve this request; none left → say why. Only a plan with a
+    // non-chat provider, or a request asking for a response format, can have such targets.
+    if (json.response_format != null || json.text != null || planShape(steps).hasNonChat) {
+      let firstRefusal: GatewayError | undefined
+      steps = steps
+        .map((step) => ({
+          ...step,
+          targets: step.targets.filter((target) => {
+            const refusal = unservable(target, canonicalRequest)
+            firstRefusal ??= refusal
+            return refusal === undefined
+          })
+        }))
+        .filter((step) => step.targets.length > 0)
+      if (steps.length === 0) return yield* firstRefusal!
+    }
+    if (family === "responses" || planShape(steps).onlyFamily !== family) {
       const request = canonicalRequest()
       if (request instanceof GatewayError) return yield* request
     }
