@@ -156,3 +156,23 @@ describe("bring-your-own-key across vendors", () => {
     expect(anthropicUp.requests[1].headers["x-api-key"]).toBe("proxy-issued-key")
   })
 })
+
+describe("log lines of streams that fail after their head", () => {
+  it("a translated stream cut mid-way is logged with status 200 and its error classification", async () => {
+    anthropicUp.script({ kind: "sse", events: [
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":0}}}\n\n',
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"partial"}}\n\n'
+    ], thenError: "close" })
+    const response = await post({ model: "claude-sonnet-4-5", stream: true, messages: [{ role: "user", content: "x" }] }, { "x-request-id": "cut-stream" })
+    const text = await response.text()
+    expect(response.status).toBe(200)
+    expect(text).toContain('"error"')
+    let line: Record<string, unknown> | undefined
+    for (let i = 0; i < 100 && line === undefined; i++) {
+      line = gateway.requestLogs().find((entry) => entry.request_id === "cut-stream")
+      if (line === undefined) await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(line).toMatchObject({ status: 200, error_code: "upstream", path_kind: "normalized" })
+  })
+})

@@ -4,6 +4,7 @@
  * spec 6.1.4) for the output guardrail and telemetry. Fed canonical events
  * (streams) or a canonical response; never holds a chunk back.
  */
+import { classifyUpstream } from "../../domain/index.ts"
 import type { ChatResponse, ChatStreamEvent, StopReason, Usage } from "../../domain/index.ts"
 import type { ChatSummary } from "../../formats/summary.ts"
 
@@ -15,6 +16,7 @@ export class ResponseCollector {
   usage: Usage | undefined
   text = ""
   truncated = false
+  /** The classification of a failure the stream reported or suffered after its head. */
   error: string | undefined
 
   private appendText(text: string): void {
@@ -44,7 +46,7 @@ export class ResponseCollector {
         this.usage = event.usage
         return
       case "error":
-        this.error = event.error.type
+        this.error = classifyUpstream(event.error.status ?? 500, { type: event.error.type, message: event.error.message })
         return
       default:
         return

@@ -213,6 +213,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         ctx.log.output_tokens = collector.usage.outputTokens
       }
       if (collector.model !== undefined) ctx.log.upstream_model = collector.model
+      // A stream that failed after its head keeps status 200; the log line still says it failed.
+      if (collector.error !== undefined) ctx.log.error_code ??= collector.error
     })))
   })
 }
