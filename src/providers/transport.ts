@@ -335,7 +335,9 @@ export class ProviderClient extends Context.Service<ProviderClient, {
     Effect.acquireRelease(
       Effect.sync(() =>
         new Agent({
-          connections: 256,
+          // No cap per origin: long-lived streams would otherwise queue behind each other
+          // (1000 concurrent chats to one provider need 1000 sockets); idle ones are reused.
+          connections: null,
           pipelining: 1,
           keepAliveTimeout: 30_000,
           keepAliveMaxTimeout: 600_000,
