@@ -20,7 +20,7 @@ import type { GatewaySettings } from "../config/index.ts"
 import { GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS } from "../domain/index.ts"
 import type { AnyGatewayFailure, ProviderKind, UpstreamError } from "../domain/index.ts"
 import { callerKey, passThroughHeaders, responseHeaders } from "../pipeline/chat/headers.ts"
-import { callerSink, commitHead } from "../pipeline/chat/sink.ts"
+import { abortWithCaller, callerSink, commitHead } from "../pipeline/chat/sink.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
 import { providerTimeoutMs } from "../pipeline/uploads/timeout.ts"
@@ -144,6 +144,7 @@ const forwardNative = (ctx: RequestContext, response: UpstreamResponse): Effect.
   const encoding = response.headers["content-encoding"]
   if (encoding !== undefined) head["content-encoding"] = encoding
   commitHead(ctx, response.status, head)
+  abortWithCaller(ctx, response.body)
   return response.body.pipe(callerSink(ctx)).pipe(
     Effect.matchEffect({
       onSuccess: () => Effect.sync(() => ctx.res.end()),

@@ -14,7 +14,7 @@ import type { ChunkSink, UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import { ResponseCollector } from "./collector.ts"
 import { responseHeaders } from "./headers.ts"
-import { callerSink, commitHead } from "./sink.ts"
+import { abortWithCaller, callerSink, commitHead } from "./sink.ts"
 
 const JSON_TAP_LIMIT = 4 * 1024 * 1024
 
@@ -120,6 +120,7 @@ export const forwardVerbatim = (
   makeTap?: (sse: boolean) => BodyTap
 ): Effect.Effect<void> => {
   const sse = isEventStream(response)
+  abortWithCaller(ctx, response.body)
   commitHead(ctx, response.status, { ...responseHeaders(response.headers, true), ...extraHeaders })
   const tap = makeTap?.(sse)
   const aligned = sse ? eventAlignedSink(callerSink(ctx)) : undefined

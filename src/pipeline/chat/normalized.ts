@@ -19,7 +19,7 @@ import type { RequestContext } from "../context.ts"
 import { sendBody } from "../reply.ts"
 import type { ResponseCollector } from "./collector.ts"
 import { responseHeaders } from "./headers.ts"
-import { commitHead, SSE_HEADERS, writeText } from "./sink.ts"
+import { abortWithCaller, commitHead, SSE_HEADERS, writeText } from "./sink.ts"
 
 const RESPONSE_LIMIT = 32 * 1024 * 1024
 
@@ -62,8 +62,9 @@ const inBandError = (t: Translation, error: StreamError): UpstreamError => {
   })
 }
 
-export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<void, UpstreamError> =>
-  Effect.flatMap(response.body.readAll(RESPONSE_LIMIT), (bytes) => {
+export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<void, UpstreamError> => {
+  abortWithCaller(t.ctx, response.body)
+  return Effect.flatMap(response.body.readAll(RESPONSE_LIMIT), (bytes) => {
     let json: unknown
     try {
       json = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"))
@@ -80,10 +81,12 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
       })
     )
   })
+}
 
 export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<void, UpstreamError> =>
   Effect.suspend(() => {
     const { ctx } = t
+    abortWithCaller(ctx, response.body)
     const parser = new SseParser()
     const decoder = t.provider.streamDecoder()
     const encoder = t.caller.streamEncoder(t.request)
