@@ -18,7 +18,7 @@ import { executePlan } from "../routing/execute.ts"
 import type { PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
 import { forwardVerbatim } from "./chat/fast.ts"
-import { callerKey, passThroughHeaders } from "./chat/headers.ts"
+import { callerKey, callerKeyPolicy, passThroughHeaders } from "./chat/headers.ts"
 import { header } from "./context.ts"
 import type { RequestContext } from "./context.ts"
 import { attemptLogger } from "./telemetry/attempts.ts"
@@ -96,10 +96,10 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
       return yield* new GatewayError({ status: 400, code: "unsupported_for_model", message: `${plan.name} is an experiment; only chat requests can use it`, param: "model" })
     }
 
-    const key = callerKey(ctx.req.headers)
+    const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
     yield* executePlan(plan, steps, ({ target }) => {
       const provider = target.provider
-      const { path, headers: auth } = provider.request(input.operation, target.model, key)
+      const { path, headers: auth } = provider.request(input.operation, target.model, keyFor(provider.origin))
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       headers["content-type"] = input.body.contentType
       const length = input.body.contentLength?.(target)

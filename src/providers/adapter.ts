@@ -50,9 +50,8 @@ export interface CompiledProvider {
   readonly timeoutMs?: number | undefined
   /**
    * Path (with query) and auth headers of one request. `key` is the caller's
-   * own key (sent in this provider's auth form); without it, or when it is
-   * recognizably another vendor's key, the configured credential is used,
-   * precomputed at start. No key at all → no auth (the
+   * own key (sent in this provider's auth form); without it the configured
+   * credential is used, precomputed at start. No key at all → no auth (the
    * upstream answers 401). `suffix` extends the path (`/file-1/content`).
    */
   readonly request: (
@@ -76,33 +75,6 @@ const authFor = (
   if (authType === "bearer") headers.authorization = `Bearer ${value}`
   else headers[authName.toLowerCase()] = value
   return headers
-}
-
-/**
- * Vendors whose keys can be recognized by their prefix. A caller's own key of
- * one of these vendors is never sent to another vendor's provider (a route
- * failing over from OpenAI to Anthropic must not hand Anthropic the caller's
- * OpenAI key); that attempt uses the provider's configured credential instead.
- */
-const KEY_VENDOR: ReadonlyArray<readonly [prefix: string, kind: ProviderKind]> = [
-  ["sk-ant-", "anthropic"],
-  // Only OpenAI's own key families: a bare `sk-` is what many proxies issue for every format.
-  ["sk-proj-", "openai"],
-  ["sk-svcacct-", "openai"],
-  ["sk-admin-", "openai"],
-  ["AIza", "gemini"]
-]
-
-const vendorOf = (key: string): ProviderKind | undefined => {
-  for (const [prefix, kind] of KEY_VENDOR) if (key.startsWith(prefix)) return kind
-  return undefined
-}
-
-/** Whether a caller's key visibly belongs to another vendor than this provider's kind. */
-export const belongsElsewhere = (kind: ProviderKind, key: Redacted.Redacted<string>): boolean => {
-  if (kind !== "openai" && kind !== "anthropic" && kind !== "gemini") return false
-  const vendor = vendorOf(Redacted.value(key))
-  return vendor !== undefined && vendor !== kind
 }
 
 export const compileProvider = (provider: ResolvedProvider, credential?: ResolvedCredential): CompiledProvider => {
@@ -144,7 +116,7 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     models: new Set(provider.models),
     timeoutMs: provider.timeoutMs,
     request: (operation, model, key, suffix) =>
-      key === undefined || belongsElsewhere(provider.kind, key)
+      key === undefined
         ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders }
         : {
           path: withQuery(path(operation, model, suffix), queryFor(key)),

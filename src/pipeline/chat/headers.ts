@@ -119,3 +119,19 @@ export const callerKey = (incoming: IncomingHttpHeaders): Redacted.Redacted<stri
   const value = Array.isArray(key) ? key[0] : key
   return value === undefined || value === "" ? undefined : Redacted.make(value)
 }
+
+/**
+ * Which attempts may carry the caller's own key: only those to the origin the
+ * request's first attempt went to. A route that fails over to another
+ * provider uses that provider's configured credential there, so a caller's
+ * OpenAI key is never handed to Anthropic (or to any other host). One tracker
+ * per request.
+ */
+export const callerKeyPolicy = (key: Redacted.Redacted<string> | undefined) => {
+  let anchor: string | undefined
+  return (origin: string): Redacted.Redacted<string> | undefined => {
+    if (key === undefined) return undefined
+    anchor ??= origin
+    return anchor === origin ? key : undefined
+  }
+}

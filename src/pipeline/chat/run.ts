@@ -5,7 +5,6 @@
  * the normalized path (translated), and log what happened.
  */
 import { Effect } from "effect"
-import type { Redacted } from "effect"
 import { GatewayError } from "../../domain/index.ts"
 import type { UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, ProviderFamily, WireFamily } from "../../domain/index.ts"
@@ -23,7 +22,7 @@ import type { JsonLog } from "../telemetry/log.ts"
 import { attemptLogger } from "../telemetry/attempts.ts"
 import { ResponseCollector } from "./collector.ts"
 import { chatTap, forwardVerbatim } from "./fast.ts"
-import { callerKey, passThroughHeaders, translatedHeaders } from "./headers.ts"
+import { callerKey, callerKeyPolicy, passThroughHeaders, translatedHeaders } from "./headers.ts"
 import { translateJson, translateStream } from "./normalized.ts"
 
 export interface ChatInput {
@@ -146,14 +145,14 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       if (request instanceof GatewayError) return yield* request
     }
 
-    const key: Redacted.Redacted<string> | undefined = callerKey(headers)
+    const keyFor = callerKeyPolicy(callerKey(headers))
     const collector = new ResponseCollector()
 
     const attempt = ({ target }: AttemptInfo): Effect.Effect<void, UpstreamError> => {
       const provider = target.provider
       const providerFamily = provider.family as WireFamily
       const fast = providerFamily === family
-      const { path, headers: auth } = provider.request("chat", target.model, key)
+      const { path, headers: auth } = provider.request("chat", target.model, keyFor(provider.origin))
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
