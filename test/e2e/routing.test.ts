@@ -27,6 +27,7 @@ beforeAll(async () => {
     },
     routes: {
       smart: { endpoint: "chat", models: ["smart"], strategy: "fallback", targets: ["primary", "backup"], retry: { max_retries: 2, backoff_base_ms: 1 } },
+      claude_first: { endpoint: "chat", models: ["claude-first"], strategy: "fallback", targets: ["backup", "primary"], retry: { max_retries: 0, backoff_base_ms: 1 } },
       impatient: { endpoint: "chat", models: ["impatient"], strategy: "fallback", targets: ["slow", "backup"], retry: { max_retries: 0, backoff_base_ms: 1 } },
       vectors: { endpoint: "embeddings", models: ["vectors"], strategy: "single", targets: ["primary"] }
     },
@@ -173,5 +174,27 @@ describe("log lines of streams that fail after their head", () => {
       if (line === undefined) await new Promise((resolve) => setTimeout(resolve, 20))
     }
     expect(line).toMatchObject({ status: 200, error_code: "upstream", path_kind: "normalized" })
+  })
+})
+
+describe("failover before the caller saw anything", () => {
+  it("a translated stream whose upstream sends message_start and then overloaded_error fails over", async () => {
+    anthropicUp.script({ kind: "sse", events: [
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":0}}}\n\n',
+      'event: ping\ndata: {"type":"ping"}\n\n',
+      'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+    ] })
+    const stream = client.chat.completions.stream({ model: "claude-first", messages: [{ role: "user", content: "rescued" }] })
+    const final = await stream.finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("echo: rescued")
+    expect(anthropicUp.requests.length).toBe(1)
+    expect(openaiUp.requests.length).toBe(1)
+  })
+  it("a same-format stream that answers 200 and drops before its first byte fails over", async () => {
+    openaiUp.script({ kind: "sse", events: [], thenError: "close" })
+    const stream = client.chat.completions.stream({ model: "smart", messages: [{ role: "user", content: "second chance" }] })
+    const final = await stream.finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("echo: second chance")
+    expect(anthropicUp.requests.length + openaiUp.requests.length).toBeGreaterThan(1)
   })
 })

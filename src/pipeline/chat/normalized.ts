@@ -4,9 +4,9 @@
  * re-encoded in the caller's format, chunk by chunk as an Effect Stream for
  * streams. Nothing waits for the whole response.
  *
- * The response head is committed with the first frame the caller will see,
- * not with the upstream's head: an upstream that fails before producing any
- * output (a 200 followed by an `overloaded_error` event, a dropped
+ * The response head is committed with the first translated content (or the
+ * finish), not with the upstream's head: an upstream that fails before
+ * producing any (a 200, `message_start`, then `overloaded_error`; a dropped
  * connection) is still retried or failed over.
  */
 import { Effect, Stream } from "effect"
@@ -18,8 +18,8 @@ import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import { sendBody } from "../reply.ts"
 import type { ResponseCollector } from "./collector.ts"
-import { responseHeaders } from "./headers.ts"
-import { abortWithCaller, commitHead, SSE_HEADERS, writeText } from "./sink.ts"
+import { responseHeaders } from "../forward/index.ts"
+import { abortWithCaller, commitHead, SSE_HEADERS, writeText } from "../forward/index.ts"
 
 const RESPONSE_LIMIT = 32 * 1024 * 1024
 
@@ -92,20 +92,28 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
     const encoder = t.caller.streamEncoder(t.request)
     const head = { ...SSE_HEADERS, ...responseHeaders(response.headers, false), ...t.headers }
     let committed = false
+    /** Frames encoded before the head is committed (the stream's preamble). */
+    let pending = ""
 
-    /** Encodes events; fails (uncommitted only) when the upstream reported an error before any output. */
+    /**
+     * Encodes events. The head is committed with the first event that carries
+     * content or the finish: the preamble (`message_start`, the role chunk,
+     * early usage) alone commits nothing, so an upstream that sends
+     * `message_start` and then `overloaded_error` is still a failed attempt.
+     */
     const emit = (events: ReadonlyArray<ChatStreamEvent>): Effect.Effect<void, UpstreamError> => {
-      let out = ""
       for (const event of events) {
         t.collector.event(event)
-        if (event.type === "error" && !committed && out === "") return Effect.fail(inBandError(t, event.error))
-        out += encoder.push(event)
+        if (!committed && event.type === "error") return Effect.fail(inBandError(t, event.error))
+        pending += encoder.push(event)
+        if (!committed && event.type !== "message_start" && event.type !== "usage") {
+          committed = true
+          commitHead(ctx, 200, head)
+        }
       }
-      if (out === "") return Effect.void
-      if (!committed) {
-        committed = true
-        commitHead(ctx, 200, head)
-      }
+      if (!committed || pending === "") return Effect.void
+      const out = pending
+      pending = ""
       return writeText(ctx, out)
     }
 

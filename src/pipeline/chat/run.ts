@@ -21,8 +21,8 @@ import { header } from "../context.ts"
 import type { JsonLog } from "../telemetry/log.ts"
 import { attemptLogger } from "../telemetry/attempts.ts"
 import { ResponseCollector } from "./collector.ts"
-import { chatTap, forwardVerbatim } from "./fast.ts"
-import { callerKey, callerKeyPolicy, passThroughHeaders, translatedHeaders } from "./headers.ts"
+import { chatTap } from "./fast.ts"
+import { callerKey, callerKeyPolicy, forwardVerbatim, passThroughHeaders, translatedHeaders } from "../forward/index.ts"
 import { translateJson, translateStream } from "./normalized.ts"
 
 export interface ChatInput {
