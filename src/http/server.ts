@@ -166,6 +166,9 @@ export const listen = (
   Effect.acquireRelease(
     Effect.callback<Http.Server, ListenError>((resume) => {
       const server = Http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener)
+      // A caller whose socket makes no progress for 10 minutes (a stalled reader holding an
+      // upstream stream paused) is disconnected; its upstream request is aborted with it.
+      server.setTimeout(600_000)
       server.once("error", (error: NodeJS.ErrnoException) => {
         const reason = error.code === "EADDRINUSE"
           ? "the address is already in use (free it, or set [server] port)"

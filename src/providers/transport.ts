@@ -144,14 +144,14 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     const sink = this.sink
     if (sink !== undefined) {
       if (!sink.write(chunk)) {
-        controller.pause()
-        sink.onDrain(() => controller.resume())
+        this.pauseForCaller(controller)
+        sink.onDrain(() => this.resumeForCaller())
       }
       this.tap?.(chunk)
       return
     }
     this.buffered.push(chunk)
-    if (this.buffered.length >= BUFFER_HIGH_WATER) controller.pause()
+    if (this.buffered.length >= BUFFER_HIGH_WATER) this.pauseForCaller(controller)
     this.wake()
   }
 
@@ -236,6 +236,24 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     }, this.call.idleTimeoutMs)
   }
 
+  /**
+   * The gateway itself holds the upstream back (the caller reads slower than
+   * the upstream writes): that silence is not the upstream's, so its idle
+   * timer stops until the caller catches up.
+   */
+  private pauseForCaller(controller: Dispatcher.DispatchController): void {
+    if (controller.paused) return
+    controller.pause()
+    this.clearIdleTimer()
+  }
+
+  private resumeForCaller(): void {
+    const controller = this.controller
+    if (controller === undefined || !controller.paused || this.ended || this.failure !== undefined) return
+    this.armIdleTimer()
+    controller.resume()
+  }
+
   private clearIdleTimer(): void {
     if (this.idleTimer !== undefined) clearTimeout(this.idleTimer)
     this.idleTimer = undefined
@@ -270,7 +288,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
         else if (this.ended) resume(Effect.void)
         else this.waiter = settle
       }
-      this.controller?.resume()
+      this.resumeForCaller()
       settle()
       return Effect.sync(this.abort)
     })
@@ -282,7 +300,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
         if (this.buffered.length > 0) {
           const chunks = this.buffered as unknown as readonly [Uint8Array, ...Array<Uint8Array>]
           this.buffered = []
-          this.controller?.resume()
+          this.resumeForCaller()
           resume(Effect.succeed(chunks))
         } else if (this.failure !== undefined) {
           resume(Effect.fail(this.failure))
