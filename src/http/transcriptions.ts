@@ -48,13 +48,22 @@ const formBody = (form: SpooledForm) =>
     ),
     (streams): ProxyBody => {
       const boundary = freshBoundary()
-      const partsFor = (model: string): Array<FormPart> =>
-        form.parts.map((part) => (part._tag === "Field" && part.name === "model" ? { ...part, value: model } : part))
+      // The model field becomes the target's; a variant's parameters replace or add fields.
+      const partsFor = (model: string, overrides: Readonly<Record<string, unknown>>): Array<FormPart> => {
+        const fields: Readonly<Record<string, unknown>> = { ...overrides, model }
+        const parts: Array<FormPart> = form.parts
+          .filter((part) => !(part._tag === "Field" && part.name !== "model" && part.name in fields))
+          .map((part) => (part._tag === "Field" && part.name === "model" ? { ...part, value: model } : part))
+        for (const [name, value] of Object.entries(overrides)) {
+          if (name !== "model") parts.unshift({ _tag: "Field", name, value: typeof value === "string" ? value : JSON.stringify(value) })
+        }
+        return parts
+      }
       return {
         contentType: `multipart/form-data; boundary=${boundary}`,
-        contentLength: (target) => encodedFormLength(partsFor(target.model), boundary),
-        forTarget: (target) => {
-          const stream = encodeForm(partsFor(target.model), boundary)
+        contentLength: (target, overrides) => encodedFormLength(partsFor(target.model, overrides), boundary),
+        forTarget: (target, overrides) => {
+          const stream = encodeForm(partsFor(target.model, overrides), boundary)
           streams.add(stream)
           return stream
         }

@@ -15,6 +15,7 @@ import type { Capability, WireFamily } from "../domain/index.ts"
 import type { Operation } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import { executePlan } from "../routing/execute.ts"
+import { drawWeighted } from "../routing/sampler.ts"
 import type { PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
 import { callerKey, callerKeyPolicy, forwardVerbatim, passThroughHeaders } from "./forward/index.ts"
@@ -26,9 +27,9 @@ import type { JsonLog } from "./telemetry/log.ts"
 export interface ProxyBody {
   readonly contentType: string
   /** Byte length of each attempt's body when known (so the upstream gets `content-length`, not chunks). */
-  readonly contentLength?: ((target: PlanTarget) => number) | undefined
-  /** A fresh body for each attempt. */
-  readonly forTarget: (target: PlanTarget) => string | Uint8Array | Readable
+  readonly contentLength?: ((target: PlanTarget, overrides: Readonly<Record<string, unknown>>) => number) | undefined
+  /** A fresh body for each attempt; `overrides` are an experiment variant's parameters. */
+  readonly forTarget: (target: PlanTarget, overrides: Readonly<Record<string, unknown>>) => string | Uint8Array | Readable
 }
 
 export interface ProxyInput {
@@ -45,8 +46,11 @@ export interface ProxyInput {
 /** A JSON body whose `model` becomes each target's model name. */
 export const jsonBody = (raw: Uint8Array, json: Readonly<Record<string, unknown>>, model: string): ProxyBody => ({
   contentType: "application/json",
-  forTarget: (target) => (target.model === model ? raw : JSON.stringify({ ...json, model: target.model }))
+  forTarget: (target, overrides) =>
+    target.model === model && overrides === NO_OVERRIDES ? raw : JSON.stringify({ ...json, ...overrides, model: target.model })
 })
+
+const NO_OVERRIDES: Readonly<Record<string, unknown>> = Object.freeze({})
 
 const DESCRIPTION: Partial<Record<Capability, string>> = {
   embeddings: "embeddings",
@@ -72,8 +76,19 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
     ctx.log.model = input.model
 
     // Targets whose provider cannot do this operation are skipped; none left → 400 (spec 4.3).
+    // An experiment draws its variant first (sticky with x-gw-experiment-key), as on chat.
+    let planSteps = plan.steps
+    let overrides = NO_OVERRIDES
+    if (plan.variants !== undefined) {
+      const variant = yield* drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key"))
+      planSteps = variant.steps
+      if (Object.keys(variant.overrides).length > 0) overrides = variant.overrides
+      ctx.res.setHeader("x-gw-variant", variant.name)
+      ctx.log.variant = variant.name
+    }
+
     let refusal: GatewayError | undefined
-    const steps = plan.steps
+    const steps = planSteps
       .map((step) => ({
         ...step,
         targets: step.targets.filter((target) => {
@@ -91,9 +106,6 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
       }))
       .filter((step) => step.targets.length > 0)
     if (steps.length === 0) return yield* refusal!
-    if (plan.variants !== undefined) {
-      return yield* new GatewayError({ status: 400, code: "unsupported_for_model", message: `${plan.name} is an experiment; only chat requests can use it`, param: "model" })
-    }
 
     const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
     yield* executePlan(plan, steps, ({ target }) => {
@@ -101,7 +113,7 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
       const { path, headers: auth } = provider.request(input.operation, target.model, keyFor(provider.origin))
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       headers["content-type"] = input.body.contentType
-      const length = input.body.contentLength?.(target)
+      const length = input.body.contentLength?.(target, overrides)
       if (length !== undefined) headers["content-length"] = String(length)
       ctx.log.provider = provider.id
       ctx.log.upstream_model = target.model
@@ -112,7 +124,7 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
         method: "POST",
         path,
         headers,
-        body: input.body.forTarget(target),
+        body: input.body.forTarget(target, overrides),
         idleTimeoutMs: target.timeoutMs
       }).pipe(
         Effect.flatMap((response) => forwardVerbatim(ctx, input.family, response, { "x-gw-upstream-provider": provider.id }))

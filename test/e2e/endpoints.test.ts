@@ -28,7 +28,14 @@ beforeAll(async () => {
       cohere: { base_url: cohereUp.url, models: ["rerank-v3.5"], credential: "env::COHERE_KEY" }
     },
     targets: { embedder: { model: "text-embedding-3-small" } },
-    routes: { vectors: { endpoint: "embeddings", models: ["vectors"], strategy: "single", targets: ["embedder"] } }
+    routes: { vectors: { endpoint: "embeddings", models: ["vectors"], strategy: "single", targets: ["embedder"] } },
+    functions: {
+      embed_ab: {
+        endpoint: "embeddings",
+        strategy: "experiment",
+        variants: { small: { model: "text-embedding-3-small", weight: 1, dimensions: 8 } }
+      }
+    }
   }, { OPENAI_KEY: "sk-openai-conf", ANTHROPIC_KEY: "sk-ant-conf", COHERE_KEY: "co-conf" })
   openai = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "x", maxRetries: 0, defaultHeaders: { authorization: null } })
   anthropic = new Anthropic({ baseURL: gateway.url, apiKey: "x", maxRetries: 0, defaultHeaders: { authorization: null, "x-api-key": null } })
@@ -57,6 +64,12 @@ describe("embeddings", () => {
   it("a route of endpoint embeddings serves embeddings, with the target's model upstream", async () => {
     await openai.embeddings.create({ model: "vectors", input: "routed" })
     expect(openaiUp.requests[0].json).toMatchObject({ model: "text-embedding-3-small", input: "routed" })
+  })
+  it("an experiment function on embeddings draws a variant whose parameters reach the provider", async () => {
+    const response = await post("/v1/embeddings", { model: "function::embed_ab", input: "ab" })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("x-gw-variant")).toBe("small")
+    expect(openaiUp.requests[0].json).toMatchObject({ model: "text-embedding-3-small", input: "ab", dimensions: 8 })
   })
   it("a messages-style model is a 400 naming the provider", async () => {
     const response = await post("/v1/embeddings", { model: "claude-e2e", input: "x" })

@@ -55,6 +55,9 @@ beforeAll(async () => {
       speech: { endpoint: "audio_transcription", models: ["speech-to-text"], strategy: "fallback", targets: ["stt-azure", "stt"] },
       chatty: { endpoint: "chat", models: ["chatty"], strategy: "single", targets: ["stt"] }
     },
+    functions: {
+      french: { endpoint: "audio_transcription", strategy: "experiment", variants: { fr: { model: "whisper-1", weight: 1, language: "fr" } } }
+    },
     routing: { retry: { max_retries: 1, backoff_base_ms: 1 } }
   }, { OPENAI_KEY: "sk-openai-test", AZURE_KEY: "azure-key", ANTHROPIC_KEY: "sk-ant-test" })
   client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "sk-caller-own", maxRetries: 0 })
@@ -233,5 +236,15 @@ describe("translations", () => {
     const received = openaiUp.requests[0]
     expect(received.path).toBe("/v1/audio/translations")
     expect(Number(received.headers["content-length"])).toBe(received.bodySize)
+  })
+})
+
+describe("experiments", () => {
+  it("a transcription experiment variant replaces the form's fields with its parameters", async () => {
+    const audio = randomBytes(2048)
+    await client.audio.transcriptions.create({ file: await toFile(audio, "clip.wav"), model: "function::french", language: "en" })
+    const multipart = openaiUp.requests[0].multipart!
+    expect(multipart.fields).toMatchObject({ model: "whisper-1", language: "fr" })
+    expect(multipart.files[0]).toMatchObject({ name: "file", size: 2048, sha256: sha256(audio) })
   })
 })
