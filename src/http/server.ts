@@ -33,8 +33,11 @@ const requestIdOf = (req: Http.IncomingMessage): string => {
 
 const errorBody = (ctx: RequestContext, status: number, code: string, message: string): string =>
   ctx.caller === "anthropic"
-    ? JSON.stringify({ type: "error", error: { type: status === 404 ? "not_found_error" : "invalid_request_error", message, code } })
-    : JSON.stringify({ error: { message, type: "invalid_request_error", param: null, code } })
+    ? JSON.stringify({
+      type: "error",
+      error: { type: status >= 500 ? "api_error" : status === 404 ? "not_found_error" : "invalid_request_error", message, code }
+    })
+    : JSON.stringify({ error: { message, type: status >= 500 ? "api_error" : "invalid_request_error", param: null, code } })
 
 const callerOf = (req: Http.IncomingMessage, path: string): "openai" | "anthropic" => {
   const sdk = req.headers["x-genai-sdk"]

@@ -44,3 +44,15 @@ describe("chat smoke", () => {
     expect(message.content[0]).toMatchObject({ type: "text", text: "echo: hello there" })
   })
 })
+
+describe("dropped parameters", () => {
+  it("field names that cannot stand in a header are counted, not written, and never turn a success into a 500", async () => {
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer sk-ant-test" },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", seed: 7, "métadonnées_日本": 1, "a,b": 2, messages: [{ role: "user", content: "hi" }] })
+    })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("x-gw-dropped-params")).toBe("seed,(2 more)")
+  })
+})

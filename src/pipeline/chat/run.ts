@@ -67,6 +67,18 @@ const unservable = (target: PlanTarget, canonical: () => ChatRequest | GatewayEr
   return undefined
 }
 
+/**
+ * Dropped field names are the caller's own keys: only those that can stand in
+ * a header are listed (others, and commas, would corrupt it); the count of the
+ * rest is appended so nothing is hidden.
+ */
+const HEADER_SAFE = /^[\x21-\x2b\x2d-\x7e]+$/
+const droppedHeader = (names: ReadonlyArray<string>): string => {
+  const safe = names.filter((name) => HEADER_SAFE.test(name))
+  const unsafe = names.length - safe.length
+  return unsafe === 0 ? safe.join(",") : [...safe, `(${unsafe} more)`].join(",")
+}
+
 /** Facts about a plan's steps that do not depend on the request, computed once per steps array. */
 interface PlanShape {
   readonly hasNonChat: boolean
@@ -169,9 +181,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         })
         body = JSON.stringify(encoded.body)
         callHeaders = translatedHeaders(auth, ctx.requestId, input.stream)
-        if (encoded.dropped.length > 0) {
-          extra["x-gw-dropped-params"] = encoded.dropped.join(",")
-          ctx.log.dropped_params = extra["x-gw-dropped-params"]
+        const dropped = droppedHeader(encoded.dropped)
+        if (dropped !== "") {
+          extra["x-gw-dropped-params"] = dropped
+          ctx.log.dropped_params = dropped
         }
       }
       const call: UpstreamCall = {
