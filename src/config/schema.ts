@@ -30,6 +30,8 @@ export const Server = Schema.Struct({
   port: Port.pipe(withDefault(4000)),
   /** Largest JSON request body accepted (beyond spec; multipart bodies are streamed). */
   max_body_bytes: PositiveInt.pipe(withDefault(32 * 1024 * 1024)),
+  /** Largest multipart upload (files, transcriptions) accepted (beyond spec). */
+  max_upload_bytes: PositiveInt.pipe(withDefault(512 * 1024 * 1024)),
   /** Seconds in-flight requests get to finish on SIGTERM/SIGINT. */
   shutdown_grace_secs: NonNegativeInt.pipe(withDefault(30))
 })

@@ -33,7 +33,7 @@ export const makeRouter = Effect.gen(function*() {
     ...modelRoutes(catalog),
     ...chatRoutes(runChat, maxBodyBytes),
     ...jsonEndpointRoutes(runProxy, maxBodyBytes),
-    ...transcriptionRoutes(runProxy),
+    ...transcriptionRoutes(runProxy, settings.file.server.max_upload_bytes),
     ...fileRoutes({ settings, table, client }),
     ...passthroughRoutes({ settings, table, client })
   ])

@@ -19,7 +19,7 @@ import type { AnyGatewayFailure } from "../domain/index.ts"
 import { callerKey, forwardVerbatim, passThroughHeaders } from "../pipeline/forward/index.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
-import { isMultipartForm } from "../pipeline/multipart.ts"
+import { isMultipartForm, uploadTooLarge } from "../pipeline/multipart.ts"
 import { providerTimeoutMs } from "../pipeline/uploads/timeout.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
@@ -87,6 +87,9 @@ export const fileRoutes = ({ settings, table, client }: FilesDependencies): Read
       const { path, headers: auth } = provider.request("files", "", callerKey(ctx.req.headers), suffix)
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       const length = header(ctx, "content-length")
+      if (upload && Number(length) > settings.file.server.max_upload_bytes) {
+        return yield* uploadTooLarge(settings.file.server.max_upload_bytes)
+      }
       if (upload && length !== undefined) headers["content-length"] = length
       ctx.log.provider = provider.id
       const response = yield* client.send({

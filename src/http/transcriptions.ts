@@ -78,7 +78,8 @@ const AUDIO_FORMS = [
 ] as const
 
 export const transcriptionRoutes = (
-  runProxy: (input: ProxyInput) => Effect.Effect<void, AnyGatewayFailure>
+  runProxy: (input: ProxyInput) => Effect.Effect<void, AnyGatewayFailure>,
+  maxUploadBytes: number
 ): ReadonlyArray<RouteDef<never>> =>
   AUDIO_FORMS.map(({ path, operation }) => ({
     method: "POST" as const,
@@ -90,7 +91,7 @@ export const transcriptionRoutes = (
         if (!isMultipartForm(header(ctx, "content-type"))) {
           return yield* invalid(`POST ${path} takes a multipart/form-data body with a \`file\` part and a \`model\` field`)
         }
-        const form = yield* spoolForm(ctx.req)
+        const form = yield* spoolForm(ctx.req, maxUploadBytes)
         if (!form.parts.some((part) => part._tag === "File" && part.name === "file")) {
           return yield* invalid("file: required, an audio file part (with a filename) in the multipart form", "file")
         }

@@ -77,6 +77,10 @@ const formError = (error: Multipart.MultipartError): GatewayError => {
   }
 }
 
+/** 413 for an upload over `server.max_upload_bytes`. */
+export const uploadTooLarge = (maxBytes: number): GatewayError =>
+  new GatewayError({ status: 413, code: "request_too_large", message: `the upload exceeds ${maxBytes} bytes (server.max_upload_bytes)` })
+
 /** A private directory under the OS temp dir, removed with everything in it when the scope closes. */
 const scopedTempDirectory: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
   Effect.promise(() => mkdtemp(join(tmpdir(), "gateway-form-"))),
@@ -87,8 +91,10 @@ const scopedTempDirectory: Effect.Effect<string, never, Scope.Scope> = Effect.ac
  * Reads the whole form from the request: fields in memory, files written to
  * disk as they arrive. Fails with 400 (malformed, truncated) or 413 (limits).
  */
-export const spoolForm = (req: IncomingMessage): Effect.Effect<SpooledForm, GatewayError, Scope.Scope> =>
-  Effect.flatMap(scopedTempDirectory, (dir) => {
+export const spoolForm = (req: IncomingMessage, maxBytes: number): Effect.Effect<SpooledForm, GatewayError, Scope.Scope> =>
+  Number(req.headers["content-length"]) > maxBytes
+    ? Effect.fail(uploadTooLarge(maxBytes))
+    : Effect.flatMap(scopedTempDirectory, (dir) => {
     const parts: Array<FormPart> = []
     return Stream.runForEach(NodeMultipart.stream(req, req.headers), (part) => {
       if (part._tag === "Field") {
@@ -107,8 +113,9 @@ export const spoolForm = (req: IncomingMessage): Effect.Effect<SpooledForm, Gate
       )
     }).pipe(
       Effect.provideService(Multipart.MaxFieldSize, ByteSize.bytes(MAX_FIELD_BYTES)),
+      Effect.provideService(Multipart.MaxFileSize, ByteSize.bytes(maxBytes)),
       Effect.provideService(Multipart.MaxParts, MAX_PARTS),
-      Effect.mapError(formError),
+      Effect.mapError((error) => (error.reason._tag === "FileTooLarge" ? uploadTooLarge(maxBytes) : formError(error))),
       Effect.as({ parts })
     )
   })

@@ -248,3 +248,24 @@ describe("experiments", () => {
     expect(multipart.files[0]).toMatchObject({ name: "file", size: 2048, sha256: sha256(audio) })
   })
 })
+
+describe("upload limits", () => {
+  it("a transcription file over server.max_upload_bytes is refused with 413 before it fills the disk", async () => {
+    const small = await startGateway({
+      server: { max_upload_bytes: 64 * 1024 },
+      providers: { openai: { base_url: `${openaiUp.url}/v1`, models: ["whisper-1"], credential: "none" } }
+    })
+    try {
+      const form = new FormData()
+      form.append("file", new Blob([randomBytes(256 * 1024)]), "big.wav")
+      form.append("model", "whisper-1")
+      const response = await fetch(`${small.url}/v1/audio/transcriptions`, { method: "POST", body: form })
+      expect(response.status).toBe(413)
+      expect(await response.json()).toMatchObject({ error: { code: "request_too_large" } })
+      expect(openaiUp.requests.length).toBe(0)
+      expect(await waitForNoLeftovers()).toEqual([])
+    } finally {
+      await small.close()
+    }
+  })
+})
