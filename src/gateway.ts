@@ -10,7 +10,7 @@ import { GatewayConfig } from "./config/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
 import { listen, makeRequestListener, makeRouter } from "./http/index.ts"
 import type { InFlight } from "./http/index.ts"
-import type { ListenError } from "./http/server.ts"
+import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./pipeline/telemetry/log.ts"
 import { ProviderClient } from "./providers/transport.ts"
 
@@ -18,10 +18,26 @@ import { ProviderClient } from "./providers/transport.ts"
 export const liveLayer = (settings: GatewaySettings, log = new JsonLog(settings.file.telemetry.log_level)) =>
   Layer.mergeAll(Layer.succeed(GatewayConfig, settings), Layer.succeed(Log, log), ProviderClient.layer)
 
-export const serveGateway: Effect.Effect<Http.Server, ListenError, GatewayConfig | Log | ProviderClient | Scope.Scope> = Effect.gen(function*() {
+export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayConfig | Log | ProviderClient | Scope.Scope> = Effect.gen(function*() {
   const settings = yield* GatewayConfig
   const log = yield* Log
   for (const warning of settings.warnings) log.log("warn", "config warning", { source: settings.source, warning })
+  const { file } = settings
+  // Sections this version validates but does not act on yet. Security fails closed: a
+  // gateway told to scan requests for PII must not forward them unscanned instead.
+  if (file.security.enabled) {
+    return yield* new StartError({
+      message: "security.enabled = true, but input scanning (PII, blocklist) is not available in this version; refusing to forward unscanned requests (set enabled = false)"
+    })
+  }
+  for (const [key, enabled] of [
+    ["cache.enabled", file.cache.enabled],
+    ["tenant_routing.enabled", file.tenant_routing.enabled],
+    ["auth.enabled", file.auth.enabled],
+    ["genai_telemetry.enabled", file.genai_telemetry.enabled]
+  ] as const) {
+    if (enabled) log.log("warn", "config warning", { source: settings.source, warning: `${key}: not available in this version; the section is validated and ignored` })
+  }
   const router = yield* makeRouter
   const inFlight: InFlight = { count: 0, idle: [] }
   const listener = makeRequestListener(router, Context.empty(), log, inFlight)

@@ -9,7 +9,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { configPath, loadSettings, redactedView } from "./config/index.ts"
 import { liveLayer, serveGateway } from "./gateway.ts"
-import { ListenError } from "./http/server.ts"
+import { StartError } from "./http/server.ts"
 import { JsonLog } from "./pipeline/telemetry/log.ts"
 
 const USAGE = `usage:
@@ -44,7 +44,7 @@ const serve = (path: string | undefined): void => {
         log.flush()
         if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return onExit(0)
         const error = Cause.squash(exit.cause)
-        process.stderr.write(`gateway failed: ${error instanceof ListenError ? error.message : Cause.pretty(exit.cause)}\n`)
+        process.stderr.write(`gateway failed: ${error instanceof StartError ? error.message : Cause.pretty(exit.cause)}\n`)
         onExit(1)
       }
     })

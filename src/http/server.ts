@@ -147,7 +147,8 @@ export const makeRequestListener = <R>(
   }
 }
 
-export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", { message: Schema.String }) {}
+/** The gateway cannot start serving (the port is taken, a required feature is missing). */
+export class StartError extends Schema.TaggedError<StartError>()("StartError", { message: Schema.String }) {}
 
 export interface ServeOptions {
   readonly host: string
@@ -167,7 +168,7 @@ export const listen = (
   log: JsonLog
 ) =>
   Effect.acquireRelease(
-    Effect.callback<Http.Server, ListenError>((resume) => {
+    Effect.callback<Http.Server, StartError>((resume) => {
       const server = Http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener)
       // A caller whose socket makes no progress for 10 minutes (a stalled reader holding an
       // upstream stream paused) is disconnected; its upstream request is aborted with it.
@@ -180,7 +181,7 @@ export const listen = (
           : error.code === "EADDRNOTAVAIL"
           ? "the address is not available on this machine (check [server] host)"
           : error.message
-        resume(Effect.fail(new ListenError({ message: `cannot listen on ${options.host}:${options.port}: ${reason}` })))
+        resume(Effect.fail(new StartError({ message: `cannot listen on ${options.host}:${options.port}: ${reason}` })))
       })
       server.listen(options.port, options.host, () => {
         const address = server.address() as AddressInfo
