@@ -6,9 +6,14 @@
  */
 import type { SseEvent } from "../formats/index.ts"
 
+/** A line longer than this is not an event anyone sends: the stream is broken. */
+const MAX_LINE = 16 * 1024 * 1024
+
 export class SseParser {
   private readonly decoder = new TextDecoder()
   private pending = ""
+  /** Set when a line outgrew `MAX_LINE`; its bytes were dropped. */
+  overflowed = false
   private event: string | undefined = undefined
   private data: Array<string> = []
 
@@ -27,6 +32,10 @@ export class SseParser {
     }
     // A trailing CR may be the first half of CRLF: keep it with the remainder.
     this.pending = text.slice(start)
+    if (this.pending.length > MAX_LINE) {
+      this.pending = ""
+      this.overflowed = true
+    }
     return out
   }
 

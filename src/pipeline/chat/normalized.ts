@@ -121,6 +121,7 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
       Stream.runForEach((chunk) => {
         const events: Array<ChatStreamEvent> = []
         for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
+        if (parser.overflowed) events.push({ type: "error", error: { type: "api_error", message: "upstream sent an oversized stream event", status: 502 } })
         return emit(events)
       }),
       Effect.flatMap(() => {

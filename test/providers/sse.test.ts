@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest"
+import { SseParser } from "../../src/providers/sse.ts"
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+const feed = (parser: SseParser, pieces: ReadonlyArray<string | Uint8Array>) =>
+  pieces.flatMap((piece) => parser.push(typeof piece === "string" ? bytes(piece) : piece))
+
+describe("SSE parsing", () => {
+  it("parses events with names, multi-line data and comments", () => {
+    const parser = new SseParser()
+    expect(feed(parser, [": keep-alive\n\nevent: message_start\ndata: {\"a\":1}\n\ndata: line one\ndata: line two\n\n"])).toEqual([
+      { event: "message_start", data: "{\"a\":1}" },
+      { data: "line one\nline two" }
+    ])
+  })
+  it("an event split across chunks anywhere, CRLF included, comes out whole and once", () => {
+    const text = "event: x\r\ndata: {\"k\":\"v\"}\r\n\r\ndata: [DONE]\r\n\r\n"
+    for (let cut = 1; cut < text.length; cut++) {
+      const parser = new SseParser()
+      expect(feed(parser, [text.slice(0, cut), text.slice(cut)])).toEqual([{ event: "x", data: "{\"k\":\"v\"}" }, { data: "[DONE]" }])
+    }
+  })
+  it("a UTF-8 character split between chunks is decoded intact", () => {
+    const encoded = bytes("data: héllo 日本\n\n")
+    const parser = new SseParser()
+    expect(feed(parser, [encoded.subarray(0, 9), encoded.subarray(9, 14), encoded.subarray(14)])).toEqual([{ data: "héllo 日本" }])
+  })
+  it("an event without its closing blank line is delivered at the end", () => {
+    const parser = new SseParser()
+    expect(feed(parser, ["data: last"])).toEqual([])
+    expect(parser.end()).toEqual([{ data: "last" }])
+  })
+  it("a line that never ends is dropped past 16 MiB and flagged, not buffered forever", () => {
+    const parser = new SseParser()
+    const piece = "x".repeat(1024 * 1024)
+    feed(parser, ["data: ", ...Array.from({ length: 17 }, () => piece)])
+    expect(parser.overflowed).toBe(true)
+    expect(feed(parser, ["\n\ndata: next\n\n"])).toEqual([{ data: "next" }])
+  })
+})
