@@ -54,11 +54,15 @@ const hasMessagesMarkers = (json: Readonly<Record<string, unknown>>): boolean =>
  * `/v1/responses` accepts three shapes (DESIGN.md): `x-genai-sdk: anthropic`
  * or a messages-style body → messages-style; `input` → the Responses API;
  * otherwise completions-style. Each is answered in its own format.
+ *
+ * Deliberately narrower than DESIGN.md's "`messages` plus `max_tokens`":
+ * completions-style bodies carry `max_tokens` all the time, so only markers
+ * that exist in messages-style bodies alone decide (a top-level `system`,
+ * `tool_use`/`tool_result` blocks); `x-genai-sdk: anthropic` settles the rest.
  */
 export const responsesShapeOf = (sdk: SdkFormat | undefined, json: Readonly<Record<string, unknown>>): CallerFormat => {
   if (sdk === "anthropic") return "anthropic"
   if (json.input !== undefined) return "responses"
-  if (sdk === undefined && Array.isArray(json.messages) && json.max_tokens !== undefined && hasMessagesMarkers(json)) return "anthropic"
   if (sdk === undefined && hasMessagesMarkers(json)) return "anthropic"
   return "openai"
 }
