@@ -44,3 +44,15 @@ export interface GatewaySettings {
   /** Startup warnings (unknown keys, deprecations, fallbacks), already logged once. */
   readonly warnings: ReadonlyArray<string>
 }
+
+/** The built-in provider timeout when nothing else sets one (spec 2.7, 8). */
+export const DEFAULT_TIMEOUT_MS = 30_000
+
+/**
+ * The timeout of a call that goes to a provider rather than to a model (file
+ * operations, passthrough): the provider's `timeout_ms`, then
+ * `[defaults.provider]`, then 30000 ms (spec 2.7 without the model and target
+ * steps, which routing adds for model calls).
+ */
+export const providerTimeoutMs = (settings: GatewaySettings, providerId: string): number =>
+  settings.providers.get(providerId)?.timeoutMs ?? settings.file.defaults.provider.timeout_ms ?? DEFAULT_TIMEOUT_MS

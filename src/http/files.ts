@@ -20,7 +20,7 @@ import { callerKey, forwardVerbatim, passThroughHeaders } from "../pipeline/forw
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
 import { isMultipartForm, uploadTooLarge } from "../pipeline/multipart.ts"
-import { providerTimeoutMs } from "../pipeline/uploads/timeout.ts"
+import { providerTimeoutMs } from "../config/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import type { RoutingTable } from "../routing/table.ts"

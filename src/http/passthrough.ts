@@ -22,7 +22,7 @@ import type { AnyGatewayFailure, ProviderKind, UpstreamError } from "../domain/i
 import { abortWithCaller, callerKey, callerSink, commitHead, passThroughHeaders, responseHeaders } from "../pipeline/forward/index.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
-import { providerTimeoutMs } from "../pipeline/uploads/timeout.ts"
+import { providerTimeoutMs } from "../config/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient, UpstreamResponse } from "../providers/transport.ts"
 import type { RoutingTable } from "../routing/table.ts"

@@ -55,4 +55,3 @@ export interface Plan {
   readonly variants?: ReadonlyArray<Variant> | undefined
 }
 
-export const DEFAULT_TIMEOUT_MS = 30_000

@@ -5,11 +5,10 @@
  * its plan in one lookup.
  */
 import type { EndpointType, GatewaySettings, ResolvedProvider, ResolvedTarget } from "../config/index.ts"
-import { resolveModelReference, variantParameters } from "../config/index.ts"
+import { DEFAULT_TIMEOUT_MS, resolveModelReference, variantParameters } from "../config/index.ts"
 import { GatewayError } from "../domain/index.ts"
 import { compileProvider } from "../providers/adapter.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
-import { DEFAULT_TIMEOUT_MS } from "./plan.ts"
 import type { Plan, PlanStep, PlanTarget, RetryPolicy, Strategy, Variant } from "./plan.ts"
 
 /** A plain name matched by several entries: resolution fails with 409 naming them. */
