@@ -6,6 +6,7 @@
  * `error.code` and no classification header (spec 7.4, DESIGN.md "Errors").
  */
 import { Schema } from "effect"
+import type { StreamError } from "./chat.ts"
 import type { WireFamily } from "./sdk.ts"
 
 export const ERROR_CLASSES = [
@@ -90,6 +91,10 @@ export const classifyUpstream = (status: number, details: UpstreamErrorDetails):
   }
   return "upstream"
 }
+
+/** Classification of an error an upstream reported inside a stream, whichever family sent it. */
+export const classifyStreamError = (error: StreamError): ErrorClass =>
+  classifyUpstream(error.status ?? 500, { type: error.type, message: error.message })
 
 /**
  * The status the caller sees for an upstream error (spec 7.1): 4xx verbatim,

@@ -3,8 +3,6 @@
  * An `event: error` carries no HTTP status, so one is inferred from its `type`
  * for classification (`classifyUpstream`) and for the caller's own error type.
  */
-import type { StreamError } from "../../domain/chat.ts"
-import { classifyUpstream, type ErrorClass } from "../../domain/errors.ts"
 
 const STATUS_BY_TYPE: Readonly<Record<string, number>> = {
   invalid_request_error: 400,
@@ -24,7 +22,3 @@ const STATUS_BY_TYPE: Readonly<Record<string, number>> = {
 /** Status an Anthropic error `type` stands for (500 when unknown). */
 export const statusOfAnthropicError = (type: string | undefined): number =>
   (type !== undefined ? STATUS_BY_TYPE[type] : undefined) ?? 500
-
-/** Classification of a canonical stream error, whichever family reported it. */
-export const classifyStreamError = (error: StreamError): ErrorClass =>
-  classifyUpstream(error.status ?? 500, { type: error.type, message: error.message })

@@ -1,7 +1,7 @@
 /**
  * Anthropic Messages (`/v1/messages`) ⇄ canonical chat model.
  */
-export { classifyStreamError, statusOfAnthropicError } from "./error.ts"
+export { statusOfAnthropicError } from "./error.ts"
 export { cleanToolId, messageId, stopReasonOfWire, wireStopReason } from "./mapping.ts"
 export { decodeAnthropicRequest } from "./request-decode.ts"
 export { DEFAULT_MAX_TOKENS, encodeAnthropicRequest, unsupportedResponseFormat } from "./request-encode.ts"

@@ -3,8 +3,6 @@
  * chunk carries no HTTP status, so one is inferred from its `type`/`code` for
  * classification (`classifyUpstream`) and for the caller's own error type.
  */
-import type { StreamError } from "../../domain/chat.ts"
-import { classifyUpstream, type ErrorClass } from "../../domain/errors.ts"
 
 const STATUS_BY_CODE: Readonly<Record<string, number>> = {
   invalid_api_key: 401,
@@ -41,7 +39,3 @@ export const statusOfOpenAiError = (type: string | undefined, code: unknown): nu
   if (typeof code === "string" && STATUS_BY_CODE[code] !== undefined) return STATUS_BY_CODE[code]
   return (type !== undefined ? STATUS_BY_TYPE[type] : undefined) ?? 500
 }
-
-/** Classification of a canonical stream error, whichever family reported it. */
-export const classifyStreamError = (error: StreamError): ErrorClass =>
-  classifyUpstream(error.status ?? 500, { type: error.type, message: error.message })

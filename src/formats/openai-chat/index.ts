@@ -1,7 +1,7 @@
 /**
  * OpenAI Chat Completions (`/v1/chat/completions`) ⇄ canonical chat model.
  */
-export { classifyStreamError, statusOfOpenAiError } from "./error.ts"
+export { statusOfOpenAiError } from "./error.ts"
 export { completionId, finishReasonOf, stopReasonOfFinish } from "./mapping.ts"
 export { decodeOpenAiChatRequest } from "./request-decode.ts"
 export { encodeOpenAiChatRequest } from "./request-encode.ts"

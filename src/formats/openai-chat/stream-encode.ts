@@ -16,8 +16,8 @@
  */
 import type { ChatStreamEvent, StreamError, Usage } from "../../domain/chat.ts"
 import { streamErrorFrame } from "../../domain/envelope.ts"
+import { classifyStreamError } from "../../domain/errors.ts"
 import type { StreamEncoder } from "../index.ts"
-import { classifyStreamError } from "./error.ts"
 import { completionId, encodeUsage, finishReasonOf } from "./mapping.ts"
 
 export interface OpenAiStreamEncodeOptions {

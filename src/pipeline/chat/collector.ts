@@ -4,7 +4,7 @@
  * spec 6.1.4) for the output guardrail and telemetry. Fed canonical events
  * (streams) or a canonical response; never holds a chunk back.
  */
-import { classifyUpstream } from "../../domain/index.ts"
+import { classifyStreamError } from "../../domain/index.ts"
 import type { ChatResponse, ChatStreamEvent, StopReason, Usage } from "../../domain/index.ts"
 import type { ChatSummary } from "../../formats/summary.ts"
 
@@ -46,7 +46,7 @@ export class ResponseCollector {
         this.usage = event.usage
         return
       case "error":
-        this.error = classifyUpstream(event.error.status ?? 500, { type: event.error.type, message: event.error.message })
+        this.error = classifyStreamError(event.error)
         return
       default:
         return
