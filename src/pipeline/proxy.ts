@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import type { Readable } from "node:stream"
 import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { Capability, WireFamily } from "../domain/index.ts"
+import { replaceTopLevelModel } from "../formats/splice.ts"
 import type { Operation } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import { executePlan } from "../routing/execute.ts"
@@ -46,8 +47,11 @@ export interface ProxyInput {
 /** A JSON body whose `model` becomes each target's model name. */
 export const jsonBody = (raw: Uint8Array, json: Readonly<Record<string, unknown>>, model: string): ProxyBody => ({
   contentType: "application/json",
-  forTarget: (target, overrides) =>
-    target.model === model && overrides === NO_OVERRIDES ? raw : JSON.stringify({ ...json, ...overrides, model: target.model })
+  forTarget: (target, overrides) => {
+    if (overrides !== NO_OVERRIDES) return JSON.stringify({ ...json, ...overrides, model: target.model })
+    if (target.model === model) return raw
+    return replaceTopLevelModel(raw, model, target.model) ?? JSON.stringify({ ...json, model: target.model })
+  }
 })
 
 const NO_OVERRIDES: Readonly<Record<string, unknown>> = Object.freeze({})

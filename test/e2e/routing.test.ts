@@ -93,6 +93,13 @@ describe("routing end to end", () => {
     await openaiUp.waitForClosedEarly(1)
   })
 
+  it("a route alias reaches the provider as the caller's own bytes with only the model replaced", async () => {
+    const raw = '{ "model" : "smart",\n  "messages": [{"role": "user", "content": "bytes \\u00e9 kept"}],  "temperature": 0.50 }'
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: raw })
+    expect(response.status).toBe(200)
+    expect(openaiUp.requests[0].body.toString("utf8")).toBe(raw.replace('"smart"', '"gpt-4o"'))
+  })
+
   it("success responses name the provider that answered", async () => {
     const response = await post({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] })
     expect(response.headers.get("x-gw-upstream-provider")).toBe("openai")

@@ -9,6 +9,7 @@ import { GatewayError } from "../../domain/index.ts"
 import type { UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, ProviderFamily, WireFamily } from "../../domain/index.ts"
 import { Anthropic, CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
+import { replaceTopLevelModel } from "../../formats/splice.ts"
 import type { CallerFormat } from "../../formats/index.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { executePlan } from "../../routing/execute.ts"
@@ -158,6 +159,18 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     }
 
     const keyFor = callerKeyPolicy(callerKey(headers))
+    // Same-format bodies: the caller's bytes, with the model spliced in for an alias (once per
+    // target model, reused by retries); re-serialized only when a variant changed parameters.
+    const fastBodies = new Map<string, string | Uint8Array>()
+    const fastBody = (model: string): string | Uint8Array => {
+      if (model === input.model && !overridden) return input.raw
+      let body = fastBodies.get(model)
+      if (body === undefined) {
+        body = (overridden ? undefined : replaceTopLevelModel(input.raw, input.model, model)) ?? JSON.stringify({ ...json, model })
+        fastBodies.set(model, body)
+      }
+      return body
+    }
     const collector = new ResponseCollector()
 
     const attempt = ({ target }: AttemptInfo): Effect.Effect<void, UpstreamError> => {
@@ -169,7 +182,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
       if (fast) {
-        body = target.model === input.model && !overridden ? input.raw : JSON.stringify({ ...json, model: target.model })
+        body = fastBody(target.model)
         callHeaders = passThroughHeaders(headers, auth, ctx.requestId)
         callHeaders["content-type"] ??= "application/json"
       } else {
