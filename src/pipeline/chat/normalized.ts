@@ -118,9 +118,10 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
     }
 
     const pump = response.body.stream.pipe(
-      Stream.runForEach((chunk) => {
+      // Whole arrays of chunks at a time: one Effect per pull, not per chunk.
+      Stream.runForEachArray((chunks) => {
         const events: Array<ChatStreamEvent> = []
-        for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
+        for (const chunk of chunks) for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
         if (parser.overflowed) events.push({ type: "error", error: { type: "api_error", message: "upstream sent an oversized stream event", status: 502 } })
         return emit(events)
       }),
