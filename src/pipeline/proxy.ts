@@ -10,13 +10,14 @@
  */
 import { Effect } from "effect"
 import type { Readable } from "node:stream"
-import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
+import { GatewayError } from "../domain/index.ts"
 import type { Capability, WireFamily } from "../domain/index.ts"
 import { replaceTopLevelModel } from "../formats/splice.ts"
 import type { Operation } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import { executePlan } from "../routing/execute.ts"
 import { drawWeighted } from "../routing/sampler.ts"
+import { servableSteps } from "../routing/servable.ts"
 import type { PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
 import { callerKey, callerKeyPolicy, forwardVerbatim, passThroughHeaders } from "./forward/index.ts"
@@ -56,15 +57,6 @@ export const jsonBody = (raw: Uint8Array, json: Readonly<Record<string, unknown>
 
 const NO_OVERRIDES: Readonly<Record<string, unknown>> = Object.freeze({})
 
-const DESCRIPTION: Partial<Record<Capability, string>> = {
-  embeddings: "embeddings",
-  image_generation: "image generation",
-  audio_speech: "text-to-speech",
-  audio_transcription: "transcription",
-  rerank: "rerank",
-  count_tokens: "token counting",
-  files: "files"
-}
 
 export interface ProxyDependencies {
   readonly table: RoutingTable
@@ -91,25 +83,8 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
       ctx.log.variant = variant.name
     }
 
-    let refusal: GatewayError | undefined
-    const steps = planSteps
-      .map((step) => ({
-        ...step,
-        targets: step.targets.filter((target) => {
-          if (PROVIDER_KIND_INFO[target.provider.kind].capabilities.has(input.capability)) return true
-          refusal ??= new GatewayError({
-            status: 400,
-            code: "unsupported_for_model",
-            message: `${DESCRIPTION[input.capability] ?? input.capability} is not supported by ${
-              target.provider.family === "anthropic" ? "messages-style " : ""
-            }provider "${target.provider.id}" (model ${target.model})`,
-            param: "model"
-          })
-          return false
-        })
-      }))
-      .filter((step) => step.targets.length > 0)
-    if (steps.length === 0) return yield* refusal!
+    const steps = servableSteps(planSteps, { capability: input.capability })
+    if (steps instanceof GatewayError) return yield* steps
 
     const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
     yield* executePlan(plan, steps, ({ target }) => {

@@ -6,8 +6,9 @@
  * without sockets or real time (docs/testing-your-routing.md).
  *
  * Bodies are not translated here: the simulator drains each successful
- * response like the normalized path does, so a stream that breaks before its
- * first chunk fails over and one that breaks later does not.
+ * response, so a stream that breaks before its first chunk fails over and one
+ * that breaks later does not (the same-format path's commit point). Targets
+ * that cannot serve the request are skipped by the same rule as in the gateway.
  */
 import { Clock, Effect, Stream } from "effect"
 import type { EndpointType } from "../config/index.ts"
@@ -18,6 +19,7 @@ import type { Operation } from "../providers/adapter.ts"
 import { executePlan } from "./execute.ts"
 import type { PlanStep } from "./plan.ts"
 import { drawWeighted } from "./sampler.ts"
+import { servableSteps } from "./servable.ts"
 import type { RoutingTable } from "./table.ts"
 
 export interface SimulatedRequest {
@@ -81,6 +83,10 @@ export const simulateRequest = (
       body = { ...body, ...drawn.overrides }
       variant = drawn.name
     }
+    const format = (body.response_format as { readonly type?: unknown } | undefined)?.type
+    const servable = servableSteps(steps, { capability: endpoint, responseFormat: typeof format === "string" ? format : undefined })
+    if (servable instanceof GatewayError) return yield* servable
+    steps = servable
     const began = yield* Clock.currentTimeMillis
     const attempts: Array<SimulatedAttempt> = []
     let sentBody = body

@@ -269,3 +269,24 @@ describe("strategies", () => {
       }
     }))
 })
+
+describe("targets that cannot serve a request", () => {
+  const document = {
+    providers,
+    targets: { claude: { model: "claude-sonnet-4-5" }, gpt: { model: "gpt-4o" } },
+    routes: { json: { endpoint: "chat", models: ["json"], strategy: "fallback", targets: ["claude", "gpt"] } }
+  }
+  it.effect("a messages-style target is skipped for a JSON response_format, as in the gateway", () =>
+    Effect.gen(function*() {
+      const result = yield* simulate(document, { model: "json", body: { model: "json", response_format: { type: "json_object" } } }, () => OK)
+      assert.deepStrictEqual(result.attempts.map((a) => a.target), ["gpt"])
+    }))
+  it.effect("with no target left the request fails with the reason", () =>
+    Effect.gen(function*() {
+      const failure = yield* simulateRequest(tableOf(document), { model: "claude-sonnet-4-5", body: { response_format: { type: "json_schema" } } }).pipe(
+        Effect.provide(layerTest(() => OK)),
+        Effect.flip
+      )
+      assert.strictEqual(failure.code, "unsupported_response_format")
+    }))
+})

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { GatewayError } from "../../domain/index.ts"
 import type { UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, ProviderFamily, WireFamily } from "../../domain/index.ts"
-import { Anthropic, CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
+import { CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
 import type { CallerFormat } from "../../formats/index.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
@@ -16,6 +16,7 @@ import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
 import type { PlanStep, PlanTarget } from "../../routing/plan.ts"
 import { drawWeighted } from "../../routing/sampler.ts"
+import { servableSteps } from "../../routing/servable.ts"
 import type { RoutingTable } from "../../routing/table.ts"
 import type { RequestContext } from "../context.ts"
 import { header } from "../context.ts"
@@ -41,31 +42,6 @@ export interface ChatDependencies {
   readonly table: RoutingTable
   readonly client: ProviderClient["Service"]
   readonly log: JsonLog
-}
-
-/** Why a target cannot serve this request at all (it is skipped), or undefined. */
-const unservable = (target: PlanTarget, canonical: () => ChatRequest | GatewayError): GatewayError | undefined => {
-  const family = target.provider.family
-  if (family === "other") {
-    return new GatewayError({
-      status: 400,
-      code: "unsupported_for_model",
-      message: `provider "${target.provider.id}" (${target.provider.kind}) does not serve chat requests`,
-      param: "model"
-    })
-  }
-  if (family === "anthropic") {
-    const request = canonical()
-    if (!(request instanceof GatewayError) && Anthropic.unsupportedResponseFormat(request)) {
-      return new GatewayError({
-        status: 400,
-        code: "unsupported_response_format",
-        message: `response_format ${request.responseFormat?.type} is not supported by messages-style provider "${target.provider.id}"`,
-        param: "response_format"
-      })
-    }
-  }
-  return undefined
 }
 
 /**
@@ -140,18 +116,13 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     // Skip targets that cannot serve this request; none left → say why. Only a plan with a
     // non-chat provider, or a request asking for a response format, can have such targets.
     if (json.response_format != null || json.text != null || planShape(steps).hasNonChat) {
-      let firstRefusal: GatewayError | undefined
-      steps = steps
-        .map((step) => ({
-          ...step,
-          targets: step.targets.filter((target) => {
-            const refusal = unservable(target, canonicalRequest)
-            firstRefusal ??= refusal
-            return refusal === undefined
-          })
-        }))
-        .filter((step) => step.targets.length > 0)
-      if (steps.length === 0) return yield* firstRefusal!
+      const request = canonicalRequest()
+      const servable = servableSteps(steps, {
+        capability: "chat",
+        responseFormat: request instanceof GatewayError ? undefined : request.responseFormat?.type
+      })
+      if (servable instanceof GatewayError) return yield* servable
+      steps = servable
     }
     if (family === "responses" || planShape(steps).onlyFamily !== family) {
       const request = canonicalRequest()
