@@ -5,6 +5,7 @@
  */
 import { parse } from "smol-toml"
 import { settingsFromDocument } from "./config/index.ts"
+import { compileProvider } from "./providers/adapter.ts"
 import { compileRoutingTable } from "./routing/table.ts"
 import type { RoutingTable } from "./routing/table.ts"
 
@@ -17,5 +18,5 @@ export type { SimulatedAttempt, SimulatedRequest, SimulationResult } from "./rou
 export const routingFromToml = (toml: string, env: Readonly<Record<string, string | undefined>> = {}): RoutingTable => {
   const result = settingsFromDocument(parse(toml), env, "<test>")
   if (!result.ok) throw result.error
-  return compileRoutingTable(result.settings)
+  return compileRoutingTable(result.settings, compileProvider)
 }

@@ -9,6 +9,7 @@ import { makeProxyProgram } from "../pipeline/proxy.ts"
 import { Log } from "../pipeline/telemetry/log.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { buildCatalog } from "../routing/catalog.ts"
+import { compileProvider } from "../providers/adapter.ts"
 import { compileRoutingTable } from "../routing/table.ts"
 import { chatRoutes } from "./chat.ts"
 import { jsonEndpointRoutes } from "./endpoints.ts"
@@ -23,7 +24,7 @@ export const makeRouter = Effect.gen(function*() {
   const settings = yield* GatewayConfig
   const client = yield* ProviderClient
   const log = yield* Log
-  const table = compileRoutingTable(settings)
+  const table = compileRoutingTable(settings, compileProvider)
   const catalog = buildCatalog(settings)
   const maxBodyBytes = settings.file.server.max_body_bytes
   const runChat = makeChatProgram({ table, client, log })

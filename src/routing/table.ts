@@ -4,10 +4,9 @@
  * send (`route::X`, `function::X`, `<provider>::<model>`, plain names) maps to
  * its plan in one lookup.
  */
-import type { EndpointType, GatewaySettings, ResolvedProvider, ResolvedTarget } from "../config/index.ts"
+import type { EndpointType, GatewaySettings, ResolvedCredential, ResolvedProvider, ResolvedTarget } from "../config/index.ts"
 import { DEFAULT_TIMEOUT_MS, resolveModelReference, variantParameters } from "../config/index.ts"
 import { GatewayError } from "../domain/index.ts"
-import { compileProvider } from "../providers/adapter.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { Plan, PlanStep, PlanTarget, RetryPolicy, Strategy, Variant } from "./plan.ts"
 
@@ -38,7 +37,14 @@ export interface RoutingTable {
 const notFound = (model: string) =>
   new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${model}\` does not exist or is not configured`, param: "model" })
 
-export const compileRoutingTable = (settings: GatewaySettings): RoutingTable => {
+/** Compiles a provider (optionally with a target's own credential); the live one is `compileProvider`. */
+export type ProviderCompiler = (provider: ResolvedProvider, credential?: ResolvedCredential) => CompiledProvider
+
+/**
+ * Compiles every selector of a configuration into its plan. The provider
+ * compiler is passed in, so routing depends on the adapters' shape only.
+ */
+export const compileRoutingTable = (settings: GatewaySettings, compileProvider: ProviderCompiler): RoutingTable => {
   const { file } = settings
   const providers = new Map<string, CompiledProvider>()
   for (const provider of settings.providers.values()) providers.set(provider.id, compileProvider(provider))

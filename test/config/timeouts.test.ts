@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest"
 import { GatewayError } from "../../src/domain/index.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
 import { load, withServer } from "./support.ts"
+import { compileProvider } from "../../src/providers/adapter.ts"
 
 interface Layers {
   readonly target?: number
@@ -25,7 +26,7 @@ const timeoutOf = (layers: Layers, selector: "route::r" | "openai::m"): number =
       routes: { r: { endpoint: "chat", models: ["alias"], strategy: "single", targets: ["t"] } }
     })
   )
-  const plan = compileRoutingTable(settings).resolve(selector, undefined, "chat")
+  const plan = compileRoutingTable(settings, compileProvider).resolve(selector, undefined, "chat")
   if (plan instanceof GatewayError) throw plan
   return plan.steps[0].targets[0].timeoutMs
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest"
 import { settingsFromDocument } from "../../src/config/index.ts"
 import { GatewayError } from "../../src/domain/index.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
+import { compileProvider } from "../../src/providers/adapter.ts"
 
 const doc = readFileSync(new URL("../../docs/routing.md", import.meta.url), "utf8")
 const blocks = [...doc.matchAll(/```toml\n([\s\S]*?)```/g)].map((match) => match[1])
@@ -13,7 +14,7 @@ const tableOf = (index: number) => {
   const result = settingsFromDocument(parse(blocks[index]), env, `docs/routing.md block ${index + 1}`)
   if (!result.ok) throw result.error
   expect(result.settings.warnings).toEqual([])
-  return compileRoutingTable(result.settings)
+  return compileRoutingTable(result.settings, compileProvider)
 }
 
 describe("docs/routing.md", () => {

@@ -8,12 +8,13 @@ import { backoffDelayMs } from "../../src/routing/retry.ts"
 import { simulateRequest } from "../../src/routing/simulate.ts"
 import type { SimulatedRequest } from "../../src/routing/simulate.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
+import { compileProvider } from "../../src/providers/adapter.ts"
 
 const OK = TestReply.json(200, { id: "x", object: "chat.completion", choices: [] })
 const SSE_OK = TestReply.stream(["data: {}\n\n", "data: [DONE]\n\n"])
 
 const tableOf = (document: Record<string, unknown>) =>
-  compileRoutingTable(GatewayConfig.fromDocument({ server: {}, ...document }))
+  compileRoutingTable(GatewayConfig.fromDocument({ server: {}, ...document }), compileProvider)
 
 const providers = {
   openai: { base_url: "http://openai.test/v1", models: ["gpt-4o", "gpt-4o-mini"], credential: "none" },

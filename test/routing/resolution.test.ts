@@ -3,6 +3,7 @@ import { GatewayConfig } from "../../src/config/index.ts"
 import { GatewayError } from "../../src/domain/index.ts"
 import type { Plan } from "../../src/routing/plan.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
+import { compileProvider } from "../../src/providers/adapter.ts"
 
 const table = compileRoutingTable(GatewayConfig.fromDocument({
   server: {},
@@ -22,7 +23,7 @@ const table = compileRoutingTable(GatewayConfig.fromDocument({
     summarize: { endpoint: "chat", strategy: "single", models: ["claude"] },
     helper: { endpoint: "chat", strategy: "fallback", targets: ["t2", "t3"] }
   }
-}))
+}), compileProvider)
 
 const plan = (model: string, provider?: string, endpoint: "chat" | "embeddings" = "chat"): Plan => {
   const result = table.resolve(model, provider, endpoint)
