@@ -4,7 +4,8 @@
  * Pure rendering: a failure and the caller's wire family in, status, headers
  * and body out. The HTTP layer writes the result; streams use `streamErrorFrame`.
  */
-import type { ErrorClass, GatewayError, InfraError, UpstreamError, UpstreamErrorDetails } from "./errors.ts"
+import { parseErrorDetails } from "./errors.ts"
+import type { ErrorClass, GatewayError, InfraError, UpstreamError } from "./errors.ts"
 import type { WireFamily } from "./sdk.ts"
 
 export interface RenderedError {
@@ -59,36 +60,6 @@ const anthropicBody = (message: string, type: string, code?: string): string =>
   JSON.stringify({ type: "error", error: code === undefined ? { type, message } : { type, message, code } })
 
 const decoder = new TextDecoder()
-
-/**
- * Reads `error.type`, `error.code` and `error.message` from an upstream error
- * body of either family (OpenAI `{error:{…}}`, Anthropic `{type:"error",error:{…}}`).
- * Returns undefined for an empty, non-JSON or unrecognized body.
- */
-export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDetails | undefined => {
-  if (body === undefined || body.byteLength === 0) return undefined
-  let json: unknown
-  try {
-    json = JSON.parse(decoder.decode(body))
-  } catch {
-    return undefined
-  }
-  if (typeof json !== "object" || json === null) return undefined
-  const error = (json as { error?: unknown }).error
-  if (typeof error === "object" && error !== null) {
-    const e = error as { type?: unknown; code?: unknown; message?: unknown; details?: { error_code?: unknown } }
-    if (typeof e.message !== "string") return undefined
-    const code = typeof e.code === "string"
-      ? e.code
-      : typeof e.details?.error_code === "string"
-      ? e.details.error_code
-      : undefined
-    return { type: typeof e.type === "string" ? e.type : undefined, code, message: e.message }
-  }
-  // Some OpenAI-compatible servers answer `{"error":"text"}` or `{"message":"text"}`.
-  if (typeof error === "string") return { message: error }
-  return undefined
-}
 
 /** Whether a body is a well-formed error envelope of the given family (forwardable verbatim). */
 const isEnvelopeOf = (family: WireFamily, body: Uint8Array | undefined): boolean => {

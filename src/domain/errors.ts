@@ -60,6 +60,38 @@ const CONTENT_POLICY = /content_policy|content_filter|content management policy|
 const ORG_VERIFICATION = /verif(y|ied|ication)/i
 const OVERLOADED = /overload/i
 
+const decoder = new TextDecoder()
+
+/**
+ * Reads `error.type`, `error.code` and `error.message` from an upstream error
+ * body of either family (OpenAI `{error:{…}}`, Anthropic `{type:"error",error:{…}}`).
+ * Returns undefined for an empty, non-JSON or unrecognized body.
+ */
+export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDetails | undefined => {
+  if (body === undefined || body.byteLength === 0) return undefined
+  let json: unknown
+  try {
+    json = JSON.parse(decoder.decode(body))
+  } catch {
+    return undefined
+  }
+  if (typeof json !== "object" || json === null) return undefined
+  const error = (json as { error?: unknown }).error
+  if (typeof error === "object" && error !== null) {
+    const e = error as { type?: unknown; code?: unknown; message?: unknown; details?: { error_code?: unknown } }
+    if (typeof e.message !== "string") return undefined
+    const code = typeof e.code === "string"
+      ? e.code
+      : typeof e.details?.error_code === "string"
+      ? e.details.error_code
+      : undefined
+    return { type: typeof e.type === "string" ? e.type : undefined, code, message: e.message }
+  }
+  // Some OpenAI-compatible servers answer `{"error":"text"}` or `{"message":"text"}`.
+  if (typeof error === "string") return { message: error }
+  return undefined
+}
+
 /**
  * Classifies an upstream HTTP error by status and, where the status alone is
  * ambiguous (429, 403, 400, 503), by the body's type, code and message.
@@ -132,6 +164,53 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   get status(): number {
     return callerStatusOf(this.reason, this.upstreamStatus, this.timedOut)
   }
+
+  /** An upstream's HTTP error response, classified from its status and body (spec 7.2). */
+  static fromResponse(
+    source: FailureSource,
+    status: number,
+    body: Uint8Array,
+    options: { readonly retryAfter?: number | undefined; readonly contentType?: string | undefined } = {}
+  ): UpstreamError {
+    const details = parseErrorDetails(body)
+    return new UpstreamError({
+      reason: classifyUpstream(status, details ?? {}),
+      upstreamStatus: status,
+      provider: source.providerId,
+      family: source.family,
+      message: details?.message ?? `provider returned status ${status}`,
+      timedOut: false,
+      reached: true,
+      retryAfter: options.retryAfter,
+      body,
+      ...(options.contentType === undefined ? {} : { contentType: options.contentType })
+    })
+  }
+
+  /** A failure of class `upstream`: network, timeout, a malformed or oversized body. */
+  static fault(
+    source: FailureSource,
+    message: string,
+    options: { readonly status?: number; readonly timedOut?: boolean; readonly reached?: boolean; readonly body?: Uint8Array } = {}
+  ): UpstreamError {
+    return new UpstreamError({
+      reason: "upstream",
+      upstreamStatus: options.status ?? 0,
+      provider: source.providerId,
+      family: source.family,
+      message,
+      timedOut: options.timedOut ?? false,
+      reached: options.reached ?? true,
+      retryAfter: undefined,
+      ...(options.body === undefined ? {} : { body: options.body })
+    })
+  }
+}
+
+/** Where a failed attempt went: the provider and its wire family. */
+export interface FailureSource {
+  readonly providerId: string
+  readonly family: ProviderFamily
 }
 
 /** Gateway-originated request errors (spec 7.1 rows that never reach a provider). */

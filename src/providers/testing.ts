@@ -12,7 +12,7 @@
  */
 import { Duration, Effect, Layer, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
-import { classifyUpstream, parseErrorDetails, UpstreamError } from "../domain/index.ts"
+import { UpstreamError } from "../domain/index.ts"
 import { ProviderClient } from "./transport.ts"
 import type { ChunkSink, UpstreamBody, UpstreamCall, UpstreamResponse } from "./transport.ts"
 
@@ -55,17 +55,7 @@ export const TestReply = {
   delay: (duration: Duration.Input, then: TestReply): TestReply => ({ _tag: "Delay", duration, then })
 }
 
-const failure = (call: UpstreamCall, message: string, status = 0): UpstreamError =>
-  new UpstreamError({
-    reason: "upstream",
-    upstreamStatus: status,
-    provider: call.providerId,
-    family: call.family,
-    message,
-    timedOut: false,
-    reached: true,
-    retryAfter: undefined
-  })
+const failure = (call: UpstreamCall, message: string): UpstreamError => UpstreamError.fault(call, message)
 
 const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, failAfter: number | undefined): UpstreamBody => {
   const delivered = failAfter === undefined ? chunks : chunks.slice(0, failAfter)
@@ -100,20 +90,10 @@ const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamRe
       if (reply.status < 400) {
         return Effect.succeed({ status: reply.status, headers: reply.headers, body: bodyOf(call, reply.chunks, reply.failAfter) })
       }
-      const body = Buffer.concat([...reply.chunks])
-      const details = parseErrorDetails(body)
       const retryAfter = reply.headers["retry-after"]
       return Effect.fail(
-        new UpstreamError({
-          reason: classifyUpstream(reply.status, details ?? {}),
-          upstreamStatus: reply.status,
-          provider: call.providerId,
-          family: call.family,
-          message: details?.message ?? `provider returned status ${reply.status}`,
-          timedOut: false,
-          reached: true,
-          retryAfter: typeof retryAfter === "string" ? Number(retryAfter) : undefined,
-          body
+        UpstreamError.fromResponse(call, reply.status, Buffer.concat([...reply.chunks]), {
+          retryAfter: typeof retryAfter === "string" ? Number(retryAfter) : undefined
         })
       )
     }
@@ -121,16 +101,7 @@ const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamRe
 }
 
 const timedOut = (call: UpstreamCall): UpstreamError =>
-  new UpstreamError({
-    reason: "upstream",
-    upstreamStatus: 0,
-    provider: call.providerId,
-    family: call.family,
-    message: `no response within ${call.idleTimeoutMs} ms`,
-    timedOut: true,
-    reached: true,
-    retryAfter: undefined
-  })
+  UpstreamError.fault(call, `no response within ${call.idleTimeoutMs} ms`, { timedOut: true })
 
 /** A `ProviderClient` layer answering every call with `handler`; calls are appended to `calls`. */
 export const layerTest = (

@@ -22,7 +22,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
 import { Agent } from "undici"
 import type { Dispatcher } from "undici"
-import { classifyUpstream, parseErrorDetails, UpstreamError } from "../domain/index.ts"
+import { UpstreamError } from "../domain/index.ts"
 import type { ProviderFamily } from "../domain/index.ts"
 
 export interface UpstreamCall {
@@ -183,50 +183,28 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   // --- errors ---------------------------------------------------------------
 
   private httpError(body: Buffer): UpstreamError {
-    const details = parseErrorDetails(body)
-    const contentType = headerValue(this.headers, "content-type")
-    return new UpstreamError({
-      reason: classifyUpstream(this.status, details ?? {}),
-      upstreamStatus: this.status,
-      provider: this.call.providerId,
-      family: this.call.family,
-      message: details?.message ?? `provider returned status ${this.status}`,
-      timedOut: false,
-      reached: true,
+    return UpstreamError.fromResponse(this.call, this.status, body, {
       retryAfter: parseRetryAfter(this.headers),
-      body,
-      ...(contentType === undefined ? {} : { contentType })
+      contentType: headerValue(this.headers, "content-type")
     })
   }
 
   private networkError(error: Error): UpstreamError {
     const code = (error as { code?: string }).code ?? ""
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? ""
-    return new UpstreamError({
-      reason: "upstream",
-      upstreamStatus: 0,
-      provider: this.call.providerId,
-      family: this.call.family,
-      message: code || cause || error.message,
-      timedOut: false,
-      reached: this.status !== 0 || !(UNREACHED.has(code) || UNREACHED.has(cause)),
-      retryAfter: undefined
+    return UpstreamError.fault(this.call, code || cause || error.message, {
+      reached: this.status !== 0 || !(UNREACHED.has(code) || UNREACHED.has(cause))
     })
   }
 
   private armIdleTimer(): void {
     this.idleTimer = setTimeout(() => {
       const waitingForHead = this.headResume !== undefined
-      this.failure = new UpstreamError({
-        reason: "upstream",
-        upstreamStatus: 0,
-        provider: this.call.providerId,
-        family: this.call.family,
-        message: waitingForHead ? `no response within ${this.call.idleTimeoutMs} ms` : `no data for ${this.call.idleTimeoutMs} ms`,
-        timedOut: true,
-        reached: true,
-        retryAfter: undefined
-      })
+      this.failure = UpstreamError.fault(
+        this.call,
+        waitingForHead ? `no response within ${this.call.idleTimeoutMs} ms` : `no data for ${this.call.idleTimeoutMs} ms`,
+        { timedOut: true }
+      )
       this.aborted = true
       this.controller?.abort(new AbortedByGateway("timeout"))
       const resume = this.headResume
@@ -327,18 +305,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
       }),
       (acc) =>
         acc.size > limit
-          ? Effect.fail(
-            new UpstreamError({
-              reason: "upstream",
-              upstreamStatus: this.status,
-              provider: this.call.providerId,
-              family: this.call.family,
-              message: `response body exceeds ${limit} bytes`,
-              timedOut: false,
-              reached: true,
-              retryAfter: undefined
-            })
-          )
+          ? Effect.fail(UpstreamError.fault(this.call, `response body exceeds ${limit} bytes`, { status: this.status }))
           : Effect.succeed(acc.chunks.length === 1 ? acc.chunks[0] : Buffer.concat(acc.chunks))
     )
   }

@@ -10,8 +10,8 @@
  * connection) is still retried or failed over.
  */
 import { Effect, Stream } from "effect"
-import { classifyUpstream, UpstreamError } from "../../domain/index.ts"
-import type { ChatRequest, ChatStreamEvent, ProviderFamily, StreamError } from "../../domain/index.ts"
+import { UpstreamError } from "../../domain/index.ts"
+import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily, StreamError } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
@@ -34,33 +34,18 @@ export interface Translation {
   readonly collector: ResponseCollector
 }
 
-const malformed = (t: Translation, message: string, status: number): UpstreamError =>
-  new UpstreamError({
-    reason: "upstream",
-    upstreamStatus: status,
-    provider: t.providerId,
-    family: t.providerFamily,
-    message,
-    timedOut: false,
-    reached: true,
-    retryAfter: undefined
-  })
+const sourceOf = (t: Translation): FailureSource => ({ providerId: t.providerId, family: t.providerFamily })
 
-/** An error the upstream sent inside its stream, as an attempt failure. */
-const inBandError = (t: Translation, error: StreamError): UpstreamError => {
-  const status = error.status ?? 500
-  return new UpstreamError({
-    reason: classifyUpstream(status, { type: error.type, message: error.message }),
-    upstreamStatus: status,
-    provider: t.providerId,
-    family: t.providerFamily,
-    message: error.message,
-    timedOut: false,
-    reached: true,
-    retryAfter: undefined,
-    body: Buffer.from(JSON.stringify({ type: "error", error: { type: error.type, message: error.message } }))
-  })
-}
+const malformed = (t: Translation, message: string, status: number): UpstreamError =>
+  UpstreamError.fault(sourceOf(t), message, { status })
+
+/** An error the upstream sent inside its stream, as an attempt failure (classified like a response). */
+const inBandError = (t: Translation, error: StreamError): UpstreamError =>
+  UpstreamError.fromResponse(
+    sourceOf(t),
+    error.status ?? 500,
+    Buffer.from(JSON.stringify({ type: "error", error: { type: error.type, message: error.message } }))
+  )
 
 export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<void, UpstreamError> => {
   abortWithCaller(t.ctx, response.body)
