@@ -21,6 +21,7 @@ import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
 import { isMultipartForm, uploadTooLarge } from "../pipeline/multipart.ts"
 import { providerTimeoutMs } from "../config/index.ts"
+import { withQuery } from "../providers/adapter.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import type { RoutingTable } from "../routing/table.ts"
@@ -66,9 +67,6 @@ const forwardedQuery = (query: string): string => {
   params.delete("api-version")
   return params.toString()
 }
-
-const withQuery = (path: string, query: string): string =>
-  query === "" ? path : `${path}${path.includes("?") ? "&" : "?"}${query}`
 
 type FileOperation = "upload" | "list" | "retrieve" | "content" | "delete"
 

@@ -77,6 +77,10 @@ const authFor = (
   return headers
 }
 
+/** `path` with `query` (no leading `?`) appended, whether or not it has a query already. */
+export const withQuery = (path: string, query: string): string =>
+  query === "" ? path : `${path}${path.includes("?") ? "&" : "?"}${query}`
+
 export const compileProvider = (provider: ResolvedProvider, credential?: ResolvedCredential): CompiledProvider => {
   const url = new URL(provider.baseUrl)
   const origin = url.origin
@@ -89,9 +93,6 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
       : ""
   const configuredQuery = queryFor(configured)
   const azureVersion = `api-version=${encodeURIComponent(provider.apiVersion)}`
-
-  const withQuery = (path: string, extra: string): string =>
-    extra === "" ? path : `${path}${path.includes("?") ? "&" : "?"}${extra}`
 
   const path = (operation: Operation, model: string, suffix = ""): string => {
     if (operation === "passthrough") return `${basePath}${suffix}`

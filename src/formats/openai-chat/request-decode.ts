@@ -233,15 +233,23 @@ const convertTools = (
     }
     const fn = tool.function
     if (allowed !== undefined && !allowed.has(fn.name)) continue
-    tools.push({
-      name: fn.name,
-      description: fn.description ?? undefined,
-      parameters: fn.parameters ?? {},
-      strict: fn.strict ?? undefined
-    })
+    tools.push(functionTool(fn))
   }
   return tools
 }
+
+/** An OpenAI function definition (nested in Chat Completions, flat in the Responses API) as canonical. */
+export const functionTool = (fn: {
+  readonly name: string
+  readonly description?: string | null | undefined
+  readonly parameters?: Readonly<Record<string, unknown>> | null | undefined
+  readonly strict?: boolean | null | undefined
+}): ToolDefinition => ({
+  name: fn.name,
+  description: fn.description ?? undefined,
+  parameters: fn.parameters ?? {},
+  strict: fn.strict ?? undefined
+})
 
 /** `"unmapped"`: a custom-tool choice, kept verbatim in `unmapped.tool_choice`. */
 const convertToolChoice = (choice: WireToolChoice | null | undefined): ToolChoice | "unmapped" | undefined => {

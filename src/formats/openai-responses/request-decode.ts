@@ -35,7 +35,7 @@ import type {
   ToolDefinition
 } from "../../domain/chat.ts"
 import type { DecodeResult } from "../index.ts"
-import { fileSource, mediaSourceOfUrl } from "../openai-chat/request-decode.ts"
+import { fileSource, functionTool, mediaSourceOfUrl } from "../openai-chat/request-decode.ts"
 import {
   decodeRequestBody,
   isOtherItem,
@@ -255,12 +255,7 @@ const convertTools = (
     }
     const fn = tool as Extract<WireTool, { type: "function" }>
     if (allowed !== undefined && !allowed.has(fn.name)) continue
-    tools.push({
-      name: fn.name,
-      description: fn.description ?? undefined,
-      parameters: fn.parameters ?? {},
-      strict: fn.strict ?? undefined
-    })
+    tools.push(functionTool(fn))
   }
   return tools
 }
