@@ -81,7 +81,8 @@ const upstreamMessage = (error: UpstreamError): string => {
   return `provider returned status ${error.upstreamStatus}`
 }
 
-const classificationHeaders = (error: UpstreamError): Record<string, string> => {
+/** The headers every provider error carries (spec 4.4, 7.2), whatever its body. */
+export const classificationHeaders = (error: UpstreamError): Record<string, string> => {
   const headers: Record<string, string> = { "x-gw-error-code": error.reason }
   if (error.reached) headers["x-gw-upstream-provider"] = error.provider
   if (error.retryAfter !== undefined) headers["retry-after"] = String(error.retryAfter)

@@ -17,11 +17,12 @@ import { Effect } from "effect"
 import type { Redacted } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { GatewaySettings } from "../config/index.ts"
-import { GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS } from "../domain/index.ts"
+import { classificationHeaders, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS } from "../domain/index.ts"
 import type { AnyGatewayFailure, ProviderKind, UpstreamError } from "../domain/index.ts"
 import { abortWithCaller, callerKey, callerSink, commitHead, passThroughHeaders, responseHeaders } from "../pipeline/forward/index.ts"
 import { header } from "../pipeline/context.ts"
 import type { RequestContext } from "../pipeline/context.ts"
+import { sendBody } from "../pipeline/reply.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient, UpstreamResponse } from "../providers/transport.ts"
@@ -123,17 +124,8 @@ const hasBody = (incoming: IncomingHttpHeaders): boolean =>
 
 /** Writes an upstream error as it came: status, content type and body, plus the classification headers. */
 const sendUpstreamErrorVerbatim = (ctx: RequestContext, error: UpstreamError, body: Uint8Array): void => {
-  const { res } = ctx
   ctx.log.error_code = error.reason
-  if (res.headersSent || res.destroyed) return
-  res.statusCode = error.upstreamStatus
-  if (error.contentType !== undefined) res.setHeader("content-type", error.contentType)
-  res.setHeader("content-length", body.byteLength)
-  res.setHeader("x-request-id", ctx.requestId)
-  res.setHeader("x-gw-error-code", error.reason)
-  res.setHeader("x-gw-upstream-provider", error.provider)
-  if (error.retryAfter !== undefined) res.setHeader("retry-after", String(error.retryAfter))
-  res.end(body)
+  sendBody(ctx, error.upstreamStatus, body, error.contentType, classificationHeaders(error))
 }
 
 /** Forwards a success as it arrives; a failure after the head ends the connection abruptly. */

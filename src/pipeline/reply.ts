@@ -13,19 +13,19 @@ export const sendBody = (
   ctx: RequestContext,
   status: number,
   body: string | Uint8Array,
-  contentType: string,
+  /** Undefined only to forward an upstream body that came without one. */
+  contentType: string | undefined,
   headers?: Readonly<Record<string, string>>
 ): void => {
   const { res } = ctx
   if (res.headersSent || res.destroyed) return
   const flat = [
-    "content-type",
-    contentType,
     "content-length",
     String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength),
     "x-request-id",
     ctx.requestId
   ]
+  if (contentType !== undefined) flat.push("content-type", contentType)
   if (headers !== undefined) for (const name in headers) flat.push(name, headers[name])
   res.writeHead(status, flat)
   res.end(body)
