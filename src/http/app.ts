@@ -4,9 +4,7 @@
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
-import { makeChatProgram } from "../pipeline/chat/run.ts"
-import { makeProxyProgram } from "../pipeline/proxy.ts"
-import { Log } from "../pipeline/telemetry/log.ts"
+import { Log, makeChatProgram, makeProxyProgram } from "../pipeline/index.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { buildCatalog } from "../routing/catalog.ts"
 import { compileProvider } from "../providers/adapter.ts"

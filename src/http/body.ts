@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { GatewayError } from "../domain/index.ts"
-import type { RequestContext } from "../pipeline/context.ts"
+import type { RequestContext } from "../pipeline/index.ts"
 
 /**
  * Reads the whole body (bounded), then hands it to `finish` within the same

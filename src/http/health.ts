@@ -1,6 +1,6 @@
 /** `/healthz` (the process is up) and `/readyz` (configuration loaded, dependencies reachable). */
 import { Effect } from "effect"
-import { sendJson } from "../pipeline/reply.ts"
+import { sendJson } from "../pipeline/index.ts"
 import type { RouteDef } from "./router.ts"
 
 export interface ReadinessCheck {

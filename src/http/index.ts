@@ -1,5 +1,5 @@
 export { makeRouter } from "./app.ts"
-export type { RequestContext } from "../pipeline/context.ts"
+export type { RequestContext } from "../pipeline/index.ts"
 export { Router } from "./router.ts"
 export type { RouteDef } from "./router.ts"
 export { boundPort, listen, makeRequestListener } from "./server.ts"

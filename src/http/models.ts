@@ -7,9 +7,8 @@
 import { Effect } from "effect"
 import { GatewayError } from "../domain/index.ts"
 import type { CatalogEntry, ModelCatalog } from "../routing/catalog.ts"
-import { header } from "../pipeline/context.ts"
-import type { RequestContext } from "../pipeline/context.ts"
-import { sendJson } from "../pipeline/reply.ts"
+import { header, sendJson } from "../pipeline/index.ts"
+import type { RequestContext } from "../pipeline/index.ts"
 import type { RouteDef } from "./router.ts"
 
 const EPOCH = "1970-01-01T00:00:00Z"

@@ -4,7 +4,7 @@
  */
 import type { Effect } from "effect"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import type { RequestContext } from "../pipeline/context.ts"
+import type { RequestContext } from "../pipeline/index.ts"
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "*"
 

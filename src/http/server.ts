@@ -17,9 +17,8 @@ import { Cause, Context, Effect, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import type { JsonLog } from "../pipeline/telemetry/log.ts"
-import type { RequestContext, RequestLogFields } from "../pipeline/context.ts"
-import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/reply.ts"
+import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/index.ts"
+import type { JsonLog, RequestContext, RequestLogFields } from "../pipeline/index.ts"
 import type { Router } from "./router.ts"
 
 const ignore = (): void => {}

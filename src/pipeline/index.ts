@@ -1,0 +1,17 @@
+/**
+ * The pipeline's public face for the HTTP layer: the request context, the
+ * per-request programs (chat, the other model endpoints), response writing,
+ * multipart spooling, forwarding and the log.
+ */
+export { makeChatProgram } from "./chat/run.ts"
+export type { ChatDependencies, ChatInput } from "./chat/run.ts"
+export { header } from "./context.ts"
+export type { RequestContext, RequestLogFields } from "./context.ts"
+export * from "./forward/index.ts"
+export { encodedFormLength, encodeForm, freshBoundary, isMultipartForm, spoolForm, uploadTooLarge } from "./multipart.ts"
+export type { FormField, FormPart, SpooledFile, SpooledForm } from "./multipart.ts"
+export { jsonBody, makeProxyProgram } from "./proxy.ts"
+export type { ProxyBody, ProxyDependencies, ProxyInput } from "./proxy.ts"
+export { JSON_CONTENT_TYPE, renderFailure, sendBody, sendFailure, sendJson } from "./reply.ts"
+export { JsonLog, Log } from "./telemetry/log.ts"
+export type { LogLevel, LogSink } from "./telemetry/log.ts"
