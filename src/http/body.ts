@@ -1,5 +1,5 @@
 /**
- * Reading request bodies: whole JSON bodies up to `server.max_body_bytes`
+ * Reading JSON request bodies whole, up to `server.max_body_bytes`
  * (413 beyond), parsed once (400 when malformed). Multipart and passthrough
  * bodies are never read here; they stream straight to the upstream.
  */
@@ -53,9 +53,6 @@ const collect = <A>(
     req.on("error", onError)
     return Effect.sync(cleanup)
   })
-
-export const readBody = (ctx: RequestContext, limit: number): Effect.Effect<Buffer, GatewayError> =>
-  collect(ctx, limit, Effect.succeed)
 
 const tooLarge = (limit: number) =>
   new GatewayError({ status: 413, code: "request_too_large", message: `request body exceeds ${limit} bytes` })

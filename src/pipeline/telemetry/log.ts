@@ -23,7 +23,7 @@ export interface LogSink {
 export class JsonLog {
   private pending: Array<string> = []
   private scheduled = false
-  private threshold: number
+  private readonly threshold: number
   private readonly sink: LogSink
   private readonly flushLines: number
 
@@ -32,10 +32,6 @@ export class JsonLog {
     this.threshold = RANK[level]
     this.sink = sink
     this.flushLines = options.flushLines ?? FLUSH_LINES
-  }
-
-  setLevel(level: LogLevel): void {
-    this.threshold = RANK[level]
   }
 
   enabled(level: LogLevel): boolean {
