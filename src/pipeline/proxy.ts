@@ -16,12 +16,11 @@ import { replaceTopLevelModel } from "../formats/splice.ts"
 import type { Operation } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import { executePlan } from "../routing/execute.ts"
-import { drawWeighted } from "../routing/sampler.ts"
 import { servableSteps } from "../routing/servable.ts"
 import type { PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
 import { callerKey, callerKeyPolicy, forwardVerbatim, passThroughHeaders } from "./forward/index.ts"
-import { header } from "./context.ts"
+import { choosePlan } from "./choose-plan.ts"
 import type { RequestContext } from "./context.ts"
 import { attemptLogger } from "./telemetry/attempts.ts"
 import type { JsonLog } from "./telemetry/log.ts"
@@ -67,22 +66,10 @@ export interface ProxyDependencies {
 export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
   Effect.fnUntraced(function*(input: ProxyInput) {
     const { ctx } = input
-    const plan = table.resolve(input.model, header(ctx, "x-genai-provider"), input.endpoint)
-    if (plan instanceof GatewayError) return yield* plan
-    ctx.log.model = input.model
+    const { plan, steps: planSteps, overrides: drawn } = yield* choosePlan(ctx, table, input.model, input.endpoint)
+    const overrides = drawn ?? NO_OVERRIDES
 
     // Targets whose provider cannot do this operation are skipped; none left → 400 (spec 4.3).
-    // An experiment draws its variant first (sticky with x-gw-experiment-key), as on chat.
-    let planSteps = plan.steps
-    let overrides = NO_OVERRIDES
-    if (plan.variants !== undefined) {
-      const variant = yield* drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key"))
-      planSteps = variant.steps
-      if (Object.keys(variant.overrides).length > 0) overrides = variant.overrides
-      ctx.res.setHeader("x-gw-variant", variant.name)
-      ctx.log.variant = variant.name
-    }
-
     const steps = servableSteps(planSteps, { capability: input.capability })
     if (steps instanceof GatewayError) return yield* steps
 

@@ -14,12 +14,11 @@ import type { CallerFormat } from "../../formats/index.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
-import type { PlanStep, PlanTarget } from "../../routing/plan.ts"
-import { drawWeighted } from "../../routing/sampler.ts"
+import type { PlanStep } from "../../routing/plan.ts"
 import { servableSteps } from "../../routing/servable.ts"
 import type { RoutingTable } from "../../routing/table.ts"
+import { choosePlan } from "../choose-plan.ts"
 import type { RequestContext } from "../context.ts"
-import { header } from "../context.ts"
 import type { JsonLog } from "../telemetry/log.ts"
 import { attemptLogger } from "../telemetry/attempts.ts"
 import { ResponseCollector } from "./collector.ts"
@@ -81,25 +80,12 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const family = input.caller
     const callerCodec = CALLER_CODECS[family]
     const headers = ctx.req.headers
-    const resolved = table.resolve(input.model, header(ctx, "x-genai-provider"), "chat")
-    if (resolved instanceof GatewayError) return yield* resolved
-    const plan = resolved
-    ctx.log.model = input.model
+    const chosen = yield* choosePlan(ctx, table, input.model, "chat")
+    const plan = chosen.plan
     ctx.log.stream = input.stream
-
-    let steps: ReadonlyArray<PlanStep> = plan.steps
-    let json = input.json
-    let overridden = false
-    if (plan.variants !== undefined) {
-      const variant = yield* drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key"))
-      steps = variant.steps
-      if (Object.keys(variant.overrides).length > 0) {
-        json = { ...json, ...variant.overrides }
-        overridden = true
-      }
-      ctx.res.setHeader("x-gw-variant", variant.name)
-      ctx.log.variant = variant.name
-    }
+    let steps = chosen.steps
+    const overridden = chosen.overrides !== undefined
+    const json = overridden ? { ...input.json, ...chosen.overrides } : input.json
 
     // The canonical request, decoded once and only if some attempt needs it.
     let canonical: ChatRequest | GatewayError | undefined

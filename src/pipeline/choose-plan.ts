@@ -1,0 +1,36 @@
+/**
+ * The first steps of every model request: resolve `model` to a plan (with
+ * `x-genai-provider`), and for an experiment draw the variant (sticky with
+ * `x-gw-experiment-key`), reported in `x-gw-variant` and the log line.
+ */
+import { Effect } from "effect"
+import { GatewayError } from "../domain/index.ts"
+import type { Plan, PlanStep } from "../routing/plan.ts"
+import { drawWeighted } from "../routing/sampler.ts"
+import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
+import { header } from "./context.ts"
+import type { RequestContext } from "./context.ts"
+
+export interface ChosenPlan {
+  readonly plan: Plan
+  readonly steps: ReadonlyArray<PlanStep>
+  /** The drawn variant's parameters; undefined when there are none. */
+  readonly overrides: Readonly<Record<string, unknown>> | undefined
+}
+
+export const choosePlan = (
+  ctx: RequestContext,
+  table: RoutingTable,
+  model: string,
+  endpoint: RequestEndpoint
+): Effect.Effect<ChosenPlan, GatewayError> => {
+  const plan = table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
+  if (plan instanceof GatewayError) return Effect.fail(plan)
+  ctx.log.model = model
+  if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, overrides: undefined })
+  return Effect.map(drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key")), (variant) => {
+    ctx.res.setHeader("x-gw-variant", variant.name)
+    ctx.log.variant = variant.name
+    return { plan, steps: variant.steps, overrides: Object.keys(variant.overrides).length > 0 ? variant.overrides : undefined }
+  })
+}
