@@ -6,7 +6,7 @@
  *   gateway check-config [PATH]       validate the configuration and print it, secrets redacted
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Exit, Layer } from "effect"
+import { Cause, Exit, Layer } from "effect"
 import { configPath, loadSettings, redactedView } from "./config/index.ts"
 import { liveLayer, serveGateway } from "./gateway.ts"
 import { StartError } from "./http/server.ts"

@@ -17,8 +17,6 @@ import type { RunningGateway } from "./harness.ts"
 
 type Json = Record<string, any>
 
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
-
 let geminiUp: FakeUpstream
 let bedrockUp: FakeUpstream
 let cohereUp: FakeUpstream

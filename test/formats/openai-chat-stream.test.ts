@@ -9,8 +9,6 @@ const { makeOpenAiChatStreamDecoder, makeOpenAiChatStreamEncoder } = OpenAiChat
 const START = { id: "chatcmpl-1", object: "chat.completion.chunk", created: 100, model: "gpt-x" }
 const delta = (d: Record<string, unknown>, finish: string | null = null) =>
   chunk({ ...START, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] })
-const usageChunk = (prompt: number, completion: number) =>
-  chunk({ ...START, choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } })
 const DONE = { data: "[DONE]" }
 const messageStart: ChatStreamEvent = { type: "message_start", id: "chatcmpl-1", model: "gpt-x", created: 100 }
 const truncated: ChatStreamEvent = {
