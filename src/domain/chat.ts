@@ -101,12 +101,30 @@ export interface ChatRequest {
   /** End-user id (OpenAI `user`/`safety_identifier`, Anthropic `metadata.user_id`). */
   readonly user?: string | undefined
   /**
+   * How hard a reasoning model should think (OpenAI `reasoning_effort`, Responses
+   * `reasoning.effort`, Anthropic `output_config.effort`); Anthropic upstreams get
+   * a `thinking` budget for it.
+   */
+  readonly reasoningEffort?: ReasoningEffort | undefined
+  /**
    * Wire fields of the caller's format that have no canonical home (e.g. OpenAI
    * `seed`, `logprobs`). An encoder of the same family may pass them through;
    * any other encoder reports them as dropped.
    */
   readonly unmapped: Readonly<Record<string, unknown>>
+  /**
+   * Caller fields whose meaning another wire family cannot carry (server-side
+   * state such as `previous_response_id`, hosted tools, stored-file references,
+   * audio input): a provider of another family cannot serve this request, so
+   * routing skips it, or answers 400 naming the first of them when none is left.
+   * The same-family path forwards them untouched.
+   */
+  readonly untranslatable: ReadonlyArray<string>
 }
+
+export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"] as const
+
+export type ReasoningEffort = typeof REASONING_EFFORTS[number]
 
 /**
  * Why generation stopped. A superset of both families; each encoder maps it to
@@ -147,6 +165,8 @@ export interface StreamError {
   readonly message: string
   /** HTTP-like status the error corresponds to, when known. */
   readonly status?: number | undefined
+  /** The upstream's own error code (`content_policy_violation`, …), when it sent one. */
+  readonly code?: string | undefined
 }
 
 /**
@@ -165,9 +185,25 @@ export type ChatStreamEvent =
     readonly usage?: Usage | undefined
   }
   | { readonly type: "text_delta"; readonly text: string }
+  /**
+   * Output the canonical model does not carry (thinking, a server tool's block):
+   * encoders of other families write nothing for it, but it is content, so it
+   * commits the response (see `commitsResponse`).
+   */
+  | { readonly type: "other_content"; readonly kind: string }
   | { readonly type: "tool_call_start"; readonly index: number; readonly id: string; readonly name: string }
   | { readonly type: "tool_call_delta"; readonly index: number; readonly argumentsDelta: string }
   | { readonly type: "message_delta"; readonly stopReason: StopReason; readonly stopSequence?: string | undefined }
   | { readonly type: "usage"; readonly usage: Usage }
   | { readonly type: "message_stop" }
   | { readonly type: "error"; readonly error: StreamError }
+
+/**
+ * The commit point of a streamed answer, one rule for every path: the response
+ * head goes to the caller with the first event that carries content or the
+ * finish. The opening (`message_start`, a role-only chunk, early usage) commits
+ * nothing, so an upstream that opens a stream and then fails before any content
+ * is still a failed attempt that routing can retry or fail over.
+ */
+export const commitsResponse = (event: ChatStreamEvent): boolean =>
+  event.type !== "message_start" && event.type !== "usage" && event.type !== "error"

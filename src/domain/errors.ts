@@ -126,7 +126,7 @@ export const classifyUpstream = (status: number, details: UpstreamErrorDetails):
 
 /** Classification of an error an upstream reported inside a stream, whichever family sent it. */
 export const classifyStreamError = (error: StreamError): ErrorClass =>
-  classifyUpstream(error.status ?? 500, { type: error.type, message: error.message })
+  classifyUpstream(error.status ?? 500, { type: error.type, code: error.code, message: error.message })
 
 /**
  * The status the caller sees for an upstream error (spec 7.1): 4xx verbatim,

@@ -46,6 +46,12 @@ export interface RequestEncodeOptions {
   readonly callerFamily?: WireFamily | undefined
   /** Anthropic only: `max_tokens` when the request has none (default 4096). */
   readonly defaultMaxTokens?: number | undefined
+  /**
+   * Chat Completions only: the field that carries the output limit.
+   * `max_completion_tokens` for OpenAI and Azure (their reasoning models refuse
+   * `max_tokens`); `max_tokens` (the default) for other compatible servers.
+   */
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
 }
 
 export interface EncodedRequest {

@@ -142,7 +142,7 @@ describe("Messages request decoder", () => {
     expect(decode({ tool_choice: { type: "auto", disable_parallel_tool_use: false } }).parallelToolCalls).toBeUndefined()
   })
 
-  it("decodes custom tools and notes server tools", () => {
+  it("decodes custom tools; a server tool makes the request untranslatable", () => {
     const req = decode({
       tools: [
         { name: "get_weather", description: "Weather", input_schema: { type: "object", properties: {} } },
@@ -152,18 +152,42 @@ describe("Messages request decoder", () => {
     expect(req.tools).toEqual([
       { name: "get_weather", description: "Weather", parameters: { type: "object", properties: {} } }
     ])
-    expect(req.unmapped).toEqual({ "tools[].web_search_20250305": 1 })
+    expect(req.unmapped).toEqual({})
+    expect(req.untranslatable).toEqual(["tools[].web_search_20250305"])
   })
 
   it("puts unknown top-level fields into unmapped under their wire names", () => {
     expect(
-      decode({ thinking: { type: "enabled", budget_tokens: 2048 }, service_tier: "auto", output_config: { effort: "low" } })
+      decode({ thinking: { type: "enabled", budget_tokens: 2048 }, service_tier: "auto", output_config: { effort: "low", task_budget: 9 } })
         .unmapped
     ).toEqual({
       thinking: { type: "enabled", budget_tokens: 2048 },
       service_tier: "auto",
-      output_config: { effort: "low" }
+      "output_config.task_budget": 9
     })
+  })
+
+  it("decodes output_config: native structured output as a JSON-schema response format, effort as reasoning effort", () => {
+    const closed = { type: "object", properties: { a: { type: "string" } }, required: ["a"], additionalProperties: false }
+    const req = decode({ output_config: { format: { type: "json_schema", schema: closed }, effort: "high" } })
+    expect(req.responseFormat).toEqual({ type: "json_schema", name: "output", schema: closed, strict: true })
+    expect(req.reasoningEffort).toBe("high")
+    // A schema OpenAI's strict mode would refuse is sent without `strict`.
+    const open = { type: "object", properties: { a: { type: "string" } } }
+    expect(decode({ output_config: { format: { type: "json_schema", schema: open } } }).responseFormat).toEqual({
+      type: "json_schema",
+      name: "output",
+      schema: open,
+      strict: undefined
+    })
+  })
+
+  it("a stored-file image or a container makes the request untranslatable", () => {
+    const req = decode({
+      container: "cntr_1",
+      messages: [{ role: "user", content: [{ type: "image", source: { type: "file", file_id: "file_1" } }, { type: "text", text: "what is it?" }] }]
+    })
+    expect(req.untranslatable).toEqual(["container", "messages[].image.file"])
   })
 
   it("rejects invalid bodies with a message naming the field", () => {

@@ -27,7 +27,8 @@ const base: ChatRequest = {
   messages: [],
   stream: false,
   includeUsage: false,
-  unmapped: {}
+  unmapped: {},
+  untranslatable: []
 }
 
 const encodeMessages = (messages: ChatRequest["messages"]) =>

@@ -58,7 +58,7 @@ describe("Messages stream decoder", () => {
     expect(events.at(-3)).toEqual({ type: "message_delta", stopReason: "tool_use" })
   })
 
-  it("drops thinking blocks, thinking, signature and citation deltas", () => {
+  it("reports thinking blocks as other content once, and drops thinking, signature and citation deltas", () => {
     const events = decodeAll(decoder(), [
       start(),
       blockStart(0, { type: "thinking", thinking: "", signature: "" }),
@@ -79,6 +79,8 @@ describe("Messages stream decoder", () => {
     ])
     expect(events).toEqual([
       started,
+      { type: "other_content", kind: "thinking" },
+      { type: "other_content", kind: "redacted_thinking" },
       { type: "text_delta", text: "Answer" },
       { type: "tool_call_start", index: 0, id: "toolu_1", name: "f" },
       { type: "tool_call_delta", index: 0, argumentsDelta: "{}" },

@@ -113,7 +113,7 @@ describe("Chat Completions request decoder", () => {
     ])
   })
 
-  it("notes content it cannot hold (audio, file ids, image detail, names) in unmapped", () => {
+  it("notes harmless losses (image detail, names) in unmapped, and audio and file ids as untranslatable", () => {
     const req = decode({
       messages: [{
         role: "user",
@@ -126,11 +126,10 @@ describe("Chat Completions request decoder", () => {
       }]
     })
     expect(req.unmapped).toEqual({
-      "messages[].input_audio": 1,
-      "messages[].file_id": 1,
       "messages[].image_url.detail": 1,
       "messages[].name": 1
     })
+    expect(req.untranslatable).toEqual(["messages[].input_audio", "messages[].file.file_id"])
   })
 
   it("maps the sampling, limit, stream and user fields", () => {
@@ -179,14 +178,26 @@ describe("Chat Completions request decoder", () => {
     expect(allowed.toolChoice).toEqual({ type: "required" })
   })
 
-  it("keeps custom tools and custom tool choices out of the canonical request", () => {
+  it("keeps custom tools and custom tool choices out of the canonical request, and untranslatable", () => {
     const req = decode({
       tools: [{ type: "custom", custom: { name: "grammar" } }, { type: "function", function: { name: "f" } }],
       tool_choice: { type: "custom", custom: { name: "grammar" } }
     })
     expect(req.tools).toEqual([{ name: "f", parameters: {} }])
     expect(req.toolChoice).toBeUndefined()
-    expect(req.unmapped).toEqual({ "tools[].custom": 1, tool_choice: { type: "custom", custom: { name: "grammar" } } })
+    expect(req.unmapped).toEqual({ tool_choice: { type: "custom", custom: { name: "grammar" } } })
+    expect(req.untranslatable).toEqual(["tools[].custom"])
+  })
+
+  it("decodes reasoning_effort; n above 1, audio output and hosted web search are untranslatable", () => {
+    expect(decode({ reasoning_effort: "low" }).reasoningEffort).toBe("low")
+    expect(decode({ n: 2, audio: { voice: "alloy" }, modalities: ["text", "audio"], web_search_options: {} }).untranslatable).toEqual([
+      "n",
+      "audio",
+      "web_search_options",
+      "modalities"
+    ])
+    expect(decode({ n: 1, modalities: ["text"] }).untranslatable).toEqual([])
   })
 
   it("decodes response_format", () => {

@@ -160,11 +160,21 @@ describe("Chat Completions request encoder", () => {
     const req = decode({
       seed: 7,
       logprobs: true,
-      messages: [{ role: "user", content: [{ type: "text", text: "x" }, { type: "input_audio", input_audio: {} }] }]
+      messages: [{ role: "user", name: "ann", content: [{ type: "text", text: "x" }] }]
     })
     const encoded = encodeOpenAiChatRequest(req, { model: "gpt-4o", callerFamily: "openai" })
     expect(encoded.body).toMatchObject({ seed: 7, logprobs: true })
-    expect(encoded.dropped).toEqual(["messages[].input_audio"])
+    expect(encoded.dropped).toEqual(["messages[].name"])
+  })
+
+  it("puts the output limit in the field the provider wants, and reasoning effort in reasoning_effort", () => {
+    const req = decode({ max_tokens: 300, reasoning_effort: "high", messages: [{ role: "user", content: "x" }] })
+    expect(encodeOpenAiChatRequest(req, { model: "o4-mini", maxTokensField: "max_completion_tokens" }).body).toMatchObject({
+      max_completion_tokens: 300,
+      reasoning_effort: "high"
+    })
+    expect(encodeOpenAiChatRequest(req, { model: "llama" }).body).toMatchObject({ max_tokens: 300 })
+    expect(encodeOpenAiChatRequest(req, { model: "llama" }).body.max_completion_tokens).toBeUndefined()
   })
 
   it("round-trips a Chat request through the canonical model for an OpenAI caller", () => {

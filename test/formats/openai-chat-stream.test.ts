@@ -159,11 +159,11 @@ describe("Chat Completions stream decoder", () => {
     const rateLimited = makeOpenAiChatStreamDecoder().push(
       chunk({ error: { message: "slow down", type: "tokens", code: "rate_limit_exceeded" } })
     )
-    expect(rateLimited).toEqual([{ type: "error", error: { type: "tokens", message: "slow down", status: 429 } }])
+    expect(rateLimited).toEqual([{ type: "error", error: { type: "tokens", message: "slow down", status: 429, code: "rate_limit_exceeded" } }])
     const vllm = makeOpenAiChatStreamDecoder().push(
       chunk({ error: { object: "error", message: "bad", type: "BadRequestError", code: 400 } })
     )
-    expect(vllm).toEqual([{ type: "error", error: { type: "BadRequestError", message: "bad", status: 400 } }])
+    expect(vllm).toEqual([{ type: "error", error: { type: "BadRequestError", message: "bad", status: 400, code: undefined } }])
   })
 })
 

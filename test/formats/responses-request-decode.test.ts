@@ -22,7 +22,8 @@ describe("Responses request decoding", () => {
       messages: [{ role: "user", content: [{ type: "text", text: "Tell me a joke." }] }],
       stream: false,
       includeUsage: true,
-      unmapped: {}
+      unmapped: {},
+      untranslatable: []
     })
   })
 
@@ -44,7 +45,7 @@ describe("Responses request decoding", () => {
     expect(req.messages).toEqual([{ role: "user", content: [{ type: "text", text: "Hi" }] }])
   })
 
-  it("decodes the openai-other.md §7.1 item list: images, file ids noted, a function-call turn", () => {
+  it("decodes the openai-other.md §7.1 item list: images, a function-call turn; a file id is untranslatable", () => {
     const req = decode({
       model: "m",
       input: [
@@ -78,7 +79,8 @@ describe("Responses request decoding", () => {
         content: [{ type: "tool_result", toolCallId: "call_123", content: [{ type: "text", text: "{\"temp_c\":18}" }] }]
       }
     ])
-    expect(req.unmapped).toEqual({ "input[].input_file.file_id": 1 })
+    expect(req.unmapped).toEqual({})
+    expect(req.untranslatable).toEqual(["input[].input_file.file_id"])
   })
 
   it("merges an assistant message and its function calls into one turn, and their outputs with the next user message", () => {
@@ -167,11 +169,8 @@ describe("Responses request decoding", () => {
       { type: "document", source: { kind: "url", url: "https://example.com/b.pdf" }, title: undefined },
       { type: "image", source: { kind: "url", url: "https://example.com/c.png" } }
     ])
-    expect(req.unmapped).toEqual({
-      "input[].input_image.detail": 2,
-      "input[].input_image.file_id": 1,
-      "input[].item_reference": 1
-    })
+    expect(req.unmapped).toEqual({ "input[].input_image.detail": 2 })
+    expect(req.untranslatable).toEqual(["input[].input_image.file_id", "input[].item_reference"])
   })
 
   it("decodes flat function tools, tool_choice, sampling settings, text.format and the user", () => {
@@ -215,10 +214,11 @@ describe("Responses request decoding", () => {
       toolChoice: { type: "tool", name: "get_weather" },
       responseFormat: { type: "json_schema", name: "answer", schema: { type: "object" }, strict: true }
     })
-    expect(req.unmapped).toEqual({ "tools[].web_search": 1, "tools[].mcp": 1 })
+    expect(req.unmapped).toEqual({})
+    expect(req.untranslatable).toEqual(["tools[].web_search", "tools[].mcp"])
   })
 
-  it("maps the simple tool choices and allowed_tools, and keeps a built-in tool choice verbatim", () => {
+  it("maps the simple tool choices and allowed_tools; a built-in tool choice is untranslatable", () => {
     expect(decode({ model: "m", input: "x", tool_choice: "required" }).toolChoice).toEqual({ type: "required" })
     expect(decode({ model: "m", input: "x", tool_choice: "none" }).toolChoice).toEqual({ type: "none" })
     const allowed = decode({
@@ -234,7 +234,8 @@ describe("Responses request decoding", () => {
     expect(allowed.tools?.map((tool) => tool.name)).toEqual(["b"])
     const builtIn = decode({ model: "m", input: "x", tool_choice: { type: "web_search_preview" } })
     expect(builtIn.toolChoice).toBeUndefined()
-    expect(builtIn.unmapped).toEqual({ tool_choice: { type: "web_search_preview" } })
+    expect(builtIn.unmapped).toEqual({})
+    expect(builtIn.untranslatable).toEqual(["tool_choice"])
   })
 
   it("decodes text and json_object formats, and keeps verbosity as unmapped", () => {
@@ -253,13 +254,13 @@ describe("Responses request decoding", () => {
     expect(both.unmapped).toEqual({ safety_identifier: "s" })
   })
 
-  it("keeps fields without a canonical home under their wire names, previous_response_id included", () => {
+  it("keeps fields without a canonical home under their wire names; server-side state is untranslatable", () => {
     const req = decode({
       model: "m",
       input: "x",
       store: true,
       previous_response_id: "resp_1",
-      reasoning: { effort: "high" },
+      reasoning: { effort: "high", summary: "auto" },
       include: ["reasoning.encrypted_content"],
       metadata: { k: "v" },
       truncation: "auto",
@@ -273,7 +274,7 @@ describe("Responses request decoding", () => {
     expect(req.unmapped).toEqual({
       store: true,
       previous_response_id: "resp_1",
-      reasoning: { effort: "high" },
+      "reasoning.summary": "auto",
       include: ["reasoning.encrypted_content"],
       metadata: { k: "v" },
       truncation: "auto",
@@ -282,6 +283,8 @@ describe("Responses request decoding", () => {
       service_tier: "flex",
       stream_options: { include_obfuscation: false }
     })
+    expect(req.reasoningEffort).toBe("high")
+    expect(req.untranslatable).toEqual(["previous_response_id", "prompt", "background"])
     expect(req.system).toEqual([])
     expect(req.temperature).toBeUndefined()
   })

@@ -23,6 +23,9 @@ import type {
   ToolDefinition
 } from "../../domain/chat.ts"
 import type { DecodeResult } from "../index.ts"
+import { contentNotes } from "../notes.ts"
+import type { Note } from "../notes.ts"
+import { isRecord } from "./mapping.ts"
 import {
   decodeRequestBody,
   isOtherBlock,
@@ -34,7 +37,24 @@ import {
   type WireToolResultBlock
 } from "./request-schema.ts"
 
-type Note = (key: string) => void
+/** Server-side features another family has no counterpart for. */
+const LOST_FIELDS = ["container", "mcp_servers"] as const
+
+/**
+ * Whether a JSON schema meets OpenAI's strict mode (every object closed with
+ * `additionalProperties: false` and every property required), so a translated
+ * structured output keeps Anthropic's guarantee where it can.
+ */
+const isStrictSchema = (schema: unknown): boolean => {
+  if (Array.isArray(schema)) return schema.every(isStrictSchema)
+  if (!isRecord(schema)) return true
+  if (schema.type === "object" || isRecord(schema.properties)) {
+    const properties = isRecord(schema.properties) ? Object.keys(schema.properties) : []
+    const required = Array.isArray(schema.required) ? schema.required : []
+    if (schema.additionalProperties !== false || properties.some((name) => !required.includes(name))) return false
+  }
+  return Object.values(schema).every(isStrictSchema)
+}
 
 /** Validates a Messages body and converts it to the canonical request. */
 export const decodeAnthropicRequest = (body: unknown): DecodeResult<ChatRequest> => {
@@ -46,13 +66,17 @@ export const decodeAnthropicRequest = (body: unknown): DecodeResult<ChatRequest>
   for (const key of Object.keys(raw)) {
     if (!MAPPED_FIELDS.has(key) && raw[key] !== null && raw[key] !== undefined) unmapped[key] = raw[key]
   }
-  const note: Note = (key) => {
-    unmapped[key] = ((unmapped[key] as number | undefined) ?? 0) + 1
+  const { note, lose, untranslatable } = contentNotes(unmapped)
+  for (const field of LOST_FIELDS) if (field in unmapped) lose(field)
+  const output = raw.output_config
+  if (isRecord(output)) {
+    for (const key of Object.keys(output)) if (key !== "format" && key !== "effort" && output[key] != null) unmapped[`output_config.${key}`] = output[key]
   }
   const messages: Array<Message> = wire.messages.map((message) => ({
     role: message.role,
-    content: convertContent(message.content, note)
+    content: convertContent(message.content, note, lose)
   }))
+  const format = wire.output_config?.format ?? undefined
   const choice = wire.tool_choice ?? undefined
   return {
     ok: true,
@@ -67,11 +91,16 @@ export const decodeAnthropicRequest = (body: unknown): DecodeResult<ChatRequest>
       stop: wire.stop_sequences ?? undefined,
       stream: wire.stream === true,
       includeUsage: true,
-      tools: wire.tools == null ? undefined : convertTools(wire.tools, note),
+      tools: wire.tools == null ? undefined : convertTools(wire.tools, note, lose),
       toolChoice: choice === undefined ? undefined : convertToolChoice(choice),
       parallelToolCalls: choice?.disable_parallel_tool_use === true ? false : undefined,
       user: wire.metadata?.user_id ?? undefined,
-      unmapped
+      responseFormat: format === undefined
+        ? undefined
+        : { type: "json_schema", name: "output", schema: format.schema, strict: isStrictSchema(format.schema) ? true : undefined },
+      reasoningEffort: wire.output_config?.effort ?? undefined,
+      unmapped,
+      untranslatable
     }
   }
 }
@@ -85,7 +114,7 @@ const convertSystem = (system: MessagesRequest["system"], note: Note): Array<Tex
   })
 }
 
-const convertContent = (content: string | ReadonlyArray<WireBlock>, note: Note): Array<ContentPart> => {
+const convertContent = (content: string | ReadonlyArray<WireBlock>, note: Note, lose: Note): Array<ContentPart> => {
   if (typeof content === "string") return [{ type: "text", text: content }]
   const parts: Array<ContentPart> = []
   for (const block of content) {
@@ -99,7 +128,7 @@ const convertContent = (content: string | ReadonlyArray<WireBlock>, note: Note):
         parts.push({ type: "text", text: block.text })
         break
       case "image": {
-        const image = convertImage(block, note)
+        const image = convertImage(block, lose)
         if (image !== undefined) parts.push(image)
         break
       }
@@ -112,7 +141,7 @@ const convertContent = (content: string | ReadonlyArray<WireBlock>, note: Note):
         } else if (source.type === "text") {
           parts.push({ type: "text", text: source.data })
         } else {
-          note(`messages[].document.${source.type}`)
+          lose(`messages[].document.${source.type}`)
         }
         break
       }
@@ -120,7 +149,7 @@ const convertContent = (content: string | ReadonlyArray<WireBlock>, note: Note):
         parts.push({ type: "tool_call", id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) })
         break
       case "tool_result":
-        parts.push(convertToolResult(block, note))
+        parts.push(convertToolResult(block, note, lose))
         break
     }
   }
@@ -133,15 +162,15 @@ const base64 = (source: { readonly media_type: string; readonly data: string }):
   data: source.data
 })
 
-const convertImage = (block: WireImageBlock, note: Note): ImagePart | undefined => {
+const convertImage = (block: WireImageBlock, lose: Note): ImagePart | undefined => {
   const source = block.source
   if (source.type === "base64") return { type: "image", source: base64(source) }
   if (source.type === "url") return { type: "image", source: { kind: "url", url: source.url } }
-  note("messages[].image.file")
+  lose("messages[].image.file")
   return undefined
 }
 
-const convertToolResult = (block: WireToolResultBlock, note: Note): ContentPart => {
+const convertToolResult = (block: WireToolResultBlock, note: Note, lose: Note): ContentPart => {
   const content: Array<TextPart | ImagePart> = []
   if (typeof block.content === "string") {
     content.push({ type: "text", text: block.content })
@@ -150,7 +179,7 @@ const convertToolResult = (block: WireToolResultBlock, note: Note): ContentPart 
       if (isOtherBlock(inner)) note(`messages[].tool_result.${inner.type}`)
       else if (inner.type === "text") content.push({ type: "text", text: inner.text })
       else {
-        const image = convertImage(inner, note)
+        const image = convertImage(inner, lose)
         if (image !== undefined) content.push(image)
       }
     }
@@ -158,11 +187,11 @@ const convertToolResult = (block: WireToolResultBlock, note: Note): ContentPart 
   return { type: "tool_result", toolCallId: block.tool_use_id, content, isError: block.is_error ?? undefined }
 }
 
-const convertTools = (wire: NonNullable<MessagesRequest["tools"]>, note: Note): Array<ToolDefinition> => {
+const convertTools = (wire: NonNullable<MessagesRequest["tools"]>, note: Note, lose: Note): Array<ToolDefinition> => {
   const tools: Array<ToolDefinition> = []
   for (const tool of wire) {
     if (isServerTool(tool)) {
-      note(`tools[].${tool.type}`)
+      lose(`tools[].${tool.type}`)
       continue
     }
     if (tool.cache_control != null) note("tools[].cache_control")

@@ -14,9 +14,15 @@
  *   become `{}` (`input` must be an object; LiteLLM parses the same way).
  * - `temperature` is clamped to [0, 1] silently (Portkey does the same).
  * - Whitespace-only stop sequences are left out.
- * - `response_format` other than `text` cannot be expressed: the gateway rejects
- *   such requests first (`unsupportedResponseFormat`); if one gets here anyway it
- *   is reported as dropped.
+ * - A JSON `response_format` from a Chat or Responses caller is refused before
+ *   it gets here (spec: messages-style providers answer such requests 400); if
+ *   one gets here anyway it is reported as dropped. An Anthropic caller's own
+ *   `output_config.format` (decoded to the same canonical format) goes back as it came.
+ * - `reasoningEffort` from another family becomes a `thinking` budget (low 1024,
+ *   medium 2048, high 4096, xhigh 8192 tokens, never reaching `max_tokens`);
+ *   thinking excludes `temperature`, `top_k`, a `top_p` below 0.95 and a forced
+ *   tool, so those are left out (reported dropped), or, with a forced tool or a
+ *   limit too small for the 1024-token minimum, the effort is.
  * - Tool `strict` is passed only for an Anthropic caller (older API versions
  *   reject the field); for others it is reported as dropped.
  */
@@ -38,18 +44,27 @@ export const unsupportedResponseFormat = (req: ChatRequest): boolean =>
 export const encodeAnthropicRequest = (req: ChatRequest, options: RequestEncodeOptions): EncodedRequest => {
   const sameFamily = options.callerFamily === "anthropic"
   const dropped: Array<string> = []
-  const body: Record<string, unknown> = {
-    model: options.model,
-    max_tokens: req.maxTokens ?? options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS
-  }
+  const maxTokens = req.maxTokens ?? options.defaultMaxTokens ?? DEFAULT_MAX_TOKENS
+  const body: Record<string, unknown> = { model: options.model, max_tokens: maxTokens }
+  const thinking = sameFamily ? undefined : thinkingBudget(req, maxTokens, dropped)
   const system = req.system.filter((part) => !isBlank(part.text)).map((part) => ({ type: "text", text: part.text }))
   if (system.length > 0) body.system = system
   body.messages = encodeMessages(req)
   const stop = req.stop?.filter((sequence) => !isBlank(sequence)) ?? []
   if (stop.length > 0) body.stop_sequences = stop
-  if (req.temperature !== undefined) body.temperature = Math.min(1, Math.max(0, req.temperature))
-  if (req.topP !== undefined) body.top_p = req.topP
-  if (req.topK !== undefined) body.top_k = req.topK
+  if (thinking === undefined) {
+    if (req.temperature !== undefined) body.temperature = Math.min(1, Math.max(0, req.temperature))
+    if (req.topP !== undefined) body.top_p = req.topP
+    if (req.topK !== undefined) body.top_k = req.topK
+  } else {
+    body.thinking = { type: "enabled", budget_tokens: thinking }
+    if (req.temperature !== undefined) dropped.push("temperature")
+    if (req.topK !== undefined) dropped.push("top_k")
+    if (req.topP !== undefined) {
+      if (req.topP >= 0.95) body.top_p = req.topP
+      else dropped.push("top_p")
+    }
+  }
   if (req.stream) body.stream = true
   if (req.user !== undefined) body.metadata = { user_id: req.user }
   if (req.tools !== undefined && req.tools.length > 0) {
@@ -58,7 +73,14 @@ export const encodeAnthropicRequest = (req: ChatRequest, options: RequestEncodeO
     const choice = encodeToolChoice(req.toolChoice, req.parallelToolCalls)
     if (choice !== undefined) body.tool_choice = choice
   }
-  if (unsupportedResponseFormat(req)) dropped.push("response_format")
+  const outputConfig: Record<string, unknown> = {}
+  if (sameFamily && req.responseFormat?.type === "json_schema") {
+    outputConfig.format = { type: "json_schema", schema: req.responseFormat.schema }
+  } else if (unsupportedResponseFormat(req)) {
+    dropped.push("response_format")
+  }
+  if (sameFamily && req.reasoningEffort !== undefined) outputConfig.effort = req.reasoningEffort
+  if (Object.keys(outputConfig).length > 0) body.output_config = outputConfig
   for (const key of Object.keys(req.unmapped)) {
     if (sameFamily && !key.includes("[") && !(key in body)) body[key] = req.unmapped[key]
     else dropped.push(key)
@@ -67,6 +89,30 @@ export const encodeAnthropicRequest = (req: ChatRequest, options: RequestEncodeO
 }
 
 const isBlank = (text: string): boolean => text.trim() === ""
+
+/** Thinking budget per reasoning effort (LiteLLM's constants; Anthropic's minimum is 1024). */
+const EFFORT_BUDGET: Partial<Record<NonNullable<ChatRequest["reasoningEffort"]>, number>> = {
+  low: 1024,
+  medium: 2048,
+  high: 4096,
+  xhigh: 8192
+}
+const MIN_THINKING_BUDGET = 1024
+
+/** The `thinking` budget for another family's reasoning effort, or undefined (reported dropped when it cannot be honoured). */
+const thinkingBudget = (req: ChatRequest, maxTokens: number, dropped: Array<string>): number | undefined => {
+  const effort = req.reasoningEffort
+  if (effort === undefined) return undefined
+  const wanted = EFFORT_BUDGET[effort]
+  if (wanted === undefined) return undefined // none / minimal: no thinking, which is what they ask for
+  const budget = Math.min(wanted, maxTokens - 1)
+  const forcedTool = req.toolChoice?.type === "required" || req.toolChoice?.type === "tool"
+  if (budget < MIN_THINKING_BUDGET || forcedTool) {
+    dropped.push("reasoning_effort")
+    return undefined
+  }
+  return budget
+}
 
 type Block = Record<string, unknown>
 

@@ -10,6 +10,7 @@
  * Built once at module level; `decodeRequestBody` is the only entry point.
  */
 import { Schema } from "effect"
+import { REASONING_EFFORTS } from "../../domain/chat.ts"
 import { makeBodyDecoder } from "../body-decoder.ts"
 
 const optionalNullable = <S extends Schema.Constraint>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
@@ -135,6 +136,16 @@ const ToolChoice = Schema.Union([
   })
 ]).annotate({ expected: "a tool choice of type \"auto\", \"any\", \"tool\" or \"none\"" })
 
+/** Native structured output (`output_config.format`) and reasoning effort; other keys are kept unmapped. */
+const OutputConfig = Schema.Struct({
+  format: optionalNullable(
+    Schema.Struct({ type: Schema.Literal("json_schema"), schema: Schema.Record(Schema.String, Schema.Unknown) }).annotate({
+      expected: "an output format of type \"json_schema\" with a schema"
+    })
+  ),
+  effort: optionalNullable(Schema.Literals(REASONING_EFFORTS))
+})
+
 export const MessagesRequest = Schema.Struct({
   model: Schema.String,
   max_tokens: Schema.Number,
@@ -147,7 +158,8 @@ export const MessagesRequest = Schema.Struct({
   top_k: optionalNullable(Schema.Number),
   tools: optionalNullable(Schema.Array(Tool)),
   tool_choice: optionalNullable(ToolChoice),
-  metadata: optionalNullable(Schema.Struct({ user_id: optionalNullable(Schema.String) }))
+  metadata: optionalNullable(Schema.Struct({ user_id: optionalNullable(Schema.String) })),
+  output_config: optionalNullable(OutputConfig)
 })
 
 export type MessagesRequest = typeof MessagesRequest.Type

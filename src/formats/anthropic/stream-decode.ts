@@ -4,6 +4,8 @@
  * - `message_start` → `message_start` carrying the input usage known up front.
  * - A `tool_use` block start → `tool_call_start` whose index is a running
  *   count of tool blocks, not the block index (a text block usually takes 0).
+ * - Any other block start (thinking, redacted thinking, server-tool blocks) →
+ *   `other_content`: not carried, but content (it commits the response).
  * - `text_delta` / `input_json_delta` → text and argument deltas; empty ones,
  *   thinking, signature and citation deltas, `ping` and unknown events → nothing.
  * - `message_delta` → the finish (once) and `usage`: output is cumulative;
@@ -44,7 +46,8 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
     if (block.type === "text") {
       return typeof block.text === "string" && block.text !== "" ? [{ type: "text_delta", text: block.text }] : []
     }
-    if (block.type !== "tool_use" || typeof index !== "number") return []
+    if (block.type !== "tool_use") return typeof block.type === "string" ? [{ type: "other_content", kind: block.type }] : []
+    if (typeof index !== "number") return []
     const tool = toolCount++
     toolOfBlock.set(index, tool)
     const start: ChatStreamEvent = {

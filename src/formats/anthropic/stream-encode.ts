@@ -174,6 +174,8 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncodeOptions
         const out = settleBlocks()
         return usage === undefined ? out : out + messageDelta()
       }
+      case "other_content":
+        return ""
       case "usage":
         usage = event.usage
         return stop !== undefined && !stopSent ? messageDelta() : ""

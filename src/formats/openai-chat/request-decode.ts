@@ -24,6 +24,8 @@ import type {
   ToolDefinition
 } from "../../domain/chat.ts"
 import type { DecodeResult } from "../index.ts"
+import { contentNotes } from "../notes.ts"
+import type { Note } from "../notes.ts"
 import {
   type ChatCompletionRequest,
   decodeRequestBody,
@@ -39,13 +41,14 @@ export const decodeOpenAiChatRequest = (body: unknown): DecodeResult<ChatRequest
   const decoded = decodeRequestBody(body)
   if (!decoded.ok) return decoded
   const wire = decoded.value
-  const unmapped = unmappedFields(body as Record<string, unknown>)
-  const note = (key: string) => {
-    unmapped[key] = ((unmapped[key] as number | undefined) ?? 0) + 1
-  }
-  const { system, messages } = convertMessages(wire.messages, note)
+  const raw = body as Record<string, unknown>
+  const unmapped = unmappedFields(raw)
+  const { note, lose, untranslatable } = contentNotes(unmapped)
+  for (const field of LOST_FIELDS) if (field in unmapped) lose(field)
+  if (Array.isArray(raw.modalities) && raw.modalities.includes("audio")) lose("modalities")
+  const { system, messages } = convertMessages(wire.messages, note, lose)
   const allowed = allowedToolNames(wire.tool_choice)
-  const tools = wire.tools == null ? undefined : convertTools(wire.tools, allowed, note)
+  const tools = wire.tools == null ? undefined : convertTools(wire.tools, allowed, lose)
   const toolChoice = convertToolChoice(wire.tool_choice)
   if (toolChoice === "unmapped") unmapped.tool_choice = (body as Record<string, unknown>).tool_choice
   const user = wire.user ?? wire.safety_identifier ?? undefined
@@ -67,7 +70,9 @@ export const decodeOpenAiChatRequest = (body: unknown): DecodeResult<ChatRequest
       parallelToolCalls: wire.parallel_tool_calls ?? undefined,
       responseFormat: convertResponseFormat(wire.response_format),
       user,
-      unmapped
+      reasoningEffort: wire.reasoning_effort ?? undefined,
+      unmapped,
+      untranslatable
     }
   }
 }
@@ -83,11 +88,16 @@ const unmappedFields = (raw: Record<string, unknown>): Record<string, unknown> =
   return unmapped
 }
 
-type Note = (key: string) => void
+/**
+ * Fields whose loss changes the answer: audio output, several choices, hosted
+ * web search. Another family cannot serve a request that uses them.
+ */
+const LOST_FIELDS = ["n", "audio", "web_search_options"] as const
 
 const convertMessages = (
   wire: ReadonlyArray<WireMessage>,
-  note: Note
+  note: Note,
+  lose: Note
 ): { system: Array<TextPart>; messages: Array<Message> } => {
   const system: Array<TextPart> = []
   const messages: Array<Message> = []
@@ -118,7 +128,7 @@ const convertMessages = (
         continue
       }
       case "user": {
-        const parts = userParts(message.content, note)
+        const parts = userParts(message.content, note, lose)
         if (message.name !== undefined) note("messages[].name")
         if (toolTurn === undefined) messages.push({ role: "user", content: parts })
         else toolTurn.push(...parts)
@@ -138,7 +148,7 @@ const textParts = (content: string | ReadonlyArray<{ readonly text: string }>): 
     ? [{ type: "text", text: content }]
     : content.map((part) => ({ type: "text", text: part.text }))
 
-const userParts = (content: string | ReadonlyArray<WireUserPart>, note: Note): Array<ContentPart> => {
+const userParts = (content: string | ReadonlyArray<WireUserPart>, note: Note, lose: Note): Array<ContentPart> => {
   if (typeof content === "string") return [{ type: "text", text: content }]
   const parts: Array<ContentPart> = []
   for (const part of content) {
@@ -151,13 +161,13 @@ const userParts = (content: string | ReadonlyArray<WireUserPart>, note: Note): A
         if (part.image_url.detail !== undefined) note("messages[].image_url.detail")
         break
       case "input_audio":
-        note("messages[].input_audio")
+        lose("messages[].input_audio")
         break
       case "file":
         if (part.file.file_data !== undefined) {
           parts.push({ type: "document", source: fileSource(part.file.file_data), title: part.file.filename })
         } else {
-          note("messages[].file_id")
+          lose("messages[].file.file_id")
         }
         break
     }
@@ -223,12 +233,12 @@ const allowedToolNames = (choice: WireToolChoice | null | undefined): ReadonlySe
 const convertTools = (
   wire: ReadonlyArray<WireTool>,
   allowed: ReadonlySet<string> | undefined,
-  note: Note
+  lose: Note
 ): Array<ToolDefinition> => {
   const tools: Array<ToolDefinition> = []
   for (const tool of wire) {
     if (tool.type === "custom") {
-      note("tools[].custom")
+      lose("tools[].custom")
       continue
     }
     const fn = tool.function

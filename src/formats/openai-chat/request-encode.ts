@@ -6,8 +6,10 @@
  *   order, followed by a user message with the remaining parts (and any images
  *   the tool results held: a `tool` message carries text only). OpenAI has no
  *   error flag on tool results, so an error result's text is prefixed `Error: `.
- * - `max_tokens` (not `max_completion_tokens`): generic OpenAI-compatible servers
- *   understand it. `user`, not `safety_identifier`, for the same reason.
+ * - The output limit goes in `options.maxTokensField`: `max_completion_tokens`
+ *   for OpenAI and Azure (reasoning models refuse `max_tokens`), `max_tokens`
+ *   for other compatible servers. `user`, not `safety_identifier`, because
+ *   generic servers understand it.
  * - Streaming requests always ask for `stream_options.include_usage`: the
  *   gateway needs usage and decides itself what the caller sees.
  * - `tool_choice` and `parallel_tool_calls` are sent only with tools: OpenAI
@@ -31,7 +33,7 @@ export const encodeOpenAiChatRequest = (req: ChatRequest, options: RequestEncode
   const sameFamily = options.callerFamily === "openai"
   const dropped: Array<string> = []
   const body: Record<string, unknown> = { model: options.model, messages: encodeMessages(req, dropped) }
-  if (req.maxTokens !== undefined) body.max_tokens = req.maxTokens
+  if (req.maxTokens !== undefined) body[options.maxTokensField ?? "max_tokens"] = req.maxTokens
   if (req.temperature !== undefined) body.temperature = req.temperature
   if (req.topP !== undefined) body.top_p = req.topP
   if (req.topK !== undefined) dropped.push("top_k")
@@ -50,6 +52,7 @@ export const encodeOpenAiChatRequest = (req: ChatRequest, options: RequestEncode
   }
   if (req.responseFormat !== undefined) body.response_format = encodeResponseFormat(req.responseFormat)
   if (req.user !== undefined) body.user = req.user
+  if (req.reasoningEffort !== undefined) body.reasoning_effort = req.reasoningEffort
   for (const key of Object.keys(req.unmapped)) {
     if (sameFamily && !key.includes("[") && !(key in body)) body[key] = req.unmapped[key]
     else dropped.push(key)

@@ -6,6 +6,7 @@
  * Built once at module level; `decodeRequestBody` is the only entry point.
  */
 import { Schema } from "effect"
+import { REASONING_EFFORTS } from "../../domain/chat.ts"
 import { makeBodyDecoder } from "../body-decoder.ts"
 
 const optionalNullable = <S extends Schema.Constraint>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
@@ -157,7 +158,8 @@ export const ChatCompletionRequest = Schema.Struct({
   parallel_tool_calls: optionalNullable(Schema.Boolean),
   response_format: optionalNullable(ResponseFormat),
   user: optionalNullable(Schema.String),
-  safety_identifier: optionalNullable(Schema.String)
+  safety_identifier: optionalNullable(Schema.String),
+  reasoning_effort: optionalNullable(Schema.Literals(REASONING_EFFORTS))
 })
 
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type

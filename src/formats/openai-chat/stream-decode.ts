@@ -7,6 +7,8 @@
  * content first. Only choice 0 is read.
  *
  * Gotchas:
+ * - Reasoning deltas of compatible servers become `other_content`: not carried,
+ *   but content (they commit the response).
  * - A tool call's `index` is already its position among tool calls. Its first
  *   fragment with an `id` or a name starts it; servers that repeat the id on
  *   later fragments are fine. Argument fragments for a call that never
@@ -47,6 +49,9 @@ export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
 
   const pushDelta = (delta: Record<string, unknown>, out: Array<ChatStreamEvent>): void => {
     if (typeof delta.content === "string" && delta.content !== "") out.push({ type: "text_delta", text: delta.content })
+    // Reasoning text of compatible servers (DeepSeek's `reasoning_content`, vLLM's `reasoning`): content, not carried.
+    const reasoning = delta.reasoning_content ?? delta.reasoning
+    if (typeof reasoning === "string" && reasoning !== "") out.push({ type: "other_content", kind: "reasoning" })
     if (typeof delta.refusal === "string" && delta.refusal !== "") {
       refused = true
       out.push({ type: "text_delta", text: delta.refusal })
@@ -128,6 +133,7 @@ const streamError = (raw: unknown): StreamError => {
   return {
     type: type ?? "server_error",
     message: typeof raw.message === "string" ? raw.message : "upstream reported an error",
-    status: statusOfOpenAiError(type, raw.code)
+    status: statusOfOpenAiError(type, raw.code),
+    code: typeof raw.code === "string" ? raw.code : undefined
   }
 }

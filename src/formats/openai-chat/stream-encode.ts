@@ -81,6 +81,8 @@ export const makeOpenAiChatStreamEncoder = (options: OpenAiStreamEncodeOptions):
         if (finished) return ""
         finished = true
         return chunk("{}", `"${finishReasonOf(event.stopReason)}"`)
+      case "other_content":
+        return ""
       case "usage":
         usage = event.usage
         return ""

@@ -9,19 +9,19 @@
  *   `function_call` items become one assistant message; consecutive
  *   `function_call_output` items become `tool_result` parts of one user
  *   message, and the user message right after them joins it, results first.
- * - Content the canonical model cannot hold (`file_id` references, `reasoning`
- *   and `item_reference` items, built-in tools…) is left out and noted in
- *   `unmapped` under an `input[]…`/`tools[]…` key, so encoders report it as
- *   dropped.
- * - Top-level fields without a canonical home (`store`, `reasoning`,
- *   `include`, `metadata`, `truncation`, `previous_response_id`, …) go to
- *   `unmapped` under their wire names; `null` and values that only restate
- *   what the gateway does anyway (`store: false`, `background: false`,
- *   `truncation: "disabled"`) are not kept.
- *
- * Gotcha: `previous_response_id` and `conversation` need server-side state the
- * gateway does not keep. They are only reported as dropped: the upstream sees
- * the request's own `input` and nothing of the earlier turns.
+ * - `reasoning.effort` becomes `reasoningEffort`; other `reasoning` keys stay unmapped.
+ * - Content whose loss is harmless (`reasoning` input items, image `detail`) is
+ *   left out and noted in `unmapped` under an `input[]…` key, so encoders
+ *   report it as dropped.
+ * - What only the provider's own Responses API can honour (server-side state:
+ *   `previous_response_id`, `conversation`, stored `prompt`s, `background`;
+ *   `item_reference` items and `file_id` references; built-in tools such as
+ *   `web_search` and a choice of one) is listed in `untranslatable`: such a
+ *   request is never translated to another family.
+ * - Other top-level fields without a canonical home (`store`, `include`,
+ *   `metadata`, `truncation`, …) go to `unmapped` under their wire names;
+ *   `null` and values that only restate what the gateway does anyway
+ *   (`store: false`, `background: false`, `truncation: "disabled"`) are not kept.
  */
 import type {
   ChatRequest,
@@ -34,7 +34,12 @@ import type {
   ToolChoice,
   ToolDefinition
 } from "../../domain/chat.ts"
+import { REASONING_EFFORTS } from "../../domain/chat.ts"
+import type { ReasoningEffort } from "../../domain/chat.ts"
 import type { DecodeResult } from "../index.ts"
+import { contentNotes } from "../notes.ts"
+import type { Note } from "../notes.ts"
+import { isRecord } from "../openai-chat/mapping.ts"
 import { fileSource, functionTool, mediaSourceOfUrl } from "../openai-chat/request-decode.ts"
 import {
   decodeRequestBody,
@@ -56,17 +61,26 @@ export const decodeResponsesRequest = (body: unknown): DecodeResult<ChatRequest>
   const wire = decoded.value
   const raw = body as Record<string, unknown>
   const unmapped = unmappedFields(raw)
-  const note: Note = (key) => {
-    unmapped[key] = ((unmapped[key] as number | undefined) ?? 0) + 1
+  const { note, lose, untranslatable } = contentNotes(unmapped)
+  for (const field of LOST_FIELDS) if (field in unmapped) lose(field)
+  const reasoning = raw.reasoning
+  let reasoningEffort: ReasoningEffort | undefined
+  if (isRecord(reasoning)) {
+    delete unmapped.reasoning
+    for (const key of Object.keys(reasoning)) {
+      const value = reasoning[key]
+      if (key === "effort" && typeof value === "string" && (REASONING_EFFORTS as ReadonlyArray<string>).includes(value)) reasoningEffort = value as ReasoningEffort
+      else if (value != null) unmapped[`reasoning.${key}`] = value
+    }
   }
   const system: Array<TextPart> = wire.instructions == null ? [] : [{ type: "text", text: wire.instructions }]
   const messages = typeof wire.input === "string"
     ? [{ role: "user" as const, content: [{ type: "text" as const, text: wire.input }] }]
-    : convertItems(wire.input, system, note)
+    : convertItems(wire.input, system, note, lose)
   const allowed = allowedToolNames(wire.tool_choice)
-  const tools = wire.tools == null ? undefined : convertTools(wire.tools, allowed, note)
+  const tools = wire.tools == null ? undefined : convertTools(wire.tools, allowed, lose)
   const toolChoice = convertToolChoice(wire.tool_choice)
-  if (toolChoice === "unmapped") unmapped.tool_choice = raw.tool_choice
+  if (toolChoice === "unmapped") lose("tool_choice")
   const user = wire.user ?? wire.safety_identifier ?? undefined
   if (wire.user != null && wire.safety_identifier != null) unmapped.safety_identifier = wire.safety_identifier
   const text = raw.text as Record<string, unknown> | null | undefined
@@ -88,7 +102,9 @@ export const decodeResponsesRequest = (body: unknown): DecodeResult<ChatRequest>
       parallelToolCalls: wire.parallel_tool_calls ?? undefined,
       responseFormat: convertTextFormat(wire.text?.format),
       user,
-      unmapped
+      reasoningEffort,
+      unmapped,
+      untranslatable
     }
   }
 }
@@ -106,9 +122,14 @@ const unmappedFields = (raw: Record<string, unknown>): Record<string, unknown> =
   return unmapped
 }
 
-type Note = (key: string) => void
+/**
+ * Fields that need the provider's own server-side state or features: without
+ * them the answer means something else, so only the provider's own Responses
+ * API may serve the request.
+ */
+const LOST_FIELDS = ["previous_response_id", "conversation", "prompt", "background"] as const
 
-const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPart>, note: Note): Array<Message> => {
+const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPart>, note: Note, lose: Note): Array<Message> => {
   const messages: Array<Message> = []
   // The open assistant turn (messages and function calls) and the open tool
   // turn (function outputs), still accepting parts.
@@ -116,7 +137,9 @@ const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPar
   let toolTurn: Array<ContentPart> | undefined
   for (const item of items) {
     if (isOtherItem(item)) {
-      note(`input[].${item.type}`)
+      // A stored item referenced by id cannot be resolved elsewhere; reasoning items only replay hidden state.
+      if (item.type === "item_reference") lose("input[].item_reference")
+      else note(`input[].${item.type}`)
       continue
     }
     switch (item.type) {
@@ -133,7 +156,7 @@ const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPar
           toolTurn = []
           messages.push({ role: "user", content: toolTurn })
         }
-        toolTurn.push({ type: "tool_result", toolCallId: item.call_id, content: outputParts(item.output, note) })
+        toolTurn.push({ type: "tool_result", toolCallId: item.call_id, content: outputParts(item.output, note, lose) })
         assistantTurn = undefined
         continue
     }
@@ -152,7 +175,7 @@ const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPar
         toolTurn = undefined
         continue
       case "user": {
-        const parts = userParts(message.content, note)
+        const parts = userParts(message.content, note, lose)
         if (toolTurn === undefined) messages.push({ role: "user", content: parts })
         else toolTurn.push(...parts)
         assistantTurn = undefined
@@ -189,29 +212,29 @@ const assistantParts = (content: WireMessageItem["content"], note: Note): Array<
   return parts
 }
 
-const userParts = (content: WireMessageItem["content"], note: Note): Array<ContentPart> => {
+const userParts = (content: WireMessageItem["content"], note: Note, lose: Note): Array<ContentPart> => {
   if (typeof content === "string") return [{ type: "text", text: content }]
   const parts: Array<ContentPart> = []
   for (const part of content) {
-    const converted = mediaPart(part, note)
+    const converted = mediaPart(part, note, lose)
     if (converted !== undefined) parts.push(converted)
   }
   return parts
 }
 
-const outputParts = (output: string | ReadonlyArray<WireOutputPart>, note: Note): Array<TextPart | ImagePart> => {
+const outputParts = (output: string | ReadonlyArray<WireOutputPart>, note: Note, lose: Note): Array<TextPart | ImagePart> => {
   if (typeof output === "string") return [{ type: "text", text: output }]
   const parts: Array<TextPart | ImagePart> = []
   for (const part of output) {
-    const converted = mediaPart(part, note)
+    const converted = mediaPart(part, note, lose)
     if (converted?.type === "document") note("input[].function_call_output.input_file")
     else if (converted !== undefined) parts.push(converted)
   }
   return parts
 }
 
-/** A user-side part; undefined (and a note) when it only references a stored file. */
-const mediaPart = (part: WireContentPart, note: Note): TextPart | ImagePart | DocumentPart | undefined => {
+/** A user-side part; undefined (and a loss) when it only references a stored file. */
+const mediaPart = (part: WireContentPart, note: Note, lose: Note): TextPart | ImagePart | DocumentPart | undefined => {
   switch (part.type) {
     case "input_text":
     case "output_text":
@@ -222,7 +245,7 @@ const mediaPart = (part: WireContentPart, note: Note): TextPart | ImagePart | Do
       // `detail: "auto"` is the default every provider applies; anything else is lost.
       if (part.detail != null && part.detail !== "auto") note("input[].input_image.detail")
       if (part.image_url != null) return { type: "image", source: mediaSourceOfUrl(part.image_url) }
-      note("input[].input_image.file_id")
+      lose("input[].input_image.file_id")
       return undefined
     case "input_file":
       if (part.file_data != null) {
@@ -231,7 +254,7 @@ const mediaPart = (part: WireContentPart, note: Note): TextPart | ImagePart | Do
       if (part.file_url != null) {
         return { type: "document", source: { kind: "url", url: part.file_url }, title: part.filename ?? undefined }
       }
-      note("input[].input_file.file_id")
+      lose("input[].input_file.file_id")
       return undefined
   }
 }
@@ -245,12 +268,12 @@ const allowedToolNames = (choice: WireToolChoice | null | undefined): ReadonlySe
 const convertTools = (
   wire: ReadonlyArray<WireTool>,
   allowed: ReadonlySet<string> | undefined,
-  note: Note
+  lose: Note
 ): Array<ToolDefinition> => {
   const tools: Array<ToolDefinition> = []
   for (const tool of wire) {
     if (tool.type !== "function") {
-      note(`tools[].${tool.type}`)
+      lose(`tools[].${tool.type}`)
       continue
     }
     const fn = tool as Extract<WireTool, { type: "function" }>

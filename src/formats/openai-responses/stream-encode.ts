@@ -34,7 +34,7 @@
  */
 import type { ChatStreamEvent, StreamError, Usage } from "../../domain/chat.ts"
 import { openAiTypeAndCode } from "../../domain/envelope.ts"
-import { classifyUpstream } from "../../domain/errors.ts"
+import { classifyStreamError } from "../../domain/errors.ts"
 import type { StreamEncoder } from "../index.ts"
 import { functionCallItemId, messageItemId, type Outcome, outcomeOf } from "./mapping.ts"
 import {
@@ -194,9 +194,7 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
 
   const errorFrame = (error: StreamError): string => {
     done = true
-    const [type, code] = openAiTypeAndCode(
-      classifyUpstream(error.status ?? 500, { type: error.type, message: error.message })
-    )
+    const [type, code] = openAiTypeAndCode(classifyStreamError(error))
     const fields = `"code":"${code}","message":${JSON.stringify(error.message)},"param":null`
     return emit("error", `${fields},"error":{"type":"${type}",${fields}}`)
   }
@@ -238,6 +236,8 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
         if (outcome !== undefined) return ""
         outcome = outcomeOf(event.stopReason)
         return settle(outcome.status)
+      case "other_content":
+        return ""
       case "usage":
         usage = event.usage
         return ""
