@@ -11,8 +11,8 @@ import type { RoutingTable } from "./routing/table.ts"
 
 export { layerTest as scriptedProviders, TestReply } from "./providers/testing.ts"
 export type { UpstreamCall } from "./providers/transport.ts"
-export { simulateRequest } from "./routing/simulate.ts"
-export type { SimulatedAttempt, SimulatedRequest, SimulationResult } from "./routing/simulate.ts"
+export { simulateRequest } from "./pipeline/simulate.ts"
+export type { SimulatedAttempt, SimulatedRequest, SimulationResult } from "./pipeline/simulate.ts"
 
 /** Validates a TOML configuration exactly like the gateway at startup and compiles its routing. */
 export const routingFromToml = (toml: string, env: Readonly<Record<string, string | undefined>> = {}): RoutingTable => {

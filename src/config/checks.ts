@@ -59,6 +59,15 @@ const credentialAt = (
   return resolveCredential(location, env)
 }
 
+/**
+ * OpenAI's own API (the `openai` provider, or any at api.openai.com) and Azure
+ * OpenAI: they take `max_completion_tokens` (their reasoning models refuse
+ * `max_tokens`) and serve the Responses API. Other OpenAI-compatible servers
+ * are not assumed to do either.
+ */
+const isOfficialOpenAi = (id: string, kind: ProviderKind, baseUrl: string): boolean =>
+  kind === "azure" || (kind === "openai" && (id === "openai" || new URL(baseUrl).hostname === "api.openai.com"))
+
 const checkProviders = (file: ConfigFile, env: Env, findings: Findings): Map<string, ResolvedProvider> => {
   const providers = new Map<string, ResolvedProvider>()
   for (const [id, provider] of Object.entries(file.providers)) {
@@ -104,6 +113,12 @@ const checkProviders = (file: ConfigFile, env: Env, findings: Findings): Map<str
     }
     const duplicates = provider.models.filter((model, index) => provider.models.indexOf(model) !== index)
     if (duplicates.length > 0) findings.warn(`${path}.models`, `listed twice: ${[...new Set(duplicates)].join(", ")}`)
+    const official = isOfficialOpenAi(id, kind, baseUrl)
+    if (info.family !== "openai") {
+      for (const key of ["max_tokens_param", "responses_api"] as const) {
+        if (provider[key] !== undefined) findings.warn(`${path}.${key}`, `has no effect on a ${kind} provider`)
+      }
+    }
     providers.set(id, {
       id,
       kind,
@@ -114,7 +129,9 @@ const checkProviders = (file: ConfigFile, env: Env, findings: Findings): Map<str
       authType,
       authName: authName ?? "authorization",
       timeoutMs: provider.timeout_ms,
-      apiVersion: provider.api_version ?? AZURE_DEFAULT_API_VERSION
+      apiVersion: provider.api_version ?? AZURE_DEFAULT_API_VERSION,
+      maxTokensParam: provider.max_tokens_param ?? (official ? "max_completion_tokens" : "max_tokens"),
+      responsesApi: info.family === "openai" && (provider.responses_api ?? official)
     })
   }
   return providers

@@ -22,6 +22,10 @@ export interface ResolvedProvider {
   readonly timeoutMs?: number | undefined
   /** Azure `api-version`. */
   readonly apiVersion: string
+  /** Chat Completions field of a translated request's output limit. */
+  readonly maxTokensParam: "max_tokens" | "max_completion_tokens"
+  /** Serves the Responses API natively (`/responses`). */
+  readonly responsesApi: boolean
 }
 
 export interface ResolvedTarget {

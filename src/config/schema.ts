@@ -51,7 +51,19 @@ export const Provider = Schema.Struct({
   auth_type: Schema.optionalKey(AuthType),
   auth_header_name: Schema.optionalKey(Schema.NonEmptyString),
   /** Azure data-plane `api-version` (default 2024-10-21). */
-  api_version: Schema.optionalKey(Schema.NonEmptyString)
+  api_version: Schema.optionalKey(Schema.NonEmptyString),
+  /**
+   * Chat Completions field for a translated request's output limit. Default:
+   * `max_completion_tokens` for OpenAI's and Azure's own APIs, `max_tokens` for
+   * other OpenAI-compatible servers (checks.ts).
+   */
+  max_tokens_param: Schema.optionalKey(Schema.Literals(["max_tokens", "max_completion_tokens"])),
+  /**
+   * Whether the provider serves the OpenAI Responses API (`/responses`): Responses
+   * requests then go there byte for byte. Default: true for OpenAI's and Azure's
+   * own APIs, false for other servers (checks.ts).
+   */
+  responses_api: Schema.optionalKey(Schema.Boolean)
 })
 export type Provider = typeof Provider.Type
 

@@ -167,6 +167,11 @@ export interface StreamError {
   readonly status?: number | undefined
   /** The upstream's own error code (`content_policy_violation`, …), when it sent one. */
   readonly code?: string | undefined
+  /**
+   * The gateway found the stream broken (an event that does not parse, an end
+   * before the terminal event), rather than the upstream reporting an error.
+   */
+  readonly malformed?: boolean | undefined
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { parseErrorDetails } from "./errors.ts"
 import type { ErrorClass, GatewayError, InfraError, UpstreamError } from "./errors.ts"
-import type { WireFamily } from "./sdk.ts"
+import type { CallerFormat, WireFamily } from "./sdk.ts"
 
 export interface RenderedError {
   readonly status: number
@@ -75,9 +75,13 @@ const isEnvelopeOf = (family: WireFamily, body: Uint8Array | undefined): boolean
   }
 }
 
+/** What a withheld upstream failure says (spec 7.3.6): what happened, never the upstream's own text. */
 const upstreamMessage = (error: UpstreamError): string => {
   if (error.timedOut) return `provider timed out (${error.message})`
   if (error.upstreamStatus === 0) return `provider connection failed (${error.message})`
+  if (error.inStream === true) return "provider reported an error inside its stream"
+  // A success status with a body the gateway could not use: the message is the gateway's own finding.
+  if (error.upstreamStatus < 300) return `provider sent an invalid response (${error.message})`
   return `provider returned status ${error.upstreamStatus}`
 }
 
@@ -85,7 +89,12 @@ const upstreamMessage = (error: UpstreamError): string => {
 export const classificationHeaders = (error: UpstreamError): Record<string, string> => {
   const headers: Record<string, string> = { "x-gw-error-code": error.reason }
   if (error.reached) headers["x-gw-upstream-provider"] = error.provider
-  if (error.retryAfter !== undefined) headers["retry-after"] = String(error.retryAfter)
+  const wait = error.retryAfterMs
+  if (wait !== undefined) {
+    // What the upstream asked for, in both forms SDKs read: whole seconds (at least 1 unless it said 0) and milliseconds.
+    headers["retry-after"] = String(wait === 0 ? 0 : Math.max(1, Math.ceil(wait / 1000)))
+    headers["retry-after-ms"] = String(Math.round(wait))
+  }
   if (error.reason === "quota") headers["x-should-retry"] = "false"
   return headers
 }
@@ -158,7 +167,7 @@ export const renderInfraError = (error: InfraError, caller: WireFamily): Rendere
  * stream ends with no success terminator.
  */
 export const streamErrorFrame = (
-  caller: WireFamily,
+  caller: CallerFormat,
   reason: ErrorClass,
   message: string,
   status = 500
@@ -167,5 +176,10 @@ export const streamErrorFrame = (
     return `event: error\ndata: ${anthropicBody(message, anthropicType(reason, status))}\n\n`
   }
   const [type, code] = openAiTypeAndCode(reason)
+  if (caller === "responses") {
+    // The Responses `error` event, with the nested `error` object older clients read too.
+    const fields = `"code":"${code}","message":${JSON.stringify(message)},"param":null`
+    return `event: error\ndata: {"type":"error",${fields},"error":{"type":"${type}",${fields}}}\n\n`
+  }
   return `data: ${openAiBody(message, type, code)}\n\n`
 }

@@ -156,10 +156,12 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   timedOut: Schema.Boolean,
   /** Whether the request reached the upstream (false for a refused connection). */
   reached: Schema.Boolean,
-  /** Seconds from the upstream `Retry-After`, when it sent one. */
-  retryAfter: Schema.optional(Schema.Number),
+  /** The wait the upstream asked for (`Retry-After` or `retry-after-ms`), in milliseconds, when it sent one. */
+  retryAfterMs: Schema.optional(Schema.Number),
   body: Schema.optional(Schema.Uint8Array),
-  contentType: Schema.optional(Schema.String)
+  contentType: Schema.optional(Schema.String),
+  /** Reported inside a stream the upstream answered 200: `upstreamStatus` is the status the error stands for. */
+  inStream: Schema.optional(Schema.Boolean)
 }) {
   get status(): number {
     return callerStatusOf(this.reason, this.upstreamStatus, this.timedOut)
@@ -170,7 +172,11 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
     source: FailureSource,
     status: number,
     body: Uint8Array,
-    options: { readonly retryAfter?: number | undefined; readonly contentType?: string | undefined } = {}
+    options: {
+      readonly retryAfterMs?: number | undefined
+      readonly contentType?: string | undefined
+      readonly inStream?: boolean | undefined
+    } = {}
   ): UpstreamError {
     const details = parseErrorDetails(body)
     return new UpstreamError({
@@ -181,9 +187,10 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
       message: details?.message ?? `provider returned status ${status}`,
       timedOut: false,
       reached: true,
-      retryAfter: options.retryAfter,
+      retryAfterMs: options.retryAfterMs,
       body,
-      ...(options.contentType === undefined ? {} : { contentType: options.contentType })
+      ...(options.contentType === undefined ? {} : { contentType: options.contentType }),
+      ...(options.inStream === true ? { inStream: true } : {})
     })
   }
 
@@ -201,7 +208,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
       message,
       timedOut: options.timedOut ?? false,
       reached: options.reached ?? true,
-      retryAfter: undefined,
+      retryAfterMs: undefined,
       ...(options.body === undefined ? {} : { body: options.body })
     })
   }

@@ -11,4 +11,7 @@ export const isSdkFormat = (value: string): value is SdkFormat => (SDK_FORMATS a
 /** The chat wire family: completions-style (`openai`) or messages-style (`anthropic`). */
 export type WireFamily = "openai" | "anthropic"
 
+/** What a chat client speaks: the two chat wire families, or the OpenAI Responses API. */
+export type CallerFormat = WireFamily | "responses"
+
 export const familyOfSdk = (sdk: SdkFormat): WireFamily => (sdk === "anthropic" ? "anthropic" : "openai")

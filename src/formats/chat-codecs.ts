@@ -8,7 +8,7 @@
  *   wire family a provider speaks (Chat Completions or Messages).
  */
 import type { ChatRequest, ChatResponse } from "../domain/chat.ts"
-import type { WireFamily } from "../domain/sdk.ts"
+import type { CallerFormat, WireFamily } from "../domain/sdk.ts"
 import {
   decodeAnthropicRequest,
   decodeAnthropicResponse,
@@ -28,8 +28,7 @@ import {
 } from "./openai-chat/index.ts"
 import { encodeResponsesResponse, makeResponsesStreamEncoder, decodeResponsesRequest } from "./openai-responses/index.ts"
 
-/** What a client speaks: the two chat wire families, or the Responses API. */
-export type CallerFormat = WireFamily | "responses"
+export type { CallerFormat }
 
 export interface CallerCodec {
   readonly decodeRequest: (body: unknown) => DecodeResult<ChatRequest>

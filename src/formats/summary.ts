@@ -1,90 +1,83 @@
 /**
- * The few facts the log line and telemetry need from a chat response body
- * forwarded verbatim (model, finish reason, usage), read without parsing the
- * whole body: the body can be large (long answers, tool arguments) and the
- * caller already has it. Used by the fast path's tap, never to decide what
+ * What the log line, telemetry and the output guardrail need from a chat
+ * response body forwarded verbatim (the fast path): model, id, finish reason,
+ * usage and the answer's text. The body was parsed anyway (a held body must
+ * parse before it is sent), so this only reads fields; it never decides what
  * the caller sees.
- *
- * Why scanning is safe: inside a JSON string every `"` is escaped, so the
- * sequence `"key"` followed by `:` only occurs as an object key.
  */
 import type { StopReason, Usage } from "../domain/chat.ts"
-import type { WireFamily } from "../domain/sdk.ts"
+import type { CallerFormat } from "../domain/sdk.ts"
 import { readUsageCounts, stopReasonOfWire, usageOfCounts } from "./anthropic/mapping.ts"
-import { decodeUsage, stopReasonOfFinish } from "./openai-chat/mapping.ts"
+import { decodeUsage, isRecord, stopReasonOfFinish } from "./openai-chat/mapping.ts"
+import { decodeUsage as decodeResponsesUsage, stopReasonOfResponse } from "./openai-responses/mapping.ts"
 
 export interface ChatSummary {
+  readonly id?: string | undefined
   readonly model?: string | undefined
   readonly stopReason?: StopReason | undefined
   readonly usage?: Usage | undefined
+  /** The visible text of the answer, in order ("" when it has none). */
+  readonly text: string
 }
 
-const isSpace = (code: number) => code === 32 || code === 10 || code === 13 || code === 9
+const stringOr = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 
-/** Index just after `"key"` + optional spaces + `:` + optional spaces, searching from `from` (or from the end). */
-const valueStart = (text: string, key: string, last: boolean): number => {
-  const needle = `"${key}"`
-  let at = last ? text.lastIndexOf(needle) : text.indexOf(needle)
-  while (at !== -1) {
-    let i = at + needle.length
-    while (isSpace(text.charCodeAt(i))) i++
-    if (text.charCodeAt(i) === 58) {
-      i++
-      while (isSpace(text.charCodeAt(i))) i++
-      return i
-    }
-    at = last ? text.lastIndexOf(needle, at - 1) : text.indexOf(needle, at + 1)
+const openAiSummary = (json: Record<string, unknown>): ChatSummary => {
+  const choice = Array.isArray(json.choices) && isRecord(json.choices[0]) ? json.choices[0] : undefined
+  const message = isRecord(choice?.message) ? choice.message : undefined
+  const finish = choice?.finish_reason
+  return {
+    id: stringOr(json.id),
+    model: stringOr(json.model),
+    stopReason: typeof finish === "string" ? stopReasonOfFinish(finish, Array.isArray(message?.tool_calls)) : undefined,
+    usage: decodeUsage(json.usage),
+    text: (stringOr(message?.content) ?? "") + (stringOr(message?.refusal) ?? "")
   }
-  return -1
 }
 
-const stringValue = (text: string, key: string): string | undefined => {
-  const start = valueStart(text, key, false)
-  if (start === -1 || text.charCodeAt(start) !== 34) return undefined
-  const end = text.indexOf('"', start + 1)
-  return end === -1 ? undefined : text.slice(start + 1, end)
+const anthropicSummary = (json: Record<string, unknown>): ChatSummary => {
+  const counts = readUsageCounts(json.usage)
+  let text = ""
+  if (Array.isArray(json.content)) for (const block of json.content) if (isRecord(block) && block.type === "text") text += stringOr(block.text) ?? ""
+  return {
+    id: stringOr(json.id),
+    model: stringOr(json.model),
+    stopReason: typeof json.stop_reason === "string" ? stopReasonOfWire(json.stop_reason) : undefined,
+    usage: counts === undefined ? undefined : usageOfCounts(counts),
+    text
+  }
 }
 
-/** The object value of the last `key` (usage comes last in both families), parsed alone. */
-const objectValue = (text: string, key: string): unknown => {
-  const start = valueStart(text, key, true)
-  if (start === -1 || text.charCodeAt(start) !== 123) return undefined
-  let depth = 0
-  let inString = false
-  for (let i = start; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (inString) {
-      if (code === 92) i++
-      else if (code === 34) inString = false
-    } else if (code === 34) {
-      inString = true
-    } else if (code === 123) {
-      depth++
-    } else if (code === 125 && --depth === 0) {
-      try {
-        return JSON.parse(text.slice(start, i + 1))
-      } catch {
-        return undefined
+const responsesSummary = (json: Record<string, unknown>): ChatSummary => {
+  let text = ""
+  let toolCalls = false
+  if (Array.isArray(json.output)) {
+    for (const item of json.output) {
+      if (!isRecord(item)) continue
+      if (item.type === "function_call") toolCalls = true
+      if (item.type !== "message" || !Array.isArray(item.content)) continue
+      for (const part of item.content) {
+        if (isRecord(part)) text += stringOr(part.type === "refusal" ? part.refusal : part.text) ?? ""
       }
     }
   }
-  return undefined
+  return {
+    id: stringOr(json.id),
+    model: stringOr(json.model),
+    stopReason: stopReasonOfResponse(json, toolCalls),
+    usage: decodeResponsesUsage(json.usage),
+    text
+  }
 }
 
-export const summarizeChatJson = (family: WireFamily, text: string): ChatSummary => {
-  if (family === "anthropic") {
-    const reason = stringValue(text, "stop_reason")
-    const counts = readUsageCounts(objectValue(text, "usage"))
-    return {
-      model: stringValue(text, "model"),
-      stopReason: reason === undefined ? undefined : stopReasonOfWire(reason),
-      usage: counts === undefined ? undefined : usageOfCounts(counts)
-    }
-  }
-  const finish = stringValue(text, "finish_reason")
-  return {
-    model: stringValue(text, "model"),
-    stopReason: finish === undefined ? undefined : stopReasonOfFinish(finish, false),
-    usage: decodeUsage(objectValue(text, "usage"))
+export const summarizeChatJson = (format: CallerFormat, json: unknown): ChatSummary => {
+  if (!isRecord(json)) return { text: "" }
+  switch (format) {
+    case "openai":
+      return openAiSummary(json)
+    case "anthropic":
+      return anthropicSummary(json)
+    case "responses":
+      return responsesSummary(json)
   }
 }

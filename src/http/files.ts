@@ -16,7 +16,7 @@ import { Effect } from "effect"
 import type { GatewaySettings } from "../config/index.ts"
 import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import { callerKey, forwardVerbatim, header, isMultipartForm, passThroughHeaders, uploadTooLarge } from "../pipeline/index.ts"
+import { callerKey, forwardHeld, header, isMultipartForm, passThroughHeaders, sendHeld, uploadTooLarge } from "../pipeline/index.ts"
 import type { RequestContext } from "../pipeline/index.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import { withQuery } from "../providers/adapter.ts"
@@ -98,8 +98,11 @@ export const fileRoutes = ({ settings, table, client }: FilesDependencies): Read
         body: upload ? ctx.req : undefined,
         idleTimeoutMs: providerTimeoutMs(settings, provider.id)
       })
-      yield* forwardVerbatim(ctx, ctx.caller, response, { "x-gw-upstream-provider": provider.id })
-    })
+      const forwarded = yield* forwardHeld(ctx, { providerId: provider.id, family: provider.family }, response, {
+        "x-gw-upstream-provider": provider.id
+      })
+      if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
+    }).pipe(Effect.scoped)
   return [
     { method: "POST", path: "/v1/files", handler: run("upload") },
     { method: "GET", path: "/v1/files", handler: run("list") },

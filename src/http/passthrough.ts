@@ -10,20 +10,24 @@
  * headers and the gateway's own headers never leave; the provider's
  * configured credential is added in its auth form (a caller key is used only
  * when none is configured). The response, success or error, comes back byte
- * for byte with the upstream status and content type; errors also carry
- * `x-gw-error-code` and `x-gw-upstream-provider`. One attempt, no retries.
+ * for byte, however long, with the upstream status, content type and
+ * encoding; errors also carry `x-gw-error-code` and `x-gw-upstream-provider`,
+ * classified from the first 64 KB of the body. One attempt, no retries.
  */
 import { Effect } from "effect"
 import type { Redacted } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { GatewaySettings } from "../config/index.ts"
-import { classificationHeaders, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS } from "../domain/index.ts"
-import type { AnyGatewayFailure, ProviderKind, UpstreamError } from "../domain/index.ts"
-import { abortWithCaller, callerKey, callerSink, commitHead, header, passThroughHeaders, responseHeaders, sendBody } from "../pipeline/index.ts"
+import { classificationHeaders, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
+import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/index.ts"
+import { callerKey, callerSink, commitHead, header, passThroughHeaders, responseHeaders } from "../pipeline/index.ts"
 import type { RequestContext } from "../pipeline/index.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
-import type { ProviderClient, UpstreamResponse } from "../providers/transport.ts"
+import { decodeWhole } from "../providers/content-encoding.ts"
+import { parseRetryAfterMs } from "../providers/retry-after.ts"
+import { ERROR_BODY_LIMIT } from "../providers/transport.ts"
+import type { ChunkSink, ProviderClient, UpstreamResponse } from "../providers/transport.ts"
 import type { RoutingTable } from "../routing/table.ts"
 import type { RouteDef } from "./router.ts"
 
@@ -120,31 +124,63 @@ const hasDotSegment = (rest: string): boolean =>
 const hasBody = (incoming: IncomingHttpHeaders): boolean =>
   incoming["transfer-encoding"] !== undefined || (incoming["content-length"] !== undefined && incoming["content-length"] !== "0")
 
-/** Writes an upstream error as it came: status, content type and body, plus the classification headers. */
-const sendUpstreamErrorVerbatim = (ctx: RequestContext, error: UpstreamError, body: Uint8Array): void => {
-  ctx.log.error_code = error.reason
-  sendBody(ctx, error.upstreamStatus, body, error.contentType, classificationHeaders(error))
-}
+/** The classification of an upstream error response, from the first part of its body. */
+const classify = (source: FailureSource, response: UpstreamResponse, prefix: Uint8Array): UpstreamError =>
+  UpstreamError.fromResponse(source, response.status, decodeWhole(response.headers["content-encoding"], prefix, ERROR_BODY_LIMIT) ?? new Uint8Array(0), {
+    retryAfterMs: parseRetryAfterMs(response.headers)
+  })
 
-/** Forwards a success as it arrives; a failure after the head ends the connection abruptly. */
-const forwardNative = (ctx: RequestContext, response: UpstreamResponse): Effect.Effect<void> => {
-  const head = responseHeaders(response.headers, true)
-  // The body is forwarded as the upstream encoded it, so its encoding goes with it.
-  const encoding = response.headers["content-encoding"]
-  if (encoding !== undefined) head["content-encoding"] = encoding
-  commitHead(ctx, response.status, head)
-  abortWithCaller(ctx, response.body)
-  return response.body.pipe(callerSink(ctx)).pipe(
-    Effect.matchEffect({
-      onSuccess: () => Effect.sync(() => ctx.res.end()),
-      onFailure: (error) =>
-        Effect.sync(() => {
-          ctx.log.error_code = error.reason
-          ctx.res.destroy()
-        })
-    })
-  )
-}
+/**
+ * Forwards the response as it arrives, success or error. An error's head waits
+ * for the first 64 KB of its body (or all of it), which classifies it; the
+ * body then follows whole. A failure after the head ends the connection abruptly.
+ */
+const forwardNative = (ctx: RequestContext, source: FailureSource, response: UpstreamResponse): Effect.Effect<void, UpstreamError> =>
+  Effect.suspend(() => {
+    const caller = callerSink(ctx)
+    const isError = response.status >= 400
+    let committed = false
+    let prefix: Array<Uint8Array> = []
+    let prefixSize = 0
+    const commit = (): boolean => {
+      committed = true
+      const head = responseHeaders(response.headers, true)
+      const held = prefix.length === 1 ? prefix[0] : Buffer.concat(prefix, prefixSize)
+      prefix = []
+      if (isError) {
+        const error = classify(source, response, held)
+        ctx.log.error_code = error.reason
+        Object.assign(head, classificationHeaders(error))
+      }
+      commitHead(ctx, response.status, head)
+      return held.byteLength === 0 || caller.write(held)
+    }
+    const sink: ChunkSink = {
+      write: (chunk) => {
+        if (committed) return caller.write(chunk)
+        prefix.push(chunk)
+        prefixSize += chunk.byteLength
+        return isError && prefixSize < ERROR_BODY_LIMIT ? true : commit()
+      },
+      onDrain: caller.onDrain
+    }
+    return response.body.pipe(sink).pipe(
+      Effect.matchEffect({
+        onSuccess: () =>
+          Effect.sync(() => {
+            if (!committed) commit()
+            ctx.res.end()
+          }),
+        onFailure: (error) => {
+          if (!committed) return Effect.fail(error)
+          return Effect.sync(() => {
+            ctx.log.error_code = error.reason
+            ctx.res.destroy()
+          })
+        }
+      })
+    )
+  })
 
 export const passthroughRoutes = ({ settings, table, client }: PassthroughDependencies): ReadonlyArray<RouteDef<never>> =>
   PASSTHROUGH_KINDS.map((kind) => ({
@@ -176,14 +212,9 @@ export const passthroughRoutes = ({ settings, table, client }: PassthroughDepend
           path: upstreamPath(path, forwardedQuery(ctx.query, queryCredentials)),
           headers,
           body: withBody ? ctx.req : incoming["content-length"] === "0" ? "" : undefined,
-          idleTimeoutMs: providerTimeoutMs(settings, provider.id)
-        }).pipe(
-          Effect.catchTag("UpstreamError", (error) => {
-            const body = error.body
-            if (error.upstreamStatus === 0 || body === undefined) return Effect.fail(error)
-            return Effect.sync(() => sendUpstreamErrorVerbatim(ctx, error, body)).pipe(Effect.as(undefined))
-          })
-        )
-        if (response !== undefined) yield* forwardNative(ctx, response)
-      })
+          idleTimeoutMs: providerTimeoutMs(settings, provider.id),
+          errorBodies: "stream"
+        })
+        yield* forwardNative(ctx, { providerId: provider.id, family: provider.family }, response)
+      }).pipe(Effect.scoped)
   }))

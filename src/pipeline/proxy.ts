@@ -2,7 +2,9 @@
  * The program of every non-chat model endpoint (embeddings, images, speech,
  * transcriptions, rerank, count_tokens): the same resolution, plans, retries,
  * timeouts and error mapping as chat, with the upstream body forwarded to the
- * caller byte for byte (JSON or binary audio, streamed as it arrives).
+ * caller byte for byte (JSON or binary audio): held until complete (a JSON
+ * body must parse) and sent once the plan succeeded; a body past the hold
+ * limit, or an event stream, is streamed as it arrives.
  *
  * The request body is either a JSON object (its `model` replaced by the
  * target's) or a body builder called per attempt (multipart uploads, which
@@ -19,7 +21,7 @@ import { executePlan } from "../routing/execute.ts"
 import { servableSteps } from "../routing/servable.ts"
 import type { PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
-import { callerKey, callerKeyPolicy, forwardVerbatim, passThroughHeaders } from "./forward/index.ts"
+import { callerKey, callerKeyPolicy, forwardHeld, forwardStream, isEventStream, OPEN_GATE, passThroughHeaders, sendHeld } from "./forward/index.ts"
 import { choosePlan } from "./choose-plan.ts"
 import type { RequestContext } from "./context.ts"
 import { attemptLogger } from "./telemetry/attempts.ts"
@@ -74,7 +76,7 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
     if (steps instanceof GatewayError) return yield* steps
 
     const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
-    yield* executePlan(plan, steps, ({ target }) => {
+    const forwarded = yield* executePlan(plan, steps, ({ target }) => {
       const provider = target.provider
       const { path, headers: auth } = provider.request(input.operation, target.model, keyFor(provider.origin))
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
@@ -93,7 +95,15 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
         body: input.body.forTarget(target, overrides),
         idleTimeoutMs: target.timeoutMs
       }).pipe(
-        Effect.flatMap((response) => forwardVerbatim(ctx, input.family, response, { "x-gw-upstream-provider": provider.id }))
+        Effect.flatMap((response) => {
+          const source = { providerId: provider.id, family: provider.family }
+          const extra = { "x-gw-upstream-provider": provider.id }
+          return isEventStream(response)
+            ? forwardStream(ctx, input.family, source, response, extra, OPEN_GATE)
+            : forwardHeld(ctx, source, response, extra)
+        }),
+        Effect.scoped
       )
     }, attemptLogger(ctx, log))
+    if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
   })

@@ -13,6 +13,8 @@ import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
 
 export type Operation =
   | "chat"
+  /** The OpenAI Responses API, for providers that serve it (`responsesApi`). */
+  | "responses"
   | "embeddings"
   | "image_generation"
   | "audio_speech"
@@ -29,6 +31,7 @@ export const ANTHROPIC_VERSION = "2023-06-01"
 
 const OPENAI_PATHS: Record<Operation, string> = {
   chat: "/chat/completions",
+  responses: "/responses",
   embeddings: "/embeddings",
   image_generation: "/images/generations",
   audio_speech: "/audio/speech",
@@ -48,6 +51,10 @@ export interface CompiledProvider {
   readonly origin: string
   readonly models: ReadonlySet<string>
   readonly timeoutMs?: number | undefined
+  /** Chat Completions field of a translated request's output limit. */
+  readonly maxTokensParam: "max_tokens" | "max_completion_tokens"
+  /** Serves the Responses API: a Responses caller's bytes go to its `/responses` unchanged. */
+  readonly responsesApi: boolean
   /**
    * Path (with query) and auth headers of one request. `key` is the caller's
    * own key (sent in this provider's auth form); without it the configured
@@ -102,7 +109,9 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
       case "cohere":
         return `${basePath}/v2/rerank`
       case "azure":
+        // Files and the Responses API are not per deployment: the model is named in the body.
         if (operation === "files") return `${basePath}/openai/files${suffix}?${azureVersion}`
+        if (operation === "responses") return `${basePath}/openai/responses?${azureVersion}`
         return `${basePath}/openai/deployments/${encodeURIComponent(model)}${OPENAI_PATHS[operation]}?${azureVersion}`
       default:
         return `${basePath}${OPENAI_PATHS[operation]}${suffix}`
@@ -116,6 +125,8 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     origin,
     models: new Set(provider.models),
     timeoutMs: provider.timeoutMs,
+    maxTokensParam: provider.maxTokensParam,
+    responsesApi: provider.responsesApi,
     request: (operation, model, key, suffix) =>
       key === undefined
         ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders }

@@ -11,43 +11,71 @@ const MAX_LINE = 16 * 1024 * 1024
 
 export class SseParser {
   private readonly decoder = new TextDecoder()
-  private pending = ""
+  /** The line in progress, as the pieces it arrived in (joined once, when it ends: linear in its length). */
+  private pending: Array<string> = []
+  private pendingLength = 0
+  /** The last chunk ended with CR: it ended a line, and a LF opening the next chunk belongs to it. */
+  private afterCR = false
   /** Set when a line outgrew `MAX_LINE`; its bytes were dropped. */
   overflowed = false
   private event: string | undefined = undefined
   private data: Array<string> = []
 
-  /** Feeds one chunk; returns the events it completed. */
+  /** Feeds one chunk; returns the events it completed. Only the new text is scanned. */
   push(chunk: Uint8Array): Array<SseEvent> {
-    const text = this.pending + this.decoder.decode(chunk, { stream: true })
+    const text = this.decoder.decode(chunk, { stream: true })
     const out: Array<SseEvent> = []
     let start = 0
-    for (let i = 0; i < text.length; i++) {
+    if (this.afterCR) {
+      this.afterCR = false
+      if (text.charCodeAt(0) === 10) start = 1
+    }
+    for (let i = start; i < text.length; i++) {
       const c = text.charCodeAt(i)
       if (c !== 10 && c !== 13) continue
-      if (c === 13 && i === text.length - 1) break // maybe the first half of a CRLF
-      this.line(text.slice(start, i), out)
-      if (c === 13 && text.charCodeAt(i + 1) === 10) i++
+      this.line(this.take(text.slice(start, i)), out)
+      if (c === 13) {
+        if (i === text.length - 1) {
+          this.afterCR = true
+          return out
+        }
+        if (text.charCodeAt(i + 1) === 10) i++
+      }
       start = i + 1
     }
-    // A trailing CR may be the first half of CRLF: keep it with the remainder.
-    this.pending = text.slice(start)
-    if (this.pending.length > MAX_LINE) {
-      this.pending = ""
-      this.overflowed = true
-    }
+    if (start < text.length) this.keep(text.slice(start))
     return out
   }
 
   /** At EOF: an event left without its blank line is still delivered. */
   end(): Array<SseEvent> {
     const out: Array<SseEvent> = []
-    let rest = this.pending + this.decoder.decode()
-    this.pending = ""
-    if (rest.endsWith("\r")) rest = rest.slice(0, -1)
-    for (const line of rest.split(/\r\n|\r|\n/)) if (line !== "") this.line(line, out)
+    const rest = this.decoder.decode()
+    if (rest !== "") this.keep(rest)
+    if (this.pendingLength > 0) this.line(this.take(""), out)
     this.line("", out)
     return out
+  }
+
+  private keep(piece: string): void {
+    this.pendingLength += piece.length
+    if (this.pendingLength > MAX_LINE) {
+      this.pending = []
+      this.pendingLength = 0
+      this.overflowed = true
+      return
+    }
+    this.pending.push(piece)
+  }
+
+  /** The whole line: what was kept of it plus its last piece. */
+  private take(last: string): string {
+    if (this.pendingLength === 0) return last
+    this.pending.push(last)
+    const line = this.pending.join("")
+    this.pending = []
+    this.pendingLength = 0
+    return line
   }
 
   private line(line: string, out: Array<SseEvent>): void {

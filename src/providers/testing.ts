@@ -13,6 +13,7 @@
 import { Duration, Effect, Layer, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { UpstreamError } from "../domain/index.ts"
+import { parseRetryAfterMs } from "./retry-after.ts"
 import { ProviderClient } from "./transport.ts"
 import type { ChunkSink, UpstreamBody, UpstreamCall, UpstreamResponse } from "./transport.ts"
 
@@ -47,6 +48,13 @@ export const TestReply = {
     chunks: frames.map((frame) => encoder.encode(frame)),
     failAfter: options.failAfter
   }),
+  /**
+   * A complete chat answer streamed in a provider's own format, one content
+   * event per piece (OpenAI chunks, or Anthropic events); with `failAfter` the
+   * connection breaks after that many frames (the opening frame counts).
+   */
+  chatStream: (family: "openai" | "anthropic", pieces: ReadonlyArray<string>, options: { readonly failAfter?: number } = {}): TestReply =>
+    TestReply.stream(family === "openai" ? openAiFrames(pieces) : anthropicFrames(pieces), options),
   /** The connection fails before any response (connection refused, reset). */
   networkError: (message = "ECONNRESET"): TestReply => ({ _tag: "NetworkError", message }),
   /** Never answers: only a timeout ends the attempt. */
@@ -54,6 +62,27 @@ export const TestReply = {
   /** Answers `then` after `duration` of (virtual) time. */
   delay: (duration: Duration.Input, then: TestReply): TestReply => ({ _tag: "Delay", duration, then })
 }
+
+const data = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
+const event = (name: string, value: unknown) => `event: ${name}\n${data(value)}`
+
+const openAiFrames = (pieces: ReadonlyArray<string>): Array<string> => {
+  const chunk = (delta: unknown, finish: string | null = null) =>
+    data({ id: "chatcmpl-test", object: "chat.completion.chunk", created: 0, model: "test", choices: [{ index: 0, delta, finish_reason: finish }] })
+  return [chunk({ role: "assistant", content: "" }), ...pieces.map((content) => chunk({ content })), chunk({}, "stop"), "data: [DONE]\n\n"]
+}
+
+const anthropicFrames = (pieces: ReadonlyArray<string>): Array<string> => [
+  event("message_start", {
+    type: "message_start",
+    message: { id: "msg_test", type: "message", role: "assistant", model: "test", content: [], stop_reason: null, usage: { input_tokens: 1, output_tokens: 0 } }
+  }),
+  event("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
+  ...pieces.map((text) => event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })),
+  event("content_block_stop", { type: "content_block_stop", index: 0 }),
+  event("message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: pieces.length } }),
+  event("message_stop", { type: "message_stop" })
+]
 
 const failure = (call: UpstreamCall, message: string): UpstreamError => UpstreamError.fault(call, message)
 
@@ -90,11 +119,8 @@ const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamRe
       if (reply.status < 400) {
         return Effect.succeed({ status: reply.status, headers: reply.headers, body: bodyOf(call, reply.chunks, reply.failAfter) })
       }
-      const retryAfter = reply.headers["retry-after"]
       return Effect.fail(
-        UpstreamError.fromResponse(call, reply.status, Buffer.concat([...reply.chunks]), {
-          retryAfter: typeof retryAfter === "string" ? Number(retryAfter) : undefined
-        })
+        UpstreamError.fromResponse(call, reply.status, Buffer.concat([...reply.chunks]), { retryAfterMs: parseRetryAfterMs(reply.headers) })
       )
     }
   }

@@ -4,26 +4,39 @@
  * API, so a proxied body is never copied into intermediate streams.
  *
  * An `Exchange` is one upstream request. `send` resolves at the response head:
- * a non-2xx status becomes an `UpstreamError` (its body read, bounded, for
- * classification); a 2xx gives an `UpstreamBody` that is consumed exactly
- * once, by `pipe` (fast path: chunks straight to a sink with backpressure),
- * `pull` (an Effect `Stream` for the normalized path) or `readAll`.
+ * a status of 300 or more becomes an `UpstreamError` (its body read, bounded,
+ * for classification); a 2xx gives an `UpstreamBody` that is consumed exactly
+ * once, by `pipe` (chunks straight to a sink with backpressure), `stream` (an
+ * Effect `Stream` for the normalized path) or `readAll`.
  *
  * Details
+ * - Ownership: an exchange belongs to the `Scope` of the attempt that opened
+ *   it; when that scope closes, however the attempt ended (done, failed,
+ *   retried, the caller gone), the exchange is aborted unless it already
+ *   finished. Nothing else needs to remember to abort it.
  * - `idleTimeoutMs` bounds the wait for the response head and, after it, every
  *   gap between two chunks (one timer, re-armed per chunk); a timeout aborts
  *   the request and fails with a timed-out `UpstreamError`.
- * - Interrupting `send` aborts the request.
- * - Interrupting a body consumer (the caller went away) aborts the upstream
- *   request at once, so no socket or fiber outlives the caller.
+ * - Interim 1xx responses are skipped; a 3xx is never followed (it would send
+ *   the prompt to another host) and fails as `upstream`.
+ * - `decode: true` decodes a `content-encoding` the upstream applied unasked
+ *   (gzip, deflate, br) for the consumers that read the body; the consumer
+ *   sees the headers without `content-encoding`. Without it the bytes stay as
+ *   they came, to be forwarded with their header. Error bodies are always
+ *   decoded: they are read for classification and the caller's envelope.
+ * - `errorBodies: "stream"` (native passthrough) hands a 4xx/5xx over like a
+ *   success, so its whole body can be forwarded byte for byte.
  */
-import { Cause, Context, Effect, Layer, Stream } from "effect"
+import { Cause, Context, Effect, Layer, Scope, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
 import { Agent } from "undici"
 import type { Dispatcher } from "undici"
 import { UpstreamError } from "../domain/index.ts"
 import type { ProviderFamily } from "../domain/index.ts"
+import { decodeWhole, decompressorFor } from "./content-encoding.ts"
+import type { Decompressor } from "./content-encoding.ts"
+import { parseRetryAfterMs } from "./retry-after.ts"
 
 export interface UpstreamCall {
   /** Provider id and family, for errors and `x-gw-upstream-provider`. */
@@ -38,6 +51,10 @@ export interface UpstreamCall {
   readonly body?: string | Uint8Array | Readable | undefined
   /** Longest wait for the response head, and for each chunk after it. */
   readonly idleTimeoutMs: number
+  /** Decode a compressed success body for the consumer (see the module notes). */
+  readonly decode?: boolean | undefined
+  /** `stream`: a 4xx/5xx is a response like a success, its body unread (native passthrough). */
+  readonly errorBodies?: "classify" | "stream" | undefined
 }
 
 export interface ChunkSink {
@@ -51,7 +68,7 @@ export interface UpstreamBody {
   readonly pipe: (sink: ChunkSink, tap?: (chunk: Uint8Array) => void) => Effect.Effect<void, UpstreamError>
   /** The chunks as a stream (the normalized path). */
   readonly stream: Stream.Stream<Uint8Array, UpstreamError>
-  /** The whole body, failing beyond `limit` bytes. */
+  /** The whole body; past `limit` bytes the download is aborted and the read fails. */
   readonly readAll: (limit: number) => Effect.Effect<Uint8Array, UpstreamError>
   readonly abort: () => void
 }
@@ -62,7 +79,8 @@ export interface UpstreamResponse {
   readonly body: UpstreamBody
 }
 
-const ERROR_BODY_LIMIT = 64 * 1024
+/** An error body is read this far for classification and the caller's envelope. */
+export const ERROR_BODY_LIMIT = 64 * 1024
 const BUFFER_HIGH_WATER = 8
 const UNREACHED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"])
 
@@ -71,14 +89,12 @@ const headerValue = (headers: IncomingHttpHeaders, name: string): string | undef
   return Array.isArray(value) ? value[0] : value
 }
 
-/** Seconds from an upstream `Retry-After` (integer seconds or an HTTP date). */
-export const parseRetryAfter = (headers: IncomingHttpHeaders): number | undefined => {
-  const value = headerValue(headers, "retry-after")
-  if (value === undefined) return undefined
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed)
-  const date = Date.parse(trimmed)
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000))
+/** The head as the consumer of a decoded body sees it. */
+const withoutEncoding = (headers: IncomingHttpHeaders): IncomingHttpHeaders => {
+  const copy = { ...headers }
+  delete copy["content-encoding"]
+  delete copy["content-length"]
+  return copy
 }
 
 class AbortedByGateway extends Error {}
@@ -94,6 +110,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   private headers: IncomingHttpHeaders = {}
   private errorChunks: Array<Buffer> | undefined
   private errorSize = 0
+  private decompressor: Decompressor | undefined
   private buffered: Array<Uint8Array> = []
   private ended = false
   private failure: UpstreamError | undefined
@@ -103,10 +120,22 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   private idleTimer: NodeJS.Timeout | undefined
   private readonly call: UpstreamCall
 
-  constructor(call: UpstreamCall, resume: Resume<UpstreamResponse>) {
+  constructor(call: UpstreamCall) {
     this.call = call
-    this.headResume = resume
-    this.armIdleTimer()
+  }
+
+  /** Dispatches the request and waits for its head. */
+  start(agent: Agent): Effect.Effect<UpstreamResponse, UpstreamError> {
+    return Effect.callback<UpstreamResponse, UpstreamError>((resume) => {
+      this.headResume = resume
+      this.armIdleTimer()
+      const { call } = this
+      agent.dispatch(
+        { origin: call.origin, path: call.path, method: call.method as Dispatcher.HttpMethod, headers: call.headers, body: call.body ?? null },
+        this
+      )
+      return Effect.sync(this.abort)
+    })
   }
 
   // --- undici handler -------------------------------------------------------
@@ -122,69 +151,98 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+    // An interim 1xx (100 Continue, 102 Processing, 103 Early Hints) is not the answer.
+    if (status < 200) return
     this.status = status
     this.headers = headers
-    if (status >= 400) {
+    this.idleTimer?.refresh()
+    if (status >= 300 && !(status >= 400 && this.call.errorBodies === "stream")) {
       this.errorChunks = []
       return
     }
+    let head = headers
+    if (this.call.decode === true) {
+      this.decompressor = decompressorFor(headers["content-encoding"])
+      if (this.decompressor !== undefined) {
+        head = withoutEncoding(headers)
+        this.decompressor.on("data", (chunk: Buffer) => this.deliver(chunk))
+        this.decompressor.on("end", () => this.finish())
+        this.decompressor.on("error", () => this.fail(UpstreamError.fault(this.call, "upstream sent a body that does not decode", { status })))
+      }
+    }
     const resume = this.headResume
     this.headResume = undefined
-    this.idleTimer?.refresh()
-    resume?.(Effect.succeed({ status, headers, body: this }))
+    resume?.(Effect.succeed({ status, headers: head, body: this }))
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.errorChunks !== undefined) {
       if (this.errorSize < ERROR_BODY_LIMIT) this.errorChunks.push(chunk)
       this.errorSize += chunk.byteLength
       return
     }
     this.idleTimer?.refresh()
+    if (this.decompressor !== undefined) this.decompressor.write(chunk)
+    else this.deliver(chunk)
+  }
+
+  onResponseEnd(): void {
+    this.clearIdleTimer()
+    if (this.errorChunks !== undefined) {
+      const raw = Buffer.concat(this.errorChunks).subarray(0, ERROR_BODY_LIMIT)
+      this.errorChunks = undefined
+      const resume = this.headResume
+      this.headResume = undefined
+      resume?.(Effect.fail(this.httpError(raw)))
+      return
+    }
+    if (this.decompressor !== undefined) this.decompressor.end()
+    else this.finish()
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.clearIdleTimer()
+    if (error instanceof AbortedByGateway && this.failure === undefined) return
+    this.fail(this.failure ?? this.networkError(error))
+  }
+
+  // --- delivery ---------------------------------------------------------------
+
+  private deliver(chunk: Uint8Array): void {
+    if (this.aborted) return
     const sink = this.sink
     if (sink !== undefined) {
       if (!sink.write(chunk)) {
-        this.pauseForCaller(controller)
+        this.pauseForCaller()
         sink.onDrain(() => this.resumeForCaller())
       }
       this.tap?.(chunk)
       return
     }
     this.buffered.push(chunk)
-    if (this.buffered.length >= BUFFER_HIGH_WATER) this.pauseForCaller(controller)
+    if (this.buffered.length >= BUFFER_HIGH_WATER) this.pauseForCaller()
     this.wake()
   }
 
-  onResponseEnd(): void {
-    this.clearIdleTimer()
-    if (this.errorChunks !== undefined) {
-      const body = Buffer.concat(this.errorChunks).subarray(0, ERROR_BODY_LIMIT)
-      this.errorChunks = undefined
-      const resume = this.headResume
-      this.headResume = undefined
-      resume?.(Effect.fail(this.httpError(body)))
-      return
-    }
+  private finish(): void {
     this.ended = true
     this.wake()
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.clearIdleTimer()
-    if (error instanceof AbortedByGateway && this.failure === undefined) return
-    const failure = this.failure ?? this.networkError(error)
-    this.failure = failure
+  private fail(failure: UpstreamError): void {
+    this.failure ??= failure
     const resume = this.headResume
     this.headResume = undefined
-    resume?.(Effect.fail(failure))
+    resume?.(Effect.fail(this.failure))
     this.wake()
   }
 
   // --- errors ---------------------------------------------------------------
 
-  private httpError(body: Buffer): UpstreamError {
+  private httpError(raw: Buffer): UpstreamError {
+    const body = decodeWhole(this.headers["content-encoding"], raw, ERROR_BODY_LIMIT) ?? Buffer.alloc(0)
     return UpstreamError.fromResponse(this.call, this.status, body, {
-      retryAfter: parseRetryAfter(this.headers),
+      retryAfterMs: parseRetryAfterMs(this.headers),
       contentType: headerValue(this.headers, "content-type")
     })
   }
@@ -200,17 +258,16 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   private armIdleTimer(): void {
     this.idleTimer = setTimeout(() => {
       const waitingForHead = this.headResume !== undefined
-      this.failure = UpstreamError.fault(
+      const failure = UpstreamError.fault(
         this.call,
         waitingForHead ? `no response within ${this.call.idleTimeoutMs} ms` : `no data for ${this.call.idleTimeoutMs} ms`,
         { timedOut: true }
       )
+      this.failure = failure
       this.aborted = true
       this.controller?.abort(new AbortedByGateway("timeout"))
-      const resume = this.headResume
-      this.headResume = undefined
-      resume?.(Effect.fail(this.failure))
-      this.wake()
+      this.decompressor?.destroy()
+      this.fail(failure)
     }, this.call.idleTimeoutMs)
   }
 
@@ -219,15 +276,16 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
    * the upstream writes): that silence is not the upstream's, so its idle
    * timer stops until the caller catches up.
    */
-  private pauseForCaller(controller: Dispatcher.DispatchController): void {
-    if (controller.paused) return
+  private pauseForCaller(): void {
+    const controller = this.controller
+    if (controller === undefined || controller.paused) return
     controller.pause()
     this.clearIdleTimer()
   }
 
   private resumeForCaller(): void {
     const controller = this.controller
-    if (controller === undefined || !controller.paused || this.ended || this.failure !== undefined) return
+    if (controller === undefined || !controller.paused || this.ended || this.failure !== undefined || this.aborted) return
     this.armIdleTimer()
     controller.resume()
   }
@@ -249,7 +307,11 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     this.clearIdleTimer()
     if (this.aborted) return
     this.aborted = true
-    if (this.controller !== undefined && !this.ended) this.controller.abort(new AbortedByGateway("aborted"))
+    this.decompressor?.destroy()
+    if (this.ended) return
+    this.controller?.abort(new AbortedByGateway("aborted"))
+    // A consumer still waiting (the gateway gave up on this body) is released.
+    this.fail(UpstreamError.fault(this.call, "aborted by the gateway"))
   }
 
   pipe(sink: ChunkSink, tap?: (chunk: Uint8Array) => void): Effect.Effect<void, UpstreamError> {
@@ -297,23 +359,41 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   }
 
   readAll(limit: number): Effect.Effect<Uint8Array, UpstreamError> {
-    return Effect.flatMap(
-      Stream.runFold(this.stream, () => ({ chunks: [] as Array<Uint8Array>, size: 0 }), (acc, chunk) => {
-        acc.size += chunk.byteLength
-        if (acc.size <= limit) acc.chunks.push(chunk)
-        return acc
-      }),
-      (acc) =>
-        acc.size > limit
-          ? Effect.fail(UpstreamError.fault(this.call, `response body exceeds ${limit} bytes`, { status: this.status }))
-          : Effect.succeed(acc.chunks.length === 1 ? acc.chunks[0] : Buffer.concat(acc.chunks))
-    )
+    return Effect.callback<Uint8Array, UpstreamError>((resume) => {
+      const chunks: Array<Uint8Array> = []
+      let size = 0
+      const settle = () => {
+        for (const chunk of this.buffered) {
+          size += chunk.byteLength
+          chunks.push(chunk)
+        }
+        this.buffered = []
+        if (size > limit) {
+          // Stop downloading at once: the rest would be read only to be thrown away.
+          this.abort()
+          resume(Effect.fail(UpstreamError.fault(this.call, `response body exceeds ${limit} bytes`, { status: this.status })))
+        } else if (this.failure !== undefined) {
+          resume(Effect.fail(this.failure))
+        } else if (this.ended) {
+          resume(Effect.succeed(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
+        } else {
+          this.resumeForCaller()
+          this.waiter = settle
+        }
+      }
+      settle()
+      return Effect.sync(this.abort)
+    })
   }
 }
 
 /** Sends upstream requests. The live layer uses undici; tests script it. */
 export class ProviderClient extends Context.Service<ProviderClient, {
-  readonly send: (call: UpstreamCall) => Effect.Effect<UpstreamResponse, UpstreamError>
+  /**
+   * Sends one request and resolves at its response head. The exchange belongs
+   * to the caller's `Scope`: closing it aborts the exchange if still running.
+   */
+  readonly send: (call: UpstreamCall) => Effect.Effect<UpstreamResponse, UpstreamError, Scope.Scope>
 }>()("gateway/providers/ProviderClient") {
   static readonly layer: Layer.Layer<ProviderClient> = Layer.effect(
     ProviderClient,
@@ -336,19 +416,9 @@ export class ProviderClient extends Context.Service<ProviderClient, {
       Effect.map((agent) =>
         ProviderClient.of({
           send: (call) =>
-            Effect.callback<UpstreamResponse, UpstreamError>((resume) => {
-              const exchange = new Exchange(call, resume)
-              agent.dispatch(
-                {
-                  origin: call.origin,
-                  path: call.path,
-                  method: call.method as Dispatcher.HttpMethod,
-                  headers: call.headers,
-                  body: call.body ?? null
-                },
-                exchange
-              )
-              return Effect.sync(exchange.abort)
+            Effect.flatMap(Effect.scope, (scope) => {
+              const exchange = new Exchange(call)
+              return Effect.andThen(Scope.addFinalizer(scope, Effect.sync(exchange.abort)), exchange.start(agent))
             })
         })
       )

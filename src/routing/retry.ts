@@ -18,15 +18,15 @@ export const isRetryable = (error: UpstreamError): boolean => dispositionOf(erro
  * The wait before retry number `retry` (1-based): the upstream's Retry-After
  * when it sent one (capped), else a uniform draw in [0, base × 2^(retry-1)].
  */
-export const backoffDelayMs = (policy: RetryPolicy, retry: number, retryAfterSecs: number | undefined, draw: number): number =>
-  retryAfterSecs !== undefined
-    ? Math.min(retryAfterSecs * 1000, RETRY_AFTER_CAP_MS)
+export const backoffDelayMs = (policy: RetryPolicy, retry: number, retryAfterMs: number | undefined, draw: number): number =>
+  retryAfterMs !== undefined
+    ? Math.min(retryAfterMs, RETRY_AFTER_CAP_MS)
     : Math.floor(draw * policy.backoffBaseMs * 2 ** (retry - 1))
 
 export const retrySchedule = (policy: RetryPolicy): Schedule.Schedule<number, UpstreamError> =>
   Schedule.recurs(policy.maxRetries).pipe(
     Schedule.setInputType<UpstreamError>(),
     Schedule.modifyDelay((metadata) =>
-      Effect.map(Random.next, (draw) => Duration.millis(backoffDelayMs(policy, metadata.attempt, metadata.input.retryAfter, draw)))
+      Effect.map(Random.next, (draw) => Duration.millis(backoffDelayMs(policy, metadata.attempt, metadata.input.retryAfterMs, draw)))
     )
   )

@@ -1,19 +1,37 @@
 /**
  * Which targets of a plan can serve a request at all (spec 4.3): the
- * provider's kind must have the endpoint's capability, and a messages-style
- * provider cannot honour a JSON `response_format`. Targets that cannot are
- * skipped; when none is left the request fails with the first reason. One
- * rule for the chat program, the other model endpoints and the simulator.
+ * provider's kind must have the endpoint's capability; a messages-style
+ * provider cannot honour another format's JSON `response_format`; and a
+ * request with fields another wire format cannot carry (server-side state,
+ * hosted tools) can only go to a provider that speaks the caller's format
+ * natively. Targets that cannot are skipped; when none is left the request
+ * fails with the first reason. One rule for the chat program, the other model
+ * endpoints and the simulator.
  */
 import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
-import type { Capability } from "../domain/index.ts"
+import type { CallerFormat, Capability } from "../domain/index.ts"
+import type { CompiledProvider } from "../providers/adapter.ts"
 import type { PlanStep, PlanTarget } from "./plan.ts"
 
 export interface RequestNeeds {
   readonly capability: Capability
   /** The `type` of a requested response format, when the request has one. */
   readonly responseFormat?: string | undefined
+  /** The format a chat caller speaks. */
+  readonly caller?: CallerFormat | undefined
+  /** The caller's field that asked for the response format (`response_format`, `text.format`). */
+  readonly responseFormatParam?: string | undefined
+  /** Caller fields that only a provider speaking the caller's format can honour. */
+  readonly untranslatable?: ReadonlyArray<string> | undefined
 }
+
+/**
+ * Whether a provider answers a chat caller in the caller's own format, bytes
+ * forwarded as they are (the fast path): the same wire family, or the
+ * provider's own Responses API for a Responses caller.
+ */
+export const speaksNatively = (caller: CallerFormat, provider: CompiledProvider): boolean =>
+  caller === "responses" ? provider.responsesApi : provider.family === caller
 
 const DESCRIPTION: Partial<Record<Capability, string>> = {
   chat: "chat",
@@ -39,12 +57,26 @@ export const refusalOf = (target: PlanTarget, needs: RequestNeeds): GatewayError
       param: "model"
     })
   }
-  if (provider.family === "anthropic" && (needs.responseFormat === "json_object" || needs.responseFormat === "json_schema")) {
+  const native = needs.caller !== undefined && speaksNatively(needs.caller, provider)
+  if (
+    provider.family === "anthropic" && !native &&
+    (needs.responseFormat === "json_object" || needs.responseFormat === "json_schema")
+  ) {
+    const param = needs.responseFormatParam ?? "response_format"
     return new GatewayError({
       status: 400,
       code: "unsupported_response_format",
-      message: `response_format ${needs.responseFormat} is not supported by messages-style provider "${provider.id}"`,
-      param: "response_format"
+      message: `${param} ${needs.responseFormat} is not supported by messages-style provider "${provider.id}"`,
+      param
+    })
+  }
+  const lost = native ? undefined : needs.untranslatable?.[0]
+  if (lost !== undefined) {
+    return new GatewayError({
+      status: 400,
+      code: "unsupported_for_model",
+      message: `${lost} cannot be carried to provider "${provider.id}" (${provider.kind}, model ${target.model}): it works only with a provider that speaks this API natively`,
+      param: lost
     })
   }
   return undefined

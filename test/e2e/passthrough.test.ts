@@ -130,6 +130,17 @@ describe("passthrough", () => {
     expect(await response.text()).toBe(errorBody)
   })
 
+  it("returns an error body larger than 64 KB whole, byte for byte, classified from its start", async () => {
+    const errorBody = JSON.stringify({ error: { code: 400, message: "bad request", status: "INVALID_ARGUMENT", details: "d".repeat(300 * 1024) } })
+    geminiUp.script(answer(400, { "content-type": "application/json" }, errorBody))
+    const response = await fetch(`${gateway.url}/v1/gemini/models/x:generateContent`, { method: "POST", body: "{}" })
+    expect(response.status).toBe(400)
+    expect(response.headers.get("x-gw-error-code")).toBe("bad_request")
+    const text = await response.text()
+    expect(text.length).toBe(errorBody.length)
+    expect(text).toBe(errorBody)
+  })
+
   it("returns an upstream 5xx with a non-JSON body as it came (no redaction on passthrough)", async () => {
     bedrockUp.script(answer(503, { "content-type": "text/plain" }, "service unavailable, try later"))
     const response = await fetch(`${gateway.url}/v1/bedrock/model/m/invoke`, { method: "POST", body: "{}" })

@@ -2,21 +2,35 @@ import OpenAI from "openai"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
+import { startGateway, waitForRequestLogs } from "./harness.ts"
 import type { RunningGateway } from "./harness.ts"
 
+/**
+ * `/v1/responses` with the official OpenAI SDK, against three kinds of provider:
+ * OpenAI's own API (the request goes to its `/responses` byte for byte), an
+ * OpenAI-compatible server without the Responses API (translated to Chat
+ * Completions) and Anthropic (translated to Messages).
+ */
 let openaiUp: FakeUpstream
+let compatUp: FakeUpstream
 let anthropicUp: FakeUpstream
 let gateway: RunningGateway
 let client: OpenAI
 
 beforeAll(async () => {
   openaiUp = await startFakeUpstream({ kind: "openai" })
+  compatUp = await startFakeUpstream({ kind: "openai" })
   anthropicUp = await startFakeUpstream({ kind: "anthropic" })
   gateway = await startGateway({
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "env::OPENAI_KEY" },
+      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "o4-mini"], credential: "env::OPENAI_KEY" },
+      compat: { kind: "openai", base_url: `${compatUp.url}/v1`, models: ["llama-compat"], credential: "env::OPENAI_KEY" },
       anthropic: { base_url: anthropicUp.url, models: ["claude-e2e"], credential: "env::ANTHROPIC_KEY" }
+    },
+    targets: { native: { model: "gpt-4o" }, translated: { model: "claude-e2e" } },
+    routes: {
+      native_first: { endpoint: "chat", models: ["native-first"], strategy: "fallback", targets: ["native", "translated"], retry: { max_retries: 0, backoff_base_ms: 1 } },
+      translated_first: { endpoint: "chat", models: ["translated-first"], strategy: "fallback", targets: ["translated", "native"], retry: { max_retries: 0, backoff_base_ms: 1 } }
     }
   }, { OPENAI_KEY: "sk-openai-conf", ANTHROPIC_KEY: "sk-ant-conf" })
   client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
@@ -24,10 +38,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway.close()
   await openaiUp.close()
+  await compatUp.close()
   await anthropicUp.close()
 })
 beforeEach(() => {
   openaiUp.reset()
+  compatUp.reset()
   anthropicUp.reset()
 })
 
@@ -39,7 +55,13 @@ const weatherTool = {
   strict: false
 }
 
-for (const [label, model, upstream] of [["an OpenAI-kind provider", "gpt-4o", () => openaiUp], ["an Anthropic provider", "claude-e2e", () => anthropicUp]] as const) {
+const PROVIDERS = [
+  ["OpenAI's own Responses API", "gpt-4o", () => openaiUp],
+  ["an OpenAI-compatible server (translated to Chat Completions)", "llama-compat", () => compatUp],
+  ["an Anthropic provider", "claude-e2e", () => anthropicUp]
+] as const
+
+for (const [label, model, upstream] of PROVIDERS) {
   describe(`responses API to ${label}`, () => {
     it("responses.create answers a Responses object whose output_text the SDK reads", async () => {
       const response = await client.responses.create({ model, input: "hello responses", instructions: "Be brief." })
@@ -47,8 +69,13 @@ for (const [label, model, upstream] of [["an OpenAI-kind provider", "gpt-4o", ()
       expect(response.status).toBe("completed")
       expect(response.output_text).toBe("echo: hello responses")
       expect(response.usage?.output_tokens).toBeGreaterThan(0)
-      const sent = upstream().requests[0].json as Record<string, unknown>
+      const recorded = upstream().requests[0]
+      const sent = recorded.json as Record<string, unknown>
       if (model === "gpt-4o") {
+        expect(recorded.pathname).toBe("/v1/responses")
+        expect(sent).toEqual({ model: "gpt-4o", input: "hello responses", instructions: "Be brief." })
+      } else if (model === "llama-compat") {
+        expect(recorded.pathname).toBe("/v1/chat/completions")
         expect(sent.messages).toEqual([{ role: "system", content: "Be brief." }, { role: "user", content: "hello responses" }])
       } else {
         expect(sent.system).toBeDefined()
@@ -117,21 +144,121 @@ describe("/v1/responses shapes", () => {
     })
     expect(await response.json()).toMatchObject({ type: "message", content: [{ type: "text", text: "echo: forced" }] })
   })
-  it("Responses-only fields that cannot be carried are reported in x-gw-dropped-params", async () => {
-    const { response } = await client.responses.create({ model: "gpt-4o", input: "x", store: true, previous_response_id: "resp_1" }).withResponse()
-    expect(response.headers.get("x-gw-dropped-params")?.split(",")).toEqual(expect.arrayContaining(["store", "previous_response_id"]))
+  it("fields whose loss does not change the answer are named in x-gw-dropped-params when translated", async () => {
+    const { response } = await client.responses.create({ model: "llama-compat", input: "x", store: true, metadata: { k: "v" } }).withResponse()
+    expect(response.headers.get("x-gw-dropped-params")?.split(",")).toEqual(expect.arrayContaining(["store", "metadata"]))
   })
-  it("a structured-output format asked of a messages-style model is a 400, as on chat completions", async () => {
+  it("a structured-output format asked of a messages-style model is a 400 naming text.format", async () => {
     const error = await client.responses.create({
       model: "claude-e2e",
       input: "x",
       text: { format: { type: "json_schema", name: "out", schema: { type: "object", properties: {} } } }
     }).catch((e: unknown) => e)
-    expect(error).toMatchObject({ status: 400, error: { code: "unsupported_response_format" } })
+    expect(error).toMatchObject({ status: 400, error: { code: "unsupported_response_format", param: "text.format" } })
+    expect((error as { message: string }).message).toContain("text.format")
+    expect((error as { message: string }).message).not.toContain("response_format")
     expect(anthropicUp.requests.length).toBe(0)
   })
   it("an upstream error reaches a Responses caller in the OpenAI envelope", async () => {
     openaiUp.script({ kind: "error", status: 400, message: "bad input" })
     await expect(client.responses.create({ model: "gpt-4o", input: "x" })).rejects.toMatchObject({ status: 400 })
+  })
+})
+
+describe("Responses requests to OpenAI's own API go to its /responses, byte for byte", () => {
+  it("a round trip with previous_response_id and a hosted tool reaches the provider unchanged", async () => {
+    const first = await client.responses.create({ model: "gpt-4o", input: "remember the number 7", store: true })
+    const raw = JSON.stringify({
+      model: "gpt-4o",
+      previous_response_id: first.id,
+      input: [{ role: "user", content: [{ type: "input_text", text: "what number?" }] }],
+      tools: [{ type: "web_search" }],
+      reasoning: { effort: "low", summary: "auto" },
+      include: ["reasoning.encrypted_content"]
+    })
+    const second = await fetch(`${gateway.url}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: raw })
+    expect(second.status).toBe(200)
+    expect(second.headers.get("x-gw-dropped-params")).toBeNull()
+    expect(((await second.json()) as { previous_response_id: string }).previous_response_id).toBe(first.id)
+    expect(openaiUp.requests[1].pathname).toBe("/v1/responses")
+    expect(openaiUp.requests[1].body.toString("utf8")).toBe(raw)
+  })
+
+  it("stream events arrive exactly as the provider sent them", async () => {
+    const raw = JSON.stringify({ model: "gpt-4o", input: "stream verbatim", stream: true })
+    const response = await fetch(`${gateway.url}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: raw })
+    const text = await response.text()
+    expect(text).toContain("event: response.created")
+    expect(text).toContain('"sequence_number":0')
+    expect(text).toContain("event: response.completed")
+    const logs = await waitForRequestLogs(gateway, 1)
+    expect(logs.at(-1)).toMatchObject({ path_kind: "fast", finish_reason: "end_turn", provider: "openai" })
+    expect(logs.at(-1)?.output_tokens).toBeGreaterThan(0)
+  })
+
+  it("the provider's error reaches the caller verbatim with the classification headers", async () => {
+    const error = await client.responses.create({ model: "gpt-4o", input: "x", previous_response_id: "resp_unknown" }).catch((e: unknown) => e)
+    expect(error).toMatchObject({ status: 400, error: { code: "previous_response_not_found", param: "previous_response_id" } })
+    expect((error as { headers: Headers }).headers.get("x-gw-error-code")).toBe("bad_request")
+  })
+
+  it("a native failure fails over to a translated provider when the request needs nothing native", async () => {
+    openaiUp.script({ kind: "error", status: 500 })
+    const response = await client.responses.create({ model: "native-first", input: "fail over" }).withResponse()
+    expect(response.data.output_text).toBe("echo: fail over")
+    expect(response.response.headers.get("x-gw-upstream-provider")).toBe("anthropic")
+  })
+
+  it("a stream that opens and then fails before any content is retried on the next target", async () => {
+    openaiUp.script({
+      kind: "sse",
+      events: [
+        'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_x","object":"response","status":"in_progress","model":"gpt-4o","output":[]}}\n\n',
+        'event: error\ndata: {"type":"error","code":"server_error","message":"boom","sequence_number":1}\n\n'
+      ]
+    })
+    const final = await client.responses.stream({ model: "native-first", input: "retry me" }).finalResponse()
+    expect(final.output_text).toBe("echo: retry me")
+    expect(anthropicUp.requests.length).toBe(1)
+  })
+})
+
+describe("a field whose meaning another format cannot carry is refused, never dropped behind a 200", () => {
+  for (const [what, body, param] of [
+    ["previous_response_id", { previous_response_id: "resp_1" }, "previous_response_id"],
+    ["a hosted tool", { tools: [{ type: "web_search" }] }, "tools[].web_search"],
+    ["a stored file", { input: [{ role: "user", content: [{ type: "input_file", file_id: "file-1" }] }] }, "input[].input_file.file_id"]
+  ] as const) {
+    it(`${what} to a translated provider: 400 naming ${param}, nothing sent`, async () => {
+      const response = await fetch(`${gateway.url}/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "claude-e2e", input: "x", ...body })
+      })
+      expect(response.status).toBe(400)
+      const error = ((await response.json()) as { error: { param: string; message: string; code: string } }).error
+      expect(error).toMatchObject({ param, code: "unsupported_for_model" })
+      expect(error.message).toContain(param)
+      expect(anthropicUp.requests.length).toBe(0)
+    })
+  }
+
+  it("in a route, the translated target is skipped and the native one answers", async () => {
+    const first = await client.responses.create({ model: "gpt-4o", input: "a" })
+    const response = await client.responses.create({ model: "translated-first", input: "b", previous_response_id: first.id }).withResponse()
+    expect(response.response.headers.get("x-gw-upstream-provider")).toBe("openai")
+    expect(anthropicUp.requests.length).toBe(0)
+  })
+})
+
+describe("reasoning effort and output limits across formats", () => {
+  it("reasoning.effort becomes reasoning_effort, max_output_tokens a max_tokens for a compatible server", async () => {
+    await client.responses.create({ model: "llama-compat", input: "x", reasoning: { effort: "high" }, max_output_tokens: 300 })
+    expect(compatUp.requests[0].json).toMatchObject({ reasoning_effort: "high", max_tokens: 300 })
+  })
+
+  it("reasoning.effort becomes a thinking budget for Anthropic", async () => {
+    await client.responses.create({ model: "claude-e2e", input: "x", reasoning: { effort: "medium" }, max_output_tokens: 4000 })
+    expect(anthropicUp.requests[0].json).toMatchObject({ thinking: { type: "enabled", budget_tokens: 2048 }, max_tokens: 4000 })
   })
 })

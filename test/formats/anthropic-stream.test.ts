@@ -31,7 +31,7 @@ const started: ChatStreamEvent = {
 }
 const truncated: ChatStreamEvent = {
   type: "error",
-  error: { type: "api_error", message: "upstream stream ended before message_stop", status: 502 }
+  error: { type: "api_error", message: "upstream stream ended before message_stop", status: 502, malformed: true }
 }
 
 describe("Messages stream decoder", () => {
@@ -142,7 +142,7 @@ describe("Messages stream decoder", () => {
   it("turns malformed JSON into an error event and ignores everything after it", () => {
     const d = decoder()
     expect(d.push({ event: "content_block_delta", data: "{\"type\":\"content_block_delta\"," })).toEqual([
-      { type: "error", error: { type: "api_error", message: "upstream sent a malformed stream event", status: 502 } }
+      { type: "error", error: { type: "api_error", message: "upstream sent a malformed stream event", status: 502, malformed: true } }
     ])
     expect(d.push(messageStop)).toEqual([])
     expect(d.end()).toEqual([])

@@ -13,7 +13,7 @@ const DONE = { data: "[DONE]" }
 const messageStart: ChatStreamEvent = { type: "message_start", id: "chatcmpl-1", model: "gpt-x", created: 100 }
 const truncated: ChatStreamEvent = {
   type: "error",
-  error: { type: "server_error", message: "upstream stream ended before a finish reason", status: 502 }
+  error: { type: "server_error", message: "upstream stream ended before a finish reason", status: 502, malformed: true }
 }
 
 describe("Chat Completions stream decoder", () => {
@@ -135,7 +135,7 @@ describe("Chat Completions stream decoder", () => {
     const decoder = makeOpenAiChatStreamDecoder()
     expect(decoder.push(delta({ content: "ok" }))).toHaveLength(2)
     expect(decoder.push({ data: "{\"id\":\"chatcmpl-1\",\"choices\":[" })).toEqual([
-      { type: "error", error: { type: "server_error", message: "upstream sent a malformed stream chunk", status: 502 } }
+      { type: "error", error: { type: "server_error", message: "upstream sent a malformed stream chunk", status: 502, malformed: true } }
     ])
     expect(decoder.push(delta({ content: "late" }, "stop"))).toEqual([])
     expect(decoder.push(DONE)).toEqual([])

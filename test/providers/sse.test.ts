@@ -38,3 +38,13 @@ describe("SSE parsing", () => {
     expect(feed(parser, ["\n\ndata: next\n\n"])).toEqual([{ data: "next" }])
   })
 })
+
+describe("SSE parsing cost", () => {
+  it("one 5 MB event arriving in 1 KB pieces is parsed whole (only new bytes are scanned)", () => {
+    const parser = new SseParser()
+    const piece = bytes("y".repeat(1024))
+    const events = [...parser.push(bytes("data: ")), ...Array.from({ length: 5 * 1024 }, () => parser.push(piece)).flat(), ...parser.push(bytes("\n\n"))]
+    expect(events).toHaveLength(1)
+    expect(events[0].data.length).toBe(5 * 1024 * 1024)
+  })
+})

@@ -5,13 +5,13 @@ import { GatewayConfig } from "../../src/config/index.ts"
 import { layerTest, TestReply } from "../../src/providers/testing.ts"
 import type { UpstreamCall } from "../../src/providers/transport.ts"
 import { backoffDelayMs } from "../../src/routing/retry.ts"
-import { simulateRequest } from "../../src/routing/simulate.ts"
-import type { SimulatedRequest } from "../../src/routing/simulate.ts"
+import { simulateRequest } from "../../src/pipeline/simulate.ts"
+import type { SimulatedRequest } from "../../src/pipeline/simulate.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
 import { compileProvider } from "../../src/providers/adapter.ts"
 
 const OK = TestReply.json(200, { id: "x", object: "chat.completion", choices: [] })
-const SSE_OK = TestReply.stream(["data: {}\n\n", "data: [DONE]\n\n"])
+const SSE_OK = (call: UpstreamCall) => TestReply.chatStream(call.family === "anthropic" ? "anthropic" : "openai", ["Hello", " there"])
 
 const tableOf = (document: Record<string, unknown>) =>
   compileRoutingTable(GatewayConfig.fromDocument({ server: {}, ...document }), compileProvider)
@@ -70,8 +70,9 @@ describe("retries", () => {
     assert.strictEqual(backoffDelayMs(policy, 1, undefined, 0.5), 250)
     assert.strictEqual(backoffDelayMs(policy, 2, undefined, 0.5), 500)
     assert.strictEqual(backoffDelayMs(policy, 3, undefined, 0.999), 1998)
-    assert.strictEqual(backoffDelayMs(policy, 1, 7, 0.1), 7000)
-    assert.strictEqual(backoffDelayMs(policy, 1, 120, 0.1), 30000)
+    assert.strictEqual(backoffDelayMs(policy, 1, 7000, 0.1), 7000)
+    assert.strictEqual(backoffDelayMs(policy, 1, 1500, 0.1), 1500)
+    assert.strictEqual(backoffDelayMs(policy, 1, 120_000, 0.1), 30000)
   })
 
   it.effect("an upstream Retry-After sets the wait before the retry", () =>
@@ -185,19 +186,31 @@ describe("failover by classification", () => {
       assert.deepStrictEqual(result.attempts.map((a) => a.target), ["a", "b", "c"])
     }))
 
-  it.effect("nothing is retried or failed over once a stream delivered its first chunk", () =>
+  it.effect("nothing is retried or failed over once a stream delivered its first content", () =>
     Effect.gen(function*() {
       const result = yield* simulate(fallback, { model: "smart" }, (call) =>
-        call.providerId === "openai" ? TestReply.stream(["data: {\"a\":1}\n\n", "data: {\"a\":2}\n\n"], { failAfter: 1 }) : SSE_OK)
+        call.providerId === "openai" ? TestReply.chatStream("openai", ["a", "b"], { failAfter: 2 }) : SSE_OK(call))
       assert.strictEqual(result.attempts.length, 1)
       assert.deepStrictEqual(result.outcome, { _tag: "Served", provider: "openai", target: "primary", midStreamFailure: "upstream" })
     }))
 
-  it.effect("a stream that breaks before its first chunk fails over", () =>
+  it.effect("a stream that breaks after its opening but before any content fails over (the gateway's commit point)", () =>
     Effect.gen(function*() {
       const result = yield* simulate(fallback, { model: "smart" }, (call) =>
-        call.providerId === "openai" ? TestReply.stream(["data: {}\n\n"], { failAfter: 0 }) : SSE_OK)
+        call.providerId === "openai" ? TestReply.chatStream("openai", ["a"], { failAfter: 1 }) : SSE_OK(call))
       assert.deepStrictEqual(result.attempts.map((a) => a.target), ["primary", "primary", "backup"])
+      assert.deepStrictEqual(result.outcome, { _tag: "Served", provider: "anthropic", target: "backup", midStreamFailure: undefined })
+    }))
+
+  it.effect("an error event before any content is the attempt's failure, classified like a response", () =>
+    Effect.gen(function*() {
+      const overloaded = TestReply.stream([
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":1}}}\n\n',
+        'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+      ])
+      const result = yield* simulate({ ...fallback, routes: { smart: { ...fallback.routes.smart, targets: ["backup", "primary"] } } }, { model: "smart" }, (call) =>
+        call.providerId === "anthropic" ? overloaded : SSE_OK(call))
+      assert.deepStrictEqual(result.attempts.map((a) => [a.target, a.outcome]), [["backup", "overloaded"], ["backup", "overloaded"], ["primary", "ok"]])
     }))
 })
 

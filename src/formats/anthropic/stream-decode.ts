@@ -26,8 +26,8 @@ export interface AnthropicStreamDecodeOptions {
   readonly created?: number | undefined
 }
 
-const MALFORMED: StreamError = { type: "api_error", message: "upstream sent a malformed stream event", status: 502 }
-const TRUNCATED: StreamError = { type: "api_error", message: "upstream stream ended before message_stop", status: 502 }
+const MALFORMED: StreamError = { type: "api_error", message: "upstream sent a malformed stream event", status: 502, malformed: true }
+const TRUNCATED: StreamError = { type: "api_error", message: "upstream stream ended before message_stop", status: 502, malformed: true }
 
 export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions = {}): StreamDecoder => {
   const created = options.created ?? Math.floor(Date.now() / 1000)

@@ -22,12 +22,12 @@ import type { SseEvent, StreamDecoder } from "../index.ts"
 import { statusOfOpenAiError } from "./error.ts"
 import { decodeUsage, isRecord, stopReasonOfFinish } from "./mapping.ts"
 
-const MALFORMED: StreamError = { type: "server_error", message: "upstream sent a malformed stream chunk", status: 502 }
+const MALFORMED: StreamError = { type: "server_error", message: "upstream sent a malformed stream chunk", status: 502, malformed: true }
 const TRUNCATED: StreamError = {
   type: "server_error",
   message: "upstream stream ended before a finish reason",
-  status: 502
-}
+  status: 502,
+malformed: true }
 
 export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
   let started = false

@@ -6,3 +6,4 @@
 export { decodeResponsesRequest } from "./request-decode.ts"
 export { encodeResponsesResponse, type ResponsesEncodeOptions } from "./response.ts"
 export { makeResponsesStreamEncoder } from "./stream-encode.ts"
+export { makeResponsesStreamDecoder } from "./stream-decode.ts"

@@ -53,3 +53,29 @@ export const messageItemId = (id: string, outputIndex: number): string =>
 
 export const functionCallItemId = (id: string, outputIndex: number): string => `fc_${idBody(id)}_${outputIndex}`
 
+
+const numberOr = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined)
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** Wire `usage` → canonical; undefined when absent. */
+export const decodeUsage = (raw: unknown): Usage | undefined => {
+  if (!isRecord(raw)) return undefined
+  const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
+    inputTokens: numberOr(raw.input_tokens) ?? 0,
+    outputTokens: numberOr(raw.output_tokens) ?? 0
+  }
+  const cached = isRecord(raw.input_tokens_details) ? numberOr(raw.input_tokens_details.cached_tokens) : undefined
+  const reasoning = isRecord(raw.output_tokens_details) ? numberOr(raw.output_tokens_details.reasoning_tokens) : undefined
+  if (cached !== undefined) usage.cacheReadTokens = cached
+  if (reasoning !== undefined) usage.reasoningTokens = reasoning
+  return usage
+}
+
+/** A finished response object's `status` (+ `incomplete_details`) as a stop reason; undefined while it is not finished. */
+export const stopReasonOfResponse = (response: Record<string, unknown>, hasToolCalls: boolean): StopReason | undefined => {
+  if (response.status === "completed") return hasToolCalls ? "tool_use" : "end_turn"
+  if (response.status !== "incomplete") return undefined
+  const reason = isRecord(response.incomplete_details) ? response.incomplete_details.reason : undefined
+  return reason === "content_filter" ? "content_filter" : "max_tokens"
+}

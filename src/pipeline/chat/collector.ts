@@ -53,11 +53,12 @@ export class ResponseCollector {
     }
   }
 
-  /** What a verbatim JSON body told (no text: the fast path does not parse it). */
+  /** What a verbatim JSON body told. */
   summary(summary: ChatSummary): void {
     if (summary.model !== undefined) this.model = summary.model
     if (summary.stopReason !== undefined) this.stopReason = summary.stopReason
     if (summary.usage !== undefined) this.usage = summary.usage
+    this.appendText(summary.text)
   }
 
   response(response: ChatResponse): void {

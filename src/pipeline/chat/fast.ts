@@ -1,53 +1,63 @@
 /**
- * The fast path's tap (caller and provider speak the same wire family, spec
- * 6.1.3): the body goes to the caller byte for byte (`forwardVerbatim`), and
- * this tap decodes a copy after each chunk was written, for the log line,
- * telemetry and the output guardrail; it never delays a chunk.
+ * The fast path's view of a body it forwards byte for byte (caller and
+ * provider speak the same format, spec 6.1.3): a stream gate that decodes each
+ * event before it is written, feeding the collector and telling the forwarder
+ * when the response commits; and an inspector for a held JSON body. Neither
+ * changes a byte the caller gets.
  */
-import type { StreamError, WireFamily } from "../../domain/index.ts"
-import { PROVIDER_CODECS } from "../../formats/index.ts"
+import { commitsResponse } from "../../domain/index.ts"
+import type { CallerFormat, StreamError } from "../../domain/index.ts"
+import type { StreamDecoder } from "../../formats/index.ts"
+import { Anthropic, OpenAiChat, OpenAiResponses } from "../../formats/index.ts"
 import { summarizeChatJson } from "../../formats/summary.ts"
 import { SseParser } from "../../providers/sse.ts"
-import type { BodyTap } from "../forward/index.ts"
+import type { StreamGate } from "../forward/index.ts"
 import type { ResponseCollector } from "./collector.ts"
 
-const JSON_TAP_LIMIT = 4 * 1024 * 1024
+const STREAM_DECODERS: Readonly<Record<CallerFormat, () => StreamDecoder>> = {
+  openai: OpenAiChat.makeOpenAiChatStreamDecoder,
+  anthropic: () => Anthropic.makeAnthropicStreamDecoder(),
+  responses: OpenAiResponses.makeResponsesStreamDecoder
+}
 
-/** A tap that decodes a forwarded chat body into the collector. */
-export const chatTap = (family: WireFamily, sse: boolean, collector: ResponseCollector): BodyTap => {
-  const codec = PROVIDER_CODECS[family]
-  if (sse) {
-    const parser = new SseParser()
-    const decoder = codec.streamDecoder()
-    const feed = (events: ReadonlyArray<{ readonly event?: string | undefined; readonly data: string }>) => {
-      for (const event of events) for (const decoded of decoder.push(event)) collector.event(decoded)
-    }
-    return {
-      chunk: (chunk: Uint8Array) => feed(parser.push(chunk)),
-      end: () => {
-        feed(parser.end())
-        let cut: StreamError | undefined
-        for (const decoded of decoder.end()) {
-          collector.event(decoded)
-          if (decoded.type === "error") cut = decoded.error
-        }
-        return cut
-      }
-    }
-  }
-  const chunks: Array<Uint8Array> = []
-  let size = 0
+/** The gate of a same-format chat stream: decodes events into the collector and applies the one commit rule. */
+export const chatStreamGate = (format: CallerFormat, collector: ResponseCollector): StreamGate => {
+  const parser = new SseParser()
+  const decoder = STREAM_DECODERS[format]()
+  let committed = false
   return {
-    chunk: (chunk: Uint8Array) => {
-      size += chunk.byteLength
-      if (size <= JSON_TAP_LIMIT) chunks.push(chunk)
+    push: (chunk) => {
+      let verdict: "hold" | "commit" | StreamError = committed ? "commit" : "hold"
+      for (const sse of parser.push(chunk)) {
+        for (const event of decoder.push(sse)) {
+          collector.event(event)
+          if (event.type === "error") return event.error
+          if (!committed && commitsResponse(event)) {
+            committed = true
+            verdict = "commit"
+          }
+        }
+      }
+      return verdict
     },
     end: () => {
-      if (size > JSON_TAP_LIMIT) return undefined
-      const body = chunks.length === 1 ? Buffer.from(chunks[0].buffer, chunks[0].byteOffset, chunks[0].byteLength) : Buffer.concat(chunks)
-      collector.summary(summarizeChatJson(family, body.toString("utf8")))
-      return undefined
+      let cut: StreamError | undefined
+      for (const sse of parser.end()) for (const event of decoder.push(sse)) collector.event(event)
+      for (const event of decoder.end()) {
+        collector.event(event)
+        if (event.type === "error") cut = event.error
+      }
+      return cut
     }
   }
 }
 
+/** Reads a held same-format JSON answer into the collector; a body that is not such an answer is refused. */
+export const chatJsonInspector = (format: CallerFormat, collector: ResponseCollector) => (json: unknown): string | undefined => {
+  const summary = summarizeChatJson(format, json)
+  if (summary.model === undefined && summary.stopReason === undefined && summary.usage === undefined) {
+    return "upstream sent a JSON body that is not a chat response"
+  }
+  collector.summary(summary)
+  return undefined
+}

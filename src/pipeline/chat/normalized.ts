@@ -10,16 +10,15 @@
  * connection) is still retried or failed over.
  */
 import { Effect, Stream } from "effect"
-import { UpstreamError } from "../../domain/index.ts"
-import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily, StreamError } from "../../domain/index.ts"
+import { commitsResponse, UpstreamError } from "../../domain/index.ts"
+import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
-import { sendBody } from "../reply.ts"
 import type { ResponseCollector } from "./collector.ts"
-import { responseHeaders } from "../forward/index.ts"
-import { abortWithCaller, commitHead, SSE_HEADERS, writeText } from "../forward/index.ts"
+import { commitHead, inBandFailure, responseHeaders, SENT, SSE_HEADERS, writeText } from "../forward/index.ts"
+import type { Forwarded } from "../forward/index.ts"
 
 const RESPONSE_LIMIT = 32 * 1024 * 1024
 
@@ -36,42 +35,32 @@ export interface Translation {
 
 const sourceOf = (t: Translation): FailureSource => ({ providerId: t.providerId, family: t.providerFamily })
 
-const malformed = (t: Translation, message: string, status: number): UpstreamError =>
+const invalid = (t: Translation, message: string, status: number): UpstreamError =>
   UpstreamError.fault(sourceOf(t), message, { status })
 
-/** An error the upstream sent inside its stream, as an attempt failure (classified like a response). */
-const inBandError = (t: Translation, error: StreamError): UpstreamError =>
-  UpstreamError.fromResponse(
-    sourceOf(t),
-    error.status ?? 500,
-    Buffer.from(JSON.stringify({ type: "error", error: { type: error.type, message: error.message } }))
-  )
-
-export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<void, UpstreamError> => {
-  abortWithCaller(t.ctx, response.body)
-  return Effect.flatMap(response.body.readAll(RESPONSE_LIMIT), (bytes) => {
+/** Reads, decodes and re-encodes a JSON answer; the attempt resolves with it unsent (`Held`). */
+export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>
+  Effect.flatMap(response.body.readAll(RESPONSE_LIMIT), (bytes) => {
     let json: unknown
     try {
       json = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"))
     } catch {
-      return Effect.fail(malformed(t, "upstream sent a response that is not JSON", response.status))
+      return Effect.fail(invalid(t, "upstream sent a response that is not JSON", response.status))
     }
     const decoded = t.provider.decodeResponse(json)
-    if (!decoded.ok) return Effect.fail(malformed(t, decoded.message, response.status))
+    if (!decoded.ok) return Effect.fail(invalid(t, decoded.message, response.status))
     t.collector.response(decoded.value)
-    return Effect.sync(() =>
-      sendBody(t.ctx, 200, JSON.stringify(t.caller.encodeResponse(decoded.value, t.request)), "application/json", {
-        ...(responseHeaders(response.headers, false) as Record<string, string>),
-        ...t.headers
-      })
-    )
+    return Effect.succeed<Forwarded>({
+      _tag: "Held",
+      status: 200,
+      headers: { ...responseHeaders(response.headers, false), ...t.headers, "content-type": "application/json" },
+      body: Buffer.from(JSON.stringify(t.caller.encodeResponse(decoded.value, t.request)))
+    })
   })
-}
 
-export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<void, UpstreamError> =>
+export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>
   Effect.suspend(() => {
     const { ctx } = t
-    abortWithCaller(ctx, response.body)
     const parser = new SseParser()
     const decoder = t.provider.streamDecoder()
     const encoder = t.caller.streamEncoder(t.request)
@@ -82,16 +71,16 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
 
     /**
      * Encodes events. The head is committed with the first event that carries
-     * content or the finish: the preamble (`message_start`, the role chunk,
-     * early usage) alone commits nothing, so an upstream that sends
+     * content or the finish (`commitsResponse`, the rule of every path): the
+     * preamble alone commits nothing, so an upstream that sends
      * `message_start` and then `overloaded_error` is still a failed attempt.
      */
     const emit = (events: ReadonlyArray<ChatStreamEvent>): Effect.Effect<void, UpstreamError> => {
       for (const event of events) {
         t.collector.event(event)
-        if (!committed && event.type === "error") return Effect.fail(inBandError(t, event.error))
+        if (!committed && event.type === "error") return Effect.fail(inBandFailure(sourceOf(t), event.error))
         pending += encoder.push(event)
-        if (!committed && event.type !== "message_start" && event.type !== "usage") {
+        if (!committed && commitsResponse(event)) {
           committed = true
           commitHead(ctx, 200, head)
         }
@@ -107,7 +96,9 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
       Stream.runForEachArray((chunks) => {
         const events: Array<ChatStreamEvent> = []
         for (const chunk of chunks) for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
-        if (parser.overflowed) events.push({ type: "error", error: { type: "api_error", message: "upstream sent an oversized stream event", status: 502 } })
+        if (parser.overflowed) {
+          events.push({ type: "error", error: { type: "api_error", message: `upstream sent a stream event over ${MAX_EVENT_MIB} MiB`, status: 502, malformed: true } })
+        }
         return emit(events)
       }),
       Effect.flatMap(() => {
@@ -133,6 +124,10 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
       }),
       Effect.ensuring(Effect.sync(() => {
         if (committed && !ctx.res.writableEnded) ctx.res.end()
-      }))
+      })),
+      Effect.as(SENT)
     )
   })
+
+/** The largest single event the translated path reads (the SSE parser's line limit). */
+const MAX_EVENT_MIB = 16

@@ -1,29 +1,42 @@
 /**
- * The chat program (`/v1/chat/completions`, `/v1/messages`, and chat-shaped
- * `/v1/responses`): resolve the model to a plan, draw an experiment variant,
- * then run the plan's attempts, each on the fast path (same wire family) or
- * the normalized path (translated), and log what happened.
+ * The chat program (`/v1/chat/completions`, `/v1/messages`, `/v1/responses`):
+ * resolve the model to a plan, draw an experiment variant, then run the plan's
+ * attempts, each on the fast path (the provider speaks the caller's format:
+ * bytes forwarded) or the normalized path (translated), and log what happened.
+ *
+ * A non-streamed answer is held until it is complete and good, and sent after
+ * the plan succeeded; a stream commits with its first content (one rule for
+ * both paths), so everything before that is an attempt routing may retry.
  */
 import { Effect } from "effect"
 import { GatewayError } from "../../domain/index.ts"
-import type { UpstreamError } from "../../domain/index.ts"
-import type { ChatRequest, ProviderFamily, WireFamily } from "../../domain/index.ts"
+import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
-import type { CallerFormat } from "../../formats/index.ts"
+import type { CompiledProvider } from "../../providers/adapter.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
 import type { PlanStep } from "../../routing/plan.ts"
-import { servableSteps } from "../../routing/servable.ts"
+import { servableSteps, speaksNatively } from "../../routing/servable.ts"
 import type { RoutingTable } from "../../routing/table.ts"
 import { choosePlan } from "../choose-plan.ts"
 import type { RequestContext } from "../context.ts"
 import type { JsonLog } from "../telemetry/log.ts"
 import { attemptLogger } from "../telemetry/attempts.ts"
 import { ResponseCollector } from "./collector.ts"
-import { chatTap } from "./fast.ts"
-import { callerKey, callerKeyPolicy, forwardVerbatim, passThroughHeaders, translatedHeaders } from "../forward/index.ts"
+import { chatJsonInspector, chatStreamGate } from "./fast.ts"
+import {
+  callerKey,
+  callerKeyPolicy,
+  forwardHeld,
+  forwardStream,
+  isEventStream,
+  passThroughHeaders,
+  sendHeld,
+  translatedHeaders
+} from "../forward/index.ts"
+import type { Forwarded } from "../forward/index.ts"
 import { translateJson, translateStream } from "./normalized.ts"
 
 export interface ChatInput {
@@ -58,27 +71,37 @@ const droppedHeader = (names: ReadonlyArray<string>): string => {
 /** Facts about a plan's steps that do not depend on the request, computed once per steps array. */
 interface PlanShape {
   readonly hasNonChat: boolean
-  /** The one wire family of every target, or undefined when they differ. */
-  readonly onlyFamily: ProviderFamily | undefined
+  /** Per caller format: whether every target speaks it natively (no attempt needs the canonical request). */
+  readonly allNative: Readonly<Record<CallerFormat, boolean>>
 }
 const shapes = new WeakMap<ReadonlyArray<PlanStep>, PlanShape>()
 const planShape = (steps: ReadonlyArray<PlanStep>): PlanShape => {
   let shape = shapes.get(steps)
   if (shape === undefined) {
-    const families = new Set(steps.flatMap((step) => step.targets.map((target) => target.provider.family)))
-    shape = { hasNonChat: families.has("other"), onlyFamily: families.size === 1 ? [...families][0] : undefined }
+    const providers = steps.flatMap((step) => step.targets.map((target) => target.provider))
+    const all = (caller: CallerFormat) => providers.every((provider) => speaksNatively(caller, provider))
+    shape = {
+      hasNonChat: providers.some((provider) => provider.family === "other"),
+      allNative: { openai: all("openai"), anthropic: all("anthropic"), responses: all("responses") }
+    }
     shapes.set(steps, shape)
   }
   return shape
+}
+
+/** The caller's field that asks for a response format. */
+const RESPONSE_FORMAT_PARAM: Readonly<Record<CallerFormat, string>> = {
+  openai: "response_format",
+  anthropic: "output_config.format",
+  responses: "text.format"
 }
 
 export const makeChatProgram = (deps: ChatDependencies) => {
   const { table, client, log } = deps
 
   return Effect.fnUntraced(function*(input: ChatInput) {
-    const { ctx } = input
-    const family = input.caller
-    const callerCodec = CALLER_CODECS[family]
+    const { ctx, caller } = input
+    const callerCodec = CALLER_CODECS[caller]
     const headers = ctx.req.headers
     const chosen = yield* choosePlan(ctx, table, input.model, "chat")
     const plan = chosen.plan
@@ -100,19 +123,22 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     }
 
     // Skip targets that cannot serve this request; none left → say why. Only a plan with a
-    // non-chat provider, or a request asking for a response format, can have such targets.
-    if (json.response_format != null || json.text != null || planShape(steps).hasNonChat) {
-      const request = canonicalRequest()
-      const servable = servableSteps(steps, {
-        capability: "chat",
-        responseFormat: request instanceof GatewayError ? undefined : request.responseFormat?.type
-      })
-      if (servable instanceof GatewayError) return yield* servable
-      steps = servable
-    }
-    if (family === "responses" || planShape(steps).onlyFamily !== family) {
+    // non-chat provider, or a target that needs translating, can have such targets.
+    const shape = planShape(steps)
+    if (!shape.allNative[caller] || shape.hasNonChat) {
       const request = canonicalRequest()
       if (request instanceof GatewayError) return yield* request
+      if (shape.hasNonChat || request.responseFormat !== undefined || request.untranslatable.length > 0) {
+        const servable = servableSteps(steps, {
+          capability: "chat",
+          caller,
+          responseFormat: request.responseFormat?.type,
+          responseFormatParam: RESPONSE_FORMAT_PARAM[caller],
+          untranslatable: request.untranslatable
+        })
+        if (servable instanceof GatewayError) return yield* servable
+        steps = servable
+      }
     }
 
     const keyFor = callerKeyPolicy(callerKey(headers))
@@ -128,13 +154,39 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       }
       return body
     }
-    const collector = new ResponseCollector()
+    /** The collector of the latest attempt: what the log line reports. */
+    let collector = new ResponseCollector()
 
-    const attempt = ({ target }: AttemptInfo): Effect.Effect<void, UpstreamError> => {
+    const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
+      client.send(call).pipe(
+        Effect.flatMap((response): Effect.Effect<Forwarded, UpstreamError> => {
+          const source = { providerId: provider.id, family: provider.family }
+          if (fast) {
+            return isEventStream(response)
+              ? forwardStream(ctx, caller, source, response, extra, chatStreamGate(caller, collector))
+              : forwardHeld(ctx, source, response, extra, chatJsonInspector(caller, collector))
+          }
+          const translation = {
+            ctx,
+            providerId: provider.id,
+            providerFamily: provider.family,
+            provider: PROVIDER_CODECS[provider.family as WireFamily],
+            caller: callerCodec,
+            request: canonicalRequest() as ChatRequest,
+            headers: extra,
+            collector
+          }
+          return input.stream ? translateStream(translation, response) : translateJson(translation, response)
+        }),
+        Effect.scoped
+      )
+
+    const attempt = ({ target }: AttemptInfo): Effect.Effect<Forwarded, UpstreamError> => {
       const provider = target.provider
-      const providerFamily = provider.family as WireFamily
-      const fast = providerFamily === family
-      const { path, headers: auth } = provider.request("chat", target.model, keyFor(provider.origin))
+      const fast = speaksNatively(caller, provider)
+      collector = new ResponseCollector()
+      const operation = fast && caller === "responses" ? "responses" : "chat"
+      const { path, headers: auth } = provider.request(operation, target.model, keyFor(provider.origin))
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
@@ -144,10 +196,11 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         callHeaders["content-type"] ??= "application/json"
       } else {
         const request = canonicalRequest() as ChatRequest
-        const encoded = PROVIDER_CODECS[providerFamily].encodeRequest(request, {
+        const encoded = PROVIDER_CODECS[provider.family as WireFamily].encodeRequest(request, {
           model: target.model,
-          callerFamily: family === "responses" ? undefined : family,
-          defaultMaxTokens: target.maxTokens
+          callerFamily: caller === "responses" ? undefined : caller,
+          defaultMaxTokens: target.maxTokens,
+          maxTokensField: provider.maxTokensParam
         })
         body = JSON.stringify(encoded.body)
         callHeaders = translatedHeaders(auth, ctx.requestId, input.stream)
@@ -157,7 +210,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
           ctx.log.dropped_params = dropped
         }
       }
-      const call: UpstreamCall = {
+      ctx.log.provider = provider.id
+      ctx.log.upstream_model = target.model
+      ctx.log.path_kind = fast ? "fast" : "normalized"
+      return send(provider, {
         providerId: provider.id,
         family: provider.family,
         origin: provider.origin,
@@ -165,30 +221,12 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         path,
         headers: callHeaders,
         body,
-        idleTimeoutMs: target.timeoutMs
-      }
-      ctx.log.provider = provider.id
-      ctx.log.upstream_model = target.model
-      ctx.log.path_kind = fast ? "fast" : "normalized"
-      return client.send(call).pipe(
-        Effect.flatMap((response) => {
-          if (fast) return forwardVerbatim(ctx, providerFamily, response, extra, (sse) => chatTap(providerFamily, sse, collector))
-          const translation = {
-            ctx,
-            providerId: provider.id,
-            providerFamily: provider.family,
-            provider: PROVIDER_CODECS[providerFamily],
-            caller: callerCodec,
-            request: canonicalRequest() as ChatRequest,
-            headers: extra,
-            collector
-          }
-          return input.stream ? translateStream(translation, response) : translateJson(translation, response)
-        })
-      )
+        idleTimeoutMs: target.timeoutMs,
+        decode: true
+      }, fast, extra)
     }
 
-    yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.ensuring(Effect.sync(() => {
+    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.ensuring(Effect.sync(() => {
       if (collector.stopReason !== undefined) ctx.log.finish_reason = collector.stopReason
       if (collector.usage !== undefined) {
         ctx.log.input_tokens = collector.usage.inputTokens
@@ -198,5 +236,6 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       // A stream that failed after its head keeps status 200; the log line still says it failed.
       if (collector.error !== undefined) ctx.log.error_code ??= collector.error
     })))
+    if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
   })
 }

@@ -76,7 +76,6 @@ const NEVER_DOWNSTREAM = new Set([
   "connection",
   "keep-alive",
   "transfer-encoding",
-  "content-encoding",
   "set-cookie",
   "date",
   "server",
@@ -87,14 +86,15 @@ const NEVER_DOWNSTREAM = new Set([
 ])
 
 /**
- * Upstream response headers to give the caller. `content-length` is kept only
- * when the body is forwarded byte for byte.
+ * Upstream response headers to give the caller. `content-length` and
+ * `content-encoding` are kept only when the body is forwarded byte for byte.
  */
 export const responseHeaders = (incoming: IncomingHttpHeaders, verbatimBody: boolean): OutgoingHttpHeaders => {
   const out: OutgoingHttpHeaders = {}
   for (const name in incoming) {
     if (NEVER_DOWNSTREAM.has(name) || isGatewayHeader(name)) continue
-    if (name === "content-length" && !verbatimBody) continue
+    // Length and encoding describe the upstream's bytes: they go only with those bytes.
+    if ((name === "content-length" || name === "content-encoding") && !verbatimBody) continue
     if (name === "content-type" && !verbatimBody) continue
     out[name] = incoming[name]
   }

@@ -4,6 +4,16 @@
  * verbatim body forwarder.
  */
 export { callerKey, callerKeyPolicy, passThroughHeaders, responseHeaders, translatedHeaders } from "./headers.ts"
-export { abortWithCaller, callerSink, commitHead, SSE_HEADERS, writeText } from "./sink.ts"
-export { forwardVerbatim, isEventStream } from "./verbatim.ts"
-export type { BodyTap } from "./verbatim.ts"
+export { callerSink, commitHead, SSE_HEADERS, writeText } from "./sink.ts"
+export {
+  EVENT_HOLD_CAP,
+  forwardHeld,
+  forwardStream,
+  HOLD_LIMIT,
+  inBandFailure,
+  isEventStream,
+  OPEN_GATE,
+  sendHeld,
+  SENT
+} from "./verbatim.ts"
+export type { Forwarded, StreamGate } from "./verbatim.ts"

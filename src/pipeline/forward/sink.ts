@@ -5,18 +5,8 @@
  */
 import { Effect } from "effect"
 import type { OutgoingHttpHeaders } from "node:http"
-import type { ChunkSink, UpstreamBody } from "../../providers/transport.ts"
+import type { ChunkSink } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
-
-/**
- * Ties an upstream body to the caller's connection: when the caller's response
- * closes for any reason, the upstream request is aborted if it is still
- * running. Interruption already aborts it; this also covers the window between
- * the upstream head and the first read of its body.
- */
-export const abortWithCaller = (ctx: RequestContext, body: UpstreamBody): void => {
-  ctx.res.once("close", body.abort)
-}
 
 export const callerSink = (ctx: RequestContext): ChunkSink => ({
   write: (chunk) => ctx.res.write(chunk),

@@ -1,43 +1,73 @@
 /**
- * Forwarding an upstream success body to the caller byte for byte, as it
- * arrives (the chat fast path, and every other model endpoint).
+ * Forwarding an upstream success body to the caller byte for byte (the chat
+ * fast path, and every other model endpoint), committed only when it is known
+ * to be good: until then a failure is the attempt's, so routing can retry it
+ * or fail over.
  *
  * Details
- * - The response head is committed with the first body byte, not with the
- *   upstream's head: an upstream that answers 200 and then drops before
- *   sending anything is still a failed attempt (retried or failed over).
- * - Server-Sent Events are forwarded event by event: bytes after the last
- *   complete event wait for the rest of it (a partial frame is useless to the
- *   caller), so an error frame can always follow cleanly. A single event
- *   larger than `HOLD_CAP` is passed through as it comes.
+ * - A body that is not an event stream is held until it is complete (up to
+ *   `HOLD_LIMIT`), then checked (a JSON body must parse); the attempt
+ *   resolves with it unsent (`Held`), so the program can still look at it
+ *   before it goes out. An upstream that stalls, resets or sends garbage
+ *   before the end is a failed attempt, never a truncated 200. A body larger
+ *   than the limit is streamed from there on (`Sent`).
+ * - An event stream is held until its first content or finish (the one commit
+ *   rule, `commitsResponse`, applied by the stream gate that decodes each
+ *   chunk before it is written); an error event before that fails the
+ *   attempt. After it, events are forwarded whole as they arrive: bytes after
+ *   the last complete event wait for the rest of it, so an error frame can
+ *   always follow cleanly; a single event larger than `EVENT_HOLD_CAP` is
+ *   passed through as it comes. A stream whose events stop parsing, or that
+ *   ends without its terminal event, ends with the error frame.
  * - After the first byte nothing fails the attempt: a failure is written as
  *   the stream's error frame (SSE) or ends the connection abruptly (other
  *   bodies), so the caller cannot mistake it for success.
  */
 import { Effect } from "effect"
-import { streamErrorFrame } from "../../domain/index.ts"
-import type { StreamError, UpstreamError, WireFamily } from "../../domain/index.ts"
+import type { OutgoingHttpHeaders } from "node:http"
+import { streamErrorFrame, UpstreamError } from "../../domain/index.ts"
+import type { CallerFormat, FailureSource, StreamError } from "../../domain/index.ts"
+import { decodeWhole } from "../../providers/content-encoding.ts"
 import type { ChunkSink, UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import { responseHeaders } from "./headers.ts"
-import { abortWithCaller, callerSink, commitHead } from "./sink.ts"
+import { callerSink, commitHead } from "./sink.ts"
 
-/** Reads a copy of a forwarded body (after each chunk was written). */
-export interface BodyTap {
-  readonly chunk: (chunk: Uint8Array) => void
-  /** At the end of the body; returns the error when a stream ended before its terminal event. */
+/** What a forwarding attempt achieved: a complete body not yet sent, or a body already (being) sent. */
+export type Forwarded =
+  | { readonly _tag: "Held"; readonly status: number; readonly headers: OutgoingHttpHeaders; readonly body: Uint8Array }
+  | { readonly _tag: "Sent" }
+
+export const SENT: Forwarded = { _tag: "Sent" }
+
+/**
+ * Decodes a chat event stream chunk by chunk, before each chunk is written,
+ * and tells when the response may be committed.
+ */
+export interface StreamGate {
+  /** `commit` once the stream holds content or its finish; a `StreamError` when it failed (or stopped parsing). */
+  readonly push: (chunk: Uint8Array) => "hold" | "commit" | StreamError
+  /** At the end of the body: the error when the stream ended before its terminal event. */
   readonly end: () => StreamError | undefined
 }
+
+/** The gate of a stream the gateway does not read (a non-chat endpoint's events): it commits with its first byte. */
+export const OPEN_GATE: StreamGate = { push: () => "commit", end: () => undefined }
 
 export const isEventStream = (response: UpstreamResponse): boolean => {
   const type = response.headers["content-type"]
   return typeof type === "string" && type.startsWith("text/event-stream")
 }
 
+/** A non-stream body is held whole up to this size; a larger one is streamed. */
+export const HOLD_LIMIT = 8 * 1024 * 1024
+/** One event bigger than this (a streamed base64 image, say) is not held back whole. */
+export const EVENT_HOLD_CAP = 16 * 1024 * 1024
+/** A stream that sends this much before any content commits anyway (its preamble is not held forever). */
+const PREAMBLE_CAP = 1024 * 1024
+
 const LF = 10
 const CR = 13
-/** One event bigger than this (a streamed base64 image, say) is not held back whole. */
-const HOLD_CAP = 16 * 1024 * 1024
 
 /** End of the last complete SSE event in `bytes` (after its blank line), or -1. */
 const lastEventEnd = (bytes: Uint8Array): number => {
@@ -76,7 +106,7 @@ const eventAlignedSink = (sink: ChunkSink): AlignedSink => {
       if (end === -1) {
         held.push(chunk)
         heldSize += chunk.length
-        if (heldSize <= HOLD_CAP) return true
+        if (heldSize <= EVENT_HOLD_CAP) return true
         const parts = held
         held = []
         heldSize = 0
@@ -103,63 +133,171 @@ const eventAlignedSink = (sink: ChunkSink): AlignedSink => {
   }
 }
 
+/** An error an upstream reported inside its stream before any content: the attempt's failure, classified like a response. */
+export const inBandFailure = (source: FailureSource, error: StreamError): UpstreamError => {
+  if (error.malformed === true) return UpstreamError.fault(source, error.message, { status: 200 })
+  const body = source.family === "anthropic"
+    ? { type: "error", error: { type: error.type, message: error.message } }
+    : { error: { message: error.message, type: error.type, param: null, code: error.code ?? null } }
+  return UpstreamError.fromResponse(source, error.status ?? 500, Buffer.from(JSON.stringify(body)), { inStream: true })
+}
+
 /**
- * Forwards the upstream's success response. Fails only while nothing has
- * reached the caller (so the attempt can be retried); never after.
+ * Forwards a chat event stream: held until the gate commits it, then event by
+ * event. Fails only before the commit.
  */
-export const forwardVerbatim = (
+export const forwardStream = (
   ctx: RequestContext,
-  family: WireFamily,
+  family: CallerFormat,
+  source: FailureSource,
   response: UpstreamResponse,
   extraHeaders: Readonly<Record<string, string>>,
-  makeTap?: (sse: boolean) => BodyTap
-): Effect.Effect<void, UpstreamError> => {
-  const sse = isEventStream(response)
-  abortWithCaller(ctx, response.body)
-  let committed = false
-  const commit = () => {
-    if (committed) return
-    committed = true
-    commitHead(ctx, response.status, { ...responseHeaders(response.headers, true), ...extraHeaders })
-  }
-  const caller = callerSink(ctx)
-  const committing: ChunkSink = {
-    write: (chunk) => {
-      commit()
-      return caller.write(chunk)
-    },
-    onDrain: caller.onDrain
-  }
-  const tap = makeTap?.(sse)
-  const aligned = sse ? eventAlignedSink(committing) : undefined
-  return response.body.pipe(aligned ?? committing, tap?.chunk).pipe(
-    Effect.matchEffect({
-      onSuccess: () =>
-        Effect.sync(() => {
-          commit()
-          const cut = tap?.end()
-          if (sse && cut !== undefined) {
-            // The upstream ended without its terminal event: never a normal stop (translation.md §11.3).
-            ctx.log.error_code = "upstream"
-            ctx.res.end(streamErrorFrame(family, "upstream", cut.message, cut.status ?? 502))
-          } else {
-            // A last event the upstream did not close with a blank line is still an event.
-            const held = aligned?.takeHeld()
-            if (held !== undefined) ctx.res.write(held)
-            ctx.res.end(held === undefined ? undefined : "\n\n")
-          }
-        }),
-      onFailure: (error: UpstreamError) => {
+  gate: StreamGate
+): Effect.Effect<Forwarded, UpstreamError> =>
+  Effect.suspend(() => {
+    let committed = false
+    let preamble: Array<Uint8Array> = []
+    let preambleSize = 0
+    /** Set when the stream failed: before the commit it fails the attempt, after it ends the stream. */
+    let failed: StreamError | undefined
+    const aligned = eventAlignedSink(callerSink(ctx))
+    const commit = () => {
+      committed = true
+      commitHead(ctx, response.status, { ...responseHeaders(response.headers, true), ...extraHeaders })
+    }
+    const sink: ChunkSink = {
+      write: (chunk) => {
+        if (failed !== undefined) return true
+        const verdict = gate.push(chunk)
+        if (typeof verdict === "object" && (!committed || verdict.malformed === true)) {
+          failed = verdict
+          response.body.abort()
+          return true
+        }
+        if (committed) return aligned.write(chunk)
+        preamble.push(chunk)
+        preambleSize += chunk.byteLength
+        if (verdict === "hold" && preambleSize <= PREAMBLE_CAP) return true
+        commit()
+        const held = preamble.length === 1 ? preamble[0] : Buffer.concat(preamble)
+        preamble = []
+        return aligned.write(held)
+      },
+      onDrain: aligned.onDrain
+    }
+    const endWith = (error: StreamError): void => {
+      ctx.log.error_code = "upstream"
+      if (!ctx.res.destroyed) ctx.res.end(streamErrorFrame(family, "upstream", error.message, error.status ?? 502))
+    }
+    return response.body.pipe(sink).pipe(
+      Effect.catch((error: UpstreamError) => {
+        if (failed !== undefined) return Effect.void // our own abort after the gate said no
         if (!committed) return Effect.fail(error)
         return Effect.sync(() => {
           ctx.log.error_code = error.reason
-          if (sse && !ctx.res.destroyed) {
+          if (!ctx.res.destroyed) {
             ctx.res.end(streamErrorFrame(family, error.reason, error.timedOut ? "upstream stream timed out" : "upstream stream failed", error.timedOut ? 504 : 502))
-          } else {
-            ctx.res.destroy()
           }
         })
-      }
-    })
-  )
+      }),
+      Effect.flatMap(() => {
+        if (ctx.res.writableEnded) return Effect.succeed(SENT)
+        const cut = failed ?? gate.end()
+        if (!committed) {
+          // Nothing reached the caller: an error, or an end before any content, is the attempt's failure.
+          if (cut !== undefined) return Effect.fail(inBandFailure(source, cut))
+          commit()
+          for (const chunk of preamble) aligned.write(chunk)
+        }
+        return Effect.sync(() => {
+          if (cut !== undefined) return endWith(cut)
+          // A last event the upstream did not close with a blank line is still an event.
+          const rest = aligned.takeHeld()
+          if (rest !== undefined) ctx.res.write(rest)
+          ctx.res.end(rest === undefined ? undefined : "\n\n")
+        }).pipe(Effect.as(SENT))
+      })
+    )
+  })
+
+/** A held body is decoded (for its check) to at most this many bytes. */
+const MAX_DECODED = 8 * HOLD_LIMIT
+
+const isJson = (response: UpstreamResponse): boolean => {
+  const type = response.headers["content-type"]
+  return typeof type === "string" && /[/+]json\b/i.test(type)
+}
+
+/**
+ * Forwards a body that is not an event stream: held until complete and
+ * checked, then handed back unsent. A body declared JSON must parse; with
+ * `inspect` (chat) the body must be JSON whatever its type, and `inspect` sees
+ * the parsed value (it may reject it with the reason). Past `HOLD_LIMIT` the
+ * body is streamed as it comes, unchecked.
+ */
+export const forwardHeld = (
+  ctx: RequestContext,
+  source: FailureSource,
+  response: UpstreamResponse,
+  extraHeaders: Readonly<Record<string, string>>,
+  inspect?: (json: unknown) => string | undefined
+): Effect.Effect<Forwarded, UpstreamError> =>
+  Effect.suspend(() => {
+    const head = (): OutgoingHttpHeaders => ({ ...responseHeaders(response.headers, true), ...extraHeaders })
+    const caller = callerSink(ctx)
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    let streaming = false
+    const sink: ChunkSink = {
+      write: (chunk) => {
+        if (streaming) return caller.write(chunk)
+        chunks.push(chunk)
+        size += chunk.byteLength
+        if (size <= HOLD_LIMIT) return true
+        streaming = true
+        commitHead(ctx, response.status, head())
+        return caller.write(Buffer.concat(chunks, size))
+      },
+      onDrain: caller.onDrain
+    }
+    return response.body.pipe(sink).pipe(
+      Effect.matchEffect({
+        onFailure: (error) => {
+          if (!streaming) return Effect.fail(error)
+          return Effect.sync(() => {
+            ctx.log.error_code = error.reason
+            ctx.res.destroy()
+          }).pipe(Effect.as(SENT))
+        },
+        onSuccess: () => {
+          if (streaming) return Effect.sync(() => ctx.res.end()).pipe(Effect.as(SENT))
+          const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
+          const problem = checkBody(response, body, inspect)
+          if (problem !== undefined) return Effect.fail(UpstreamError.fault(source, problem, { status: response.status }))
+          return Effect.succeed<Forwarded>({ _tag: "Held", status: response.status, headers: head(), body })
+        }
+      })
+    )
+  })
+
+/** Why a complete body cannot be a success, or undefined. */
+const checkBody = (response: UpstreamResponse, body: Uint8Array, inspect?: (json: unknown) => string | undefined): string | undefined => {
+  if (inspect === undefined && !isJson(response)) return undefined
+  const decoded = decodeWhole(response.headers["content-encoding"], body, MAX_DECODED)
+  if (decoded === undefined) return "upstream sent a body that does not decode"
+  let json: unknown
+  try {
+    json = JSON.parse(Buffer.from(decoded.buffer, decoded.byteOffset, decoded.byteLength).toString("utf8"))
+  } catch {
+    return "upstream sent a response that is not valid JSON"
+  }
+  return inspect?.(json)
+}
+
+/** Sends a held body as it came. */
+export const sendHeld = (ctx: RequestContext, held: Extract<Forwarded, { _tag: "Held" }>): void => {
+  if (ctx.res.headersSent || ctx.res.destroyed) return
+  const headers = { ...held.headers, "content-length": String(held.body.byteLength) }
+  commitHead(ctx, held.status, headers)
+  ctx.res.end(held.body)
 }

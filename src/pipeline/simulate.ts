@@ -5,22 +5,29 @@
  * `ProviderClient.layerTest` and `TestClock` it tests a routing configuration
  * without sockets or real time (docs/testing-your-routing.md).
  *
- * Bodies are not translated here: the simulator drains each successful
- * response, so a stream that breaks before its first chunk fails over and one
- * that breaks later does not (the same-format path's commit point). Targets
- * that cannot serve the request are skipped by the same rule as in the gateway.
+ * Bodies are not translated here, but each successful response is read with
+ * the gateway's own commit rule: a JSON body must arrive whole and parse; an
+ * event stream (decoded in the provider's format) commits with its first
+ * content or finish, so one that fails or breaks before that fails over and
+ * one that breaks later does not. Targets that cannot serve the request are
+ * skipped by the same rule as in the gateway.
  */
 import { Clock, Effect, Stream } from "effect"
 import type { EndpointType } from "../config/index.ts"
-import { GatewayError } from "../domain/index.ts"
-import type { ErrorClass, UpstreamError } from "../domain/index.ts"
-import { ProviderClient } from "../providers/transport.ts"
+import { classifyStreamError, commitsResponse, GatewayError, UpstreamError } from "../domain/index.ts"
+import type { ChatStreamEvent, ErrorClass, FailureSource, WireFamily } from "../domain/index.ts"
+import { PROVIDER_CODECS } from "../formats/index.ts"
+import type { StreamDecoder } from "../formats/index.ts"
 import type { Operation } from "../providers/adapter.ts"
-import { executePlan } from "./execute.ts"
-import type { PlanStep } from "./plan.ts"
-import { drawWeighted } from "./sampler.ts"
-import { servableSteps } from "./servable.ts"
-import type { RoutingTable } from "./table.ts"
+import { SseParser } from "../providers/sse.ts"
+import { ProviderClient } from "../providers/transport.ts"
+import type { UpstreamResponse } from "../providers/transport.ts"
+import { executePlan } from "../routing/execute.ts"
+import type { PlanStep } from "../routing/plan.ts"
+import { drawWeighted } from "../routing/sampler.ts"
+import { servableSteps } from "../routing/servable.ts"
+import type { RoutingTable } from "../routing/table.ts"
+import { inBandFailure, isEventStream } from "./forward/index.ts"
 
 export interface SimulatedRequest {
   readonly model: string
@@ -92,7 +99,7 @@ export const simulateRequest = (
     let sentBody = body
     let midStreamFailure: ErrorClass | undefined
     const served = yield* executePlan(plan, steps, ({ attempt, target }) =>
-      Effect.gen(function*() {
+      Effect.scoped(Effect.gen(function*() {
         const startedAtMs = (yield* Clock.currentTimeMillis) - began
         sentBody = { ...body, model: target.model }
         const { path, headers } = target.provider.request(OPERATION[endpoint], target.model)
@@ -117,21 +124,12 @@ export const simulateRequest = (
           body: JSON.stringify(sentBody),
           idleTimeoutMs: target.timeoutMs
         }).pipe(Effect.tapError((error) => Effect.sync(() => record(error))))
-        let received = 0
-        yield* response.body.stream.pipe(
-          Stream.runForEach(() => Effect.sync(() => void received++)),
-          Effect.catch((error: UpstreamError) => {
-            if (received === 0) {
-              record(error)
-              return Effect.fail(error)
-            }
-            midStreamFailure = error.reason
-            return Effect.void
-          })
-        )
+        const source = { providerId: target.provider.id, family: target.provider.family }
+        const broken = yield* readCommitted(source, response).pipe(Effect.tapError((error) => Effect.sync(() => record(error))))
+        midStreamFailure = broken
         record("ok")
         return target
-      })
+      }))
     ).pipe(Effect.result)
     return {
       plan: plan.name,
@@ -143,3 +141,53 @@ export const simulateRequest = (
         : { _tag: "Failed", error: served.failure }
     } satisfies SimulationResult
   })
+
+const STREAM_LIMIT = 32 * 1024 * 1024
+
+const decoderOf = (source: FailureSource): StreamDecoder | undefined =>
+  source.family === "other" ? undefined : PROVIDER_CODECS[source.family as WireFamily].streamDecoder()
+
+/**
+ * Reads a successful response as the gateway would before answering: fails
+ * while nothing would have reached the caller; afterwards a break is only
+ * reported (the classification of a mid-stream failure), as the caller would
+ * see it in the stream's error frame.
+ */
+const readCommitted = (source: FailureSource, response: UpstreamResponse): Effect.Effect<ErrorClass | undefined, UpstreamError> => {
+  if (!isEventStream(response)) {
+    return Effect.flatMap(response.body.readAll(STREAM_LIMIT), (bytes) => {
+      try {
+        JSON.parse(Buffer.from(bytes).toString("utf8"))
+        return Effect.succeed(undefined)
+      } catch {
+        return Effect.fail(UpstreamError.fault(source, "upstream sent a response that is not valid JSON", { status: response.status }))
+      }
+    })
+  }
+  const parser = new SseParser()
+  const decoder = decoderOf(source)
+  let committed = decoder === undefined
+  let broken: ErrorClass | undefined
+  const take = (events: ReadonlyArray<ChatStreamEvent>): Effect.Effect<void, UpstreamError> => {
+    for (const event of events) {
+      if (event.type === "error") {
+        if (!committed) return Effect.fail(inBandFailure(source, event.error))
+        broken ??= classifyStreamError(event.error)
+      } else if (commitsResponse(event)) {
+        committed = true
+      }
+    }
+    return Effect.void
+  }
+  const decode = (chunk: Uint8Array) => parser.push(chunk).flatMap((sse) => decoder?.push(sse) ?? [])
+  return response.body.stream.pipe(
+    Stream.runForEach((chunk) => take(decode(chunk))),
+    Effect.flatMap(() => take([...parser.end().flatMap((sse) => decoder?.push(sse) ?? []), ...(decoder?.end() ?? [])])),
+    Effect.catch((error: UpstreamError) => {
+      if (!committed) return Effect.fail(error)
+      broken ??= error.reason
+      return Effect.void
+    }),
+    Effect.map(() => broken)
+  )
+}

@@ -1,0 +1,137 @@
+/**
+ * Responses API stream events → canonical stream events, for a Responses
+ * caller served by a provider's own `/responses` (the fast path): the bytes go
+ * to the caller as they came, and this decoder tells the gateway what they
+ * say (the commit point, text for the guardrail and telemetry, usage).
+ *
+ * - `response.created` (or the first event) opens the message; text and
+ *   refusal deltas are text; a `function_call` item starts a tool call and its
+ *   argument deltas follow it; any other output item (reasoning, a built-in
+ *   tool's call) is `other_content`.
+ * - `response.completed` / `response.incomplete` give the finish, the usage and
+ *   the stop; `response.failed` and `error` events are errors; a stream that
+ *   ends without one of them was cut off.
+ */
+import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
+import type { SseEvent, StreamDecoder } from "../index.ts"
+import { statusOfOpenAiError } from "../openai-chat/error.ts"
+import { isRecord } from "../openai-chat/mapping.ts"
+import { decodeUsage, stopReasonOfResponse } from "./mapping.ts"
+
+const MALFORMED: StreamError = { type: "server_error", message: "upstream sent a malformed stream event", status: 502, malformed: true }
+const TRUNCATED: StreamError = {
+  type: "server_error",
+  message: "upstream stream ended before response.completed",
+  status: 502,
+  malformed: true
+}
+
+const errorOf = (raw: unknown): StreamError => {
+  const error = isRecord(raw) && isRecord(raw.error) ? raw.error : raw
+  const fields = isRecord(error) ? error : {}
+  const type = typeof fields.type === "string" ? fields.type : undefined
+  const code = typeof fields.code === "string" ? fields.code : undefined
+  return {
+    type: type ?? code ?? "server_error",
+    message: typeof fields.message === "string" ? fields.message : "upstream reported an error",
+    status: statusOfOpenAiError(type, fields.code),
+    code
+  }
+}
+
+export const makeResponsesStreamDecoder = (): StreamDecoder => {
+  let started = false
+  let done = false
+  let tools = 0
+  const toolOfItem = new Map<unknown, number>()
+
+  const stop = (events: Array<ChatStreamEvent>): ReadonlyArray<ChatStreamEvent> => {
+    done = true
+    return events
+  }
+
+  const open = (response: Record<string, unknown>, out: Array<ChatStreamEvent>): void => {
+    if (started) return
+    started = true
+    out.push({
+      type: "message_start",
+      id: typeof response.id === "string" ? response.id : "",
+      model: typeof response.model === "string" ? response.model : "",
+      created: typeof response.created_at === "number" ? response.created_at : Math.floor(Date.now() / 1000)
+    })
+  }
+
+  const finish = (response: Record<string, unknown>, out: Array<ChatStreamEvent>): ReadonlyArray<ChatStreamEvent> => {
+    const stopReason = stopReasonOfResponse(response, tools > 0) ?? "end_turn"
+    out.push({ type: "message_delta", stopReason })
+    const usage = decodeUsage(response.usage)
+    if (usage !== undefined) out.push({ type: "usage", usage })
+    out.push({ type: "message_stop" })
+    return stop(out)
+  }
+
+  return {
+    push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
+      if (done) return []
+      const data = event.data.trim()
+      if (data === "" || data.startsWith("[DONE]")) return []
+      let message: unknown
+      try {
+        message = JSON.parse(data)
+      } catch {
+        return stop([{ type: "error", error: MALFORMED }])
+      }
+      if (!isRecord(message)) return stop([{ type: "error", error: MALFORMED }])
+      const type = typeof message.type === "string" ? message.type : event.event
+      const response = isRecord(message.response) ? message.response : undefined
+      const out: Array<ChatStreamEvent> = []
+      if (response !== undefined) open(response, out)
+      switch (type) {
+        case "response.output_item.added": {
+          const item = isRecord(message.item) ? message.item : {}
+          if (item.type === "function_call") {
+            const index = tools++
+            toolOfItem.set(message.output_index, index)
+            out.push({
+              type: "tool_call_start",
+              index,
+              id: typeof item.call_id === "string" ? item.call_id : "",
+              name: typeof item.name === "string" ? item.name : ""
+            })
+            if (typeof item.arguments === "string" && item.arguments !== "") {
+              out.push({ type: "tool_call_delta", index, argumentsDelta: item.arguments })
+            }
+          } else if (item.type !== "message" && typeof item.type === "string") {
+            out.push({ type: "other_content", kind: item.type })
+          }
+          return out
+        }
+        case "response.output_text.delta":
+        case "response.refusal.delta":
+          if (typeof message.delta === "string" && message.delta !== "") out.push({ type: "text_delta", text: message.delta })
+          return out
+        case "response.function_call_arguments.delta": {
+          const index = toolOfItem.get(message.output_index)
+          if (index !== undefined && typeof message.delta === "string" && message.delta !== "") {
+            out.push({ type: "tool_call_delta", index, argumentsDelta: message.delta })
+          }
+          return out
+        }
+        case "response.completed":
+        case "response.incomplete":
+          return finish(response ?? {}, out)
+        case "response.failed":
+          out.push({ type: "error", error: errorOf(response?.error ?? message) })
+          return stop(out)
+        case "error":
+          out.push({ type: "error", error: errorOf(message) })
+          return stop(out)
+        default:
+          return out
+      }
+    },
+    end(): ReadonlyArray<ChatStreamEvent> {
+      return done ? [] : stop([{ type: "error", error: TRUNCATED }])
+    }
+  }
+}
