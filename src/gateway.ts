@@ -8,8 +8,7 @@ import type { Scope } from "effect"
 import type * as Http from "node:http"
 import { GatewayConfig } from "./config/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
-import { listen, makeRequestListener, makeRouter } from "./http/index.ts"
-import type { InFlight } from "./http/index.ts"
+import { listen, makeInFlight, makeRequestListener, makeRouter } from "./http/index.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./pipeline/telemetry/log.ts"
 import { ProviderClient } from "./providers/transport.ts"
@@ -39,10 +38,11 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayConfig 
     if (enabled) log.log("warn", "config warning", { source: settings.source, warning: `${key}: not available in this version; the section is validated and ignored` })
   }
   const router = yield* makeRouter
-  const inFlight: InFlight = { count: 0, idle: [] }
-  const listener = makeRequestListener(router, Context.empty(), log, inFlight)
+  const { server } = settings.file
+  const inFlight = makeInFlight()
+  const listener = makeRequestListener(router, Context.empty(), log, inFlight, { bodyIdleMs: server.body_idle_timeout_secs * 1000 })
   return yield* listen(
-    { host: settings.file.server.host, port: settings.file.server.port, graceMs: settings.file.server.shutdown_grace_secs * 1000 },
+    { host: server.host, port: server.port, graceMs: server.shutdown_grace_secs * 1000, maxConnections: server.max_connections },
     listener,
     inFlight,
     log

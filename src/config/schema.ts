@@ -33,7 +33,11 @@ export const Server = Schema.Struct({
   /** Largest multipart upload (files, transcriptions) accepted (beyond spec). */
   max_upload_bytes: PositiveInt.pipe(withDefault(512 * 1024 * 1024)),
   /** Seconds in-flight requests get to finish on SIGTERM/SIGINT. */
-  shutdown_grace_secs: NonNegativeInt.pipe(withDefault(30))
+  shutdown_grace_secs: NonNegativeInt.pipe(withDefault(30)),
+  /** A request body that makes no progress this long gets 408 and the connection is closed (beyond spec). */
+  body_idle_timeout_secs: PositiveInt.pipe(withDefault(30)),
+  /** Open client connections at most; one more is answered 503 and closed (beyond spec). */
+  max_connections: PositiveInt.pipe(withDefault(10_000))
 })
 
 export const ProviderDefaults = Schema.Struct({

@@ -232,7 +232,9 @@ export const GATEWAY_ERROR_CODES = [
   "output_guardrail_violation",
   "not_found",
   "method_not_allowed",
-  "request_too_large"
+  "request_too_large",
+  "unsupported_media_type",
+  "request_timeout"
 ] as const
 
 export type GatewayErrorCode = typeof GATEWAY_ERROR_CODES[number]

@@ -1,11 +1,17 @@
 /**
  * Reading JSON request bodies whole, up to `server.max_body_bytes`
- * (413 beyond), parsed once (400 when malformed). Multipart and passthrough
- * bodies are never read here; they stream straight to the upstream.
+ * (413 beyond, and the connection closed rather than the rest read), parsed
+ * once (400 when malformed, too deep, with an out-of-range number or a
+ * routing key given twice). Only a JSON content type is accepted (415
+ * otherwise), so a web page cannot post a "simple" cross-origin request that
+ * spends the gateway's keys. Multipart and passthrough bodies are never read
+ * here; they stream straight to the upstream.
  */
 import { Effect } from "effect"
-import { GatewayError } from "../domain/index.ts"
+import { clip, GatewayError } from "../domain/index.ts"
+import { header } from "../pipeline/index.ts"
 import type { RequestContext } from "../pipeline/index.ts"
+import { duplicateRoutingKey, jsonProblem } from "./json-guard.ts"
 
 /**
  * Reads the whole body (bounded), then hands it to `finish` within the same
@@ -20,7 +26,7 @@ const collect = <A>(
     const { req } = ctx
     const declared = Number(req.headers["content-length"])
     if (declared > limit) {
-      resume(Effect.fail(tooLarge(limit)))
+      resume(Effect.fail(tooLarge(ctx, limit)))
       return
     }
     const chunks: Array<Buffer> = []
@@ -29,8 +35,7 @@ const collect = <A>(
       size += chunk.byteLength
       if (size > limit) {
         cleanup()
-        req.resume()
-        resume(Effect.fail(tooLarge(limit)))
+        resume(Effect.fail(tooLarge(ctx, limit)))
         return
       }
       chunks.push(chunk)
@@ -54,8 +59,22 @@ const collect = <A>(
     return Effect.sync(cleanup)
   })
 
-const tooLarge = (limit: number) =>
+/** 413; the response closes the connection (`sendBody`), so the rest of the body is never read. */
+const tooLarge = (_ctx: RequestContext, limit: number) =>
   new GatewayError({ status: 413, code: "request_too_large", message: `request body exceeds ${limit} bytes` })
+
+const JSON_TYPE = /^\s*application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
+
+/** 415 unless the body is declared JSON (`application/json`, `application/*+json`, any charset). */
+export const requireJsonType = (ctx: RequestContext): GatewayError | undefined => {
+  const type = header(ctx, "content-type")
+  if (type !== undefined && JSON_TYPE.test(type)) return undefined
+  return new GatewayError({
+    status: 415,
+    code: "unsupported_media_type",
+    message: `${ctx.path} takes a JSON body: send content-type: application/json${type === undefined ? "" : ` (got ${clip(type, 128)})`}`
+  })
+}
 
 const invalid = (message: string) => new GatewayError({ status: 400, code: "invalid_request", message })
 
@@ -63,16 +82,23 @@ const invalid = (message: string) => new GatewayError({ status: 400, code: "inva
 export const readJsonObject = (
   ctx: RequestContext,
   limit: number
-): Effect.Effect<{ readonly raw: Buffer; readonly json: Record<string, unknown> }, GatewayError> =>
-  collect(ctx, limit, (raw) => {
+): Effect.Effect<{ readonly raw: Buffer; readonly json: Record<string, unknown> }, GatewayError> => {
+  const wrongType = requireJsonType(ctx)
+  if (wrongType !== undefined) return Effect.fail(wrongType)
+  return collect(ctx, limit, (raw) => {
     if (raw.byteLength === 0) return Effect.fail(invalid("request body is empty; expected a JSON object"))
+    const text = raw.toString("utf8")
     let json: unknown
     try {
-      json = JSON.parse(raw.toString("utf8"))
+      json = JSON.parse(text)
     } catch (cause) {
-      return Effect.fail(invalid(`request body is not valid JSON: ${(cause as Error).message}`))
+      return Effect.fail(invalid(`request body is not valid JSON: ${clip((cause as Error).message, 200)}`))
     }
-    return typeof json === "object" && json !== null && !Array.isArray(json)
-      ? Effect.succeed({ raw, json: json as Record<string, unknown> })
-      : Effect.fail(invalid("request body must be a JSON object"))
+    if (typeof json !== "object" || json === null || Array.isArray(json)) return Effect.fail(invalid("request body must be a JSON object"))
+    const problem = jsonProblem(json)
+    if (problem !== undefined) return Effect.fail(invalid(problem))
+    const duplicate = duplicateRoutingKey(raw, text)
+    if (duplicate !== undefined) return Effect.fail(invalid(`"${duplicate}" is given twice at the top level of the body; send it once`))
+    return Effect.succeed({ raw, json: json as Record<string, unknown> })
   })
+}

@@ -4,7 +4,7 @@
  * the endpoint implies; an unknown value is a 400.
  */
 import { Effect } from "effect"
-import { familyOfSdk, GatewayError, isSdkFormat } from "../domain/index.ts"
+import { clip, familyOfSdk, GatewayError, isSdkFormat } from "../domain/index.ts"
 import type { AnyGatewayFailure, SdkFormat, WireFamily } from "../domain/index.ts"
 import type { CallerFormat } from "../formats/index.ts"
 import { header } from "../pipeline/index.ts"
@@ -18,7 +18,7 @@ export const sdkFormatOf = (ctx: RequestContext, fallback: SdkFormat): Effect.Ef
   const normalized = value.trim().toLowerCase()
   if (isSdkFormat(normalized)) return Effect.succeed(normalized)
   return Effect.fail(
-    new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-sdk must be one of openai, anthropic, azure; got "${value}"` })
+    new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-sdk must be one of openai, anthropic, azure; got "${clip(value)}"` })
   )
 }
 

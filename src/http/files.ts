@@ -14,7 +14,7 @@
  */
 import { Effect } from "effect"
 import type { GatewaySettings } from "../config/index.ts"
-import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
+import { clip, GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import { callerKey, forwardHeld, header, isMultipartForm, passThroughHeaders, sendHeld, uploadTooLarge } from "../pipeline/index.ts"
 import type { RequestContext } from "../pipeline/index.ts"
@@ -23,6 +23,7 @@ import { withQuery } from "../providers/adapter.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import type { RoutingTable } from "../routing/table.ts"
+import { limitedBody } from "./limited-body.ts"
 import type { RouteDef } from "./router.ts"
 
 export interface FilesDependencies {
@@ -42,7 +43,7 @@ export const chooseFilesProvider = (
 ): CompiledProvider | GatewayError => {
   if (requested !== undefined) {
     const provider = providers.get(requested.trim())
-    if (provider === undefined) return invalid(`x-genai-provider names provider "${requested}", which is not configured`)
+    if (provider === undefined) return invalid(`x-genai-provider names provider "${clip(requested)}", which is not configured`)
     if (hasFiles(provider)) return provider
     return new GatewayError({
       status: 400,
@@ -80,13 +81,14 @@ export const fileRoutes = ({ settings, table, client }: FilesDependencies): Read
       }
       const fileId = ctx.params.file_id
       const suffix = fileId === undefined ? "" : `/${encodeURIComponent(fileId)}${operation === "content" ? "/content" : ""}`
-      const { path, headers: auth } = provider.request("files", "", callerKey(ctx.req.headers), suffix)
+      const { path, headers: auth, secret } = provider.request("files", "", callerKey(ctx.req.headers), suffix)
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       const length = header(ctx, "content-length")
-      if (upload && Number(length) > settings.file.server.max_upload_bytes) {
-        return yield* uploadTooLarge(settings.file.server.max_upload_bytes)
-      }
+      const maxUpload = settings.file.server.max_upload_bytes
+      if (upload && Number(length) > maxUpload) return yield* uploadTooLarge(maxUpload)
       if (upload && length !== undefined) headers["content-length"] = length
+      // A chunked upload is counted as it streams: past the limit it stops, with a 413.
+      const body = upload ? limitedBody(ctx.req, maxUpload) : undefined
       ctx.log.provider = provider.id
       const response = yield* client.send({
         providerId: provider.id,
@@ -95,9 +97,10 @@ export const fileRoutes = ({ settings, table, client }: FilesDependencies): Read
         method: ctx.method,
         path: withQuery(path, forwardedQuery(ctx.query)),
         headers,
-        body: upload ? ctx.req : undefined,
-        idleTimeoutMs: providerTimeoutMs(settings, provider.id)
-      })
+        body: body?.stream,
+        idleTimeoutMs: providerTimeoutMs(settings, provider.id),
+        secret
+      }).pipe(Effect.catchTag("UpstreamError", (error) => Effect.fail(body?.exceeded() === true ? uploadTooLarge(maxUpload) : error)))
       const forwarded = yield* forwardHeld(ctx, { providerId: provider.id, family: provider.family }, response, {
         "x-gw-upstream-provider": provider.id
       })

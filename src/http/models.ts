@@ -5,7 +5,7 @@
  * Anthropic list shape so `client.models.list()` parses.
  */
 import { Effect } from "effect"
-import { GatewayError } from "../domain/index.ts"
+import { clip, GatewayError } from "../domain/index.ts"
 import type { CatalogEntry, ModelCatalog } from "../routing/catalog.ts"
 import { header, sendJson } from "../pipeline/index.ts"
 import type { RequestContext } from "../pipeline/index.ts"
@@ -51,7 +51,7 @@ export const modelRoutes = (catalog: ModelCatalog): ReadonlyArray<RouteDef<never
         if (anthropic) ctx.caller = "anthropic"
         if (entry === undefined) {
           return Effect.fail(
-            new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${id}\` does not exist`, param: "model" })
+            new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${clip(id)}\` does not exist`, param: "model" })
           )
         }
         return Effect.sync(() => sendJson(ctx, 200, anthropic ? anthropicModel(entry) : openAiModel(entry)))

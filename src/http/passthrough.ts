@@ -18,17 +18,18 @@ import { Effect } from "effect"
 import type { Redacted } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { GatewaySettings } from "../config/index.ts"
-import { classificationHeaders, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
+import { classificationHeaders, clip, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/index.ts"
 import { callerKey, callerSink, commitHead, header, passThroughHeaders, responseHeaders } from "../pipeline/index.ts"
 import type { RequestContext } from "../pipeline/index.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
-import { decodeWhole } from "../providers/content-encoding.ts"
+import { decodeWhole, isEncoded } from "../providers/content-encoding.ts"
 import { parseRetryAfterMs } from "../providers/retry-after.ts"
-import { ERROR_BODY_LIMIT } from "../providers/transport.ts"
+import { ERROR_BODY_LIMIT, maskSecret } from "../providers/transport.ts"
 import type { ChunkSink, ProviderClient, UpstreamResponse } from "../providers/transport.ts"
 import type { RoutingTable } from "../routing/table.ts"
+import { bodyTooLarge, limitedBody } from "./limited-body.ts"
 import type { RouteDef } from "./router.ts"
 
 export interface PassthroughDependencies {
@@ -57,7 +58,7 @@ export const choosePassthroughProvider = (
   if (requested !== undefined) {
     const chosen = ofKind.find((provider) => provider.id === requested.trim())
     return chosen ??
-      new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider "${requested}" is not a configured ${kind} provider` })
+      new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider "${clip(requested)}" is not a configured ${kind} provider` })
   }
   const chosen = ofKind.find((provider) => provider.id === kind) ?? (ofKind.length === 1 ? ofKind[0] : undefined)
   if (chosen !== undefined) return chosen
@@ -135,7 +136,12 @@ const classify = (source: FailureSource, response: UpstreamResponse, prefix: Uin
  * for the first 64 KB of its body (or all of it), which classifies it; the
  * body then follows whole. A failure after the head ends the connection abruptly.
  */
-const forwardNative = (ctx: RequestContext, source: FailureSource, response: UpstreamResponse): Effect.Effect<void, UpstreamError> =>
+const forwardNative = (
+  ctx: RequestContext,
+  source: FailureSource,
+  response: UpstreamResponse,
+  secret: Redacted.Redacted<string> | undefined
+): Effect.Effect<void, UpstreamError> =>
   Effect.suspend(() => {
     const caller = callerSink(ctx)
     const isError = response.status >= 400
@@ -145,12 +151,20 @@ const forwardNative = (ctx: RequestContext, source: FailureSource, response: Ups
     const commit = (): boolean => {
       committed = true
       const head = responseHeaders(response.headers, true)
-      const held = prefix.length === 1 ? prefix[0] : Buffer.concat(prefix, prefixSize)
+      let held: Uint8Array = prefix.length === 1 ? prefix[0] : Buffer.concat(prefix, prefixSize)
       prefix = []
       if (isError) {
         const error = classify(source, response, held)
         ctx.log.error_code = error.reason
         Object.assign(head, classificationHeaders(error))
+        // An error that echoes the key it was sent gets it masked; its length changes with it.
+        if (!isEncoded(response.headers["content-encoding"])) {
+          const masked = maskSecret(held, secret)
+          if (masked !== held) {
+            held = masked
+            delete head["content-length"]
+          }
+        }
       }
       commitHead(ctx, response.status, head)
       return held.byteLength === 0 || caller.write(held)
@@ -198,11 +212,15 @@ export const passthroughRoutes = ({ settings, table, client }: PassthroughDepend
         const configured = resolved?.credential.value !== undefined
         const authName = resolved?.authType === "api_key_header" ? resolved.authName.toLowerCase() : undefined
         const incoming = ctx.req.headers
-        const { path, headers: auth } = provider.request("passthrough", "", configured ? undefined : callerCredential(incoming), `/${rest}`)
+        const { path, headers: auth, secret } = provider.request("passthrough", "", configured ? undefined : callerCredential(incoming), `/${rest}`)
         const headers = passThroughHeaders(withoutCredentials(incoming, authName), auth, ctx.requestId)
         const queryCredentials = [...(CREDENTIAL_PARAMS[kind] ?? []), ...(resolved?.authType === "query_param" ? [resolved.authName] : [])]
         const withBody = hasBody(incoming)
+        const maxBody = settings.file.server.max_body_bytes
+        if (Number(incoming["content-length"]) > maxBody) return yield* bodyTooLarge(maxBody, "server.max_body_bytes")
         if (withBody && incoming["content-length"] !== undefined) headers["content-length"] = incoming["content-length"]
+        // Opaque, but not unbounded: the body is counted as it streams and stopped at the limit.
+        const body = withBody ? limitedBody(ctx.req, maxBody) : undefined
         ctx.log.provider = provider.id
         const response = yield* client.send({
           providerId: provider.id,
@@ -211,10 +229,15 @@ export const passthroughRoutes = ({ settings, table, client }: PassthroughDepend
           method: ctx.method,
           path: upstreamPath(path, forwardedQuery(ctx.query, queryCredentials)),
           headers,
-          body: withBody ? ctx.req : incoming["content-length"] === "0" ? "" : undefined,
+          body: body?.stream ?? (incoming["content-length"] === "0" ? "" : undefined),
           idleTimeoutMs: providerTimeoutMs(settings, provider.id),
-          errorBodies: "stream"
-        })
-        yield* forwardNative(ctx, { providerId: provider.id, family: provider.family }, response)
+          errorBodies: "stream",
+          secret
+        }).pipe(
+          Effect.catchTag("UpstreamError", (error) =>
+            Effect.fail(body?.exceeded() === true ? bodyTooLarge(maxBody, "server.max_body_bytes") : error)
+          )
+        )
+        yield* forwardNative(ctx, { providerId: provider.id, family: provider.family }, response, secret)
       }).pipe(Effect.scoped)
   }))

@@ -17,6 +17,8 @@ import { Cause, Context, Effect, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { streamErrorFrame } from "../domain/index.ts"
+import { clip } from "../domain/index.ts"
 import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/index.ts"
 import type { JsonLog, RequestContext, RequestLogFields } from "../pipeline/index.ts"
 import type { Router } from "./router.ts"
@@ -55,20 +57,67 @@ type RequestLine = RequestLogFields & {
   aborted?: boolean
 }
 
+/** A request being served: its context and how to stop its program. */
+interface ActiveRequest {
+  readonly ctx: RequestContext
+  interrupt: (() => void) | undefined
+}
+
+/** What the edge knows across requests: what is in flight, and whether it is shutting down. */
 export interface InFlight {
   count: number
   /** Resolvers waiting for the count to reach zero (shutdown). */
   readonly idle: Array<() => void>
+  readonly active: Set<ActiveRequest>
+  /** Set when shutdown began: new requests are answered 503 and their connection closed. */
+  draining: boolean
+}
+
+export const makeInFlight = (): InFlight => ({ count: 0, idle: [], active: new Set(), draining: false })
+
+export interface EdgeLimits {
+  /** A request body that makes no progress this long is answered 408 and its connection closed. */
+  readonly bodyIdleMs: number
+}
+
+/** Whether a request has a body still to come (declared, or chunked). */
+const hasBody = (req: Http.IncomingMessage): boolean =>
+  req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")
+
+/**
+ * Watches a request body for progress: a caller that sends nothing for
+ * `idleMs` (and is not simply waiting for the gateway to read what it sent)
+ * gets 408 and a closed connection. A large upload that keeps moving is never cut.
+ */
+const watchBody = (req: Http.IncomingMessage, idleMs: number, onIdle: () => void): void => {
+  let seen = req.socket.bytesRead
+  const timer = setTimeout(function check() {
+    if (req.complete || req.destroyed) return
+    const read = req.socket.bytesRead
+    // Bytes waiting in the request's buffer mean the gateway is the slow reader, not the caller.
+    if (read !== seen || req.readableLength > 0) {
+      seen = read
+      timer.refresh()
+      return
+    }
+    onIdle()
+  }, idleMs)
+  timer.unref()
+  const stop = () => clearTimeout(timer)
+  req.once("end", stop)
+  req.once("close", stop)
 }
 
 export const makeRequestListener = <R>(
   router: Router<R>,
   context: Context.Context<R>,
   log: JsonLog,
-  inFlight: InFlight = { count: 0, idle: [] }
+  inFlight: InFlight = makeInFlight(),
+  limits: EdgeLimits = { bodyIdleMs: 30_000 }
 ): Http.RequestListener => {
   const run = Effect.runCallbackWith(context)
-  const finished = () => {
+  const finished = (active: ActiveRequest) => {
+    inFlight.active.delete(active)
     inFlight.count--
     if (inFlight.count === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
   }
@@ -88,16 +137,24 @@ export const makeRequestListener = <R>(
       caller: callerOf(req, path),
       log: {}
     }
-    inFlight.count++
     // A socket error on one request (reset, write after close) must never become an
     // uncaught exception that takes every other in-flight request down with it.
     req.on("error", ignore)
     res.on("error", ignore)
-    let interrupt: ((id?: number) => void) | undefined
+    if (inFlight.draining) {
+      sendBody(ctx, 503, errorBody(ctx, 503, "shutting_down", "the gateway is shutting down; retry on another instance"), JSON_CONTENT_TYPE, {
+        connection: "close",
+        "retry-after": "1"
+      })
+      return
+    }
+    const active: ActiveRequest = { ctx, interrupt: undefined }
+    inFlight.count++
+    inFlight.active.add(active)
     res.once("close", () => {
       const aborted = !res.writableFinished
-      if (aborted && interrupt !== undefined) interrupt()
-      finished()
+      if (aborted && active.interrupt !== undefined) active.interrupt()
+      finished(active)
       if (log.enabled("info")) {
         const line: RequestLine = ctx.log
         line.request_id = ctx.requestId
@@ -109,14 +166,22 @@ export const makeRequestListener = <R>(
         log.log("info", "request", line)
       }
     })
+    if (hasBody(req)) {
+      watchBody(req, limits.bodyIdleMs, () => {
+        ctx.log.error_code = "body_timeout"
+        sendBody(ctx, 408, errorBody(ctx, 408, "request_timeout", `the request body made no progress for ${limits.bodyIdleMs / 1000} s`), JSON_CONTENT_TYPE)
+        active.interrupt?.()
+        if (!res.writableFinished) res.destroy()
+      })
+    }
 
     const match = router.match(ctx.method, path)
     if (match._tag === "NotFound") {
-      sendBody(ctx, 404, errorBody(ctx, 404, "not_found", `no route for ${ctx.method} ${path}`), JSON_CONTENT_TYPE)
+      sendBody(ctx, 404, errorBody(ctx, 404, "not_found", `no route for ${ctx.method} ${clip(path)}`), JSON_CONTENT_TYPE)
       return
     }
     if (match._tag === "MethodNotAllowed") {
-      sendBody(ctx, 405, errorBody(ctx, 405, "method_not_allowed", `${ctx.method} is not allowed on ${path}; allowed: ${match.allow}`), JSON_CONTENT_TYPE, { allow: match.allow })
+      sendBody(ctx, 405, errorBody(ctx, 405, "method_not_allowed", `${clip(ctx.method)} is not allowed on ${clip(path)}; allowed: ${match.allow}`), JSON_CONTENT_TYPE, { allow: match.allow })
       return
     }
     ctx.params = match.params
@@ -126,7 +191,7 @@ export const makeRequestListener = <R>(
           const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
           if (failure !== undefined) return sendFailure(ctx, failure)
           if (Cause.hasInterruptsOnly(cause)) return
-          log.log("error", "unhandled failure", { request_id: ctx.requestId, path, cause: Cause.pretty(cause) })
+          log.log("error", "unhandled failure", { request_id: ctx.requestId, path: clip(path), cause: Cause.pretty(cause) })
           if (!res.headersSent) {
             sendBody(ctx, 500, errorBody(ctx, 500, "internal_error", "internal gateway error"), JSON_CONTENT_TYPE)
           } else {
@@ -135,15 +200,34 @@ export const makeRequestListener = <R>(
         })
       )
     )
-    interrupt = run(program, {
+    let exited = false
+    const interrupt = run(program, {
       onExit: () => {
-        interrupt = undefined
+        exited = true
+        active.interrupt = undefined
         if (!res.headersSent) {
           sendBody(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE)
         }
       }
     })
+    if (!exited) active.interrupt = interrupt
   }
+}
+
+/**
+ * Ends a request still running when the shutdown grace period is over: a
+ * stream gets its error frame (the caller sees a failure, never a reset that
+ * looks like a cut answer), anything else a 503; then its program stops.
+ */
+const endAtShutdown = ({ ctx, interrupt }: ActiveRequest): void => {
+  const { res } = ctx
+  if (!res.headersSent) {
+    sendBody(ctx, 503, errorBody(ctx, 503, "shutting_down", "the gateway shut down before the answer was complete"), JSON_CONTENT_TYPE, { connection: "close" })
+  } else if (ctx.streamFormat !== undefined && !res.writableEnded) {
+    res.end(streamErrorFrame(ctx.streamFormat, "upstream", "the gateway shut down before the stream was complete", 503))
+  }
+  ctx.log.error_code ??= "shutdown"
+  interrupt?.()
 }
 
 /** The gateway cannot start serving (the port is taken, a required feature is missing). */
@@ -154,6 +238,14 @@ export interface ServeOptions {
   readonly port: number
   /** How long in-flight requests may run after shutdown begins. */
   readonly graceMs: number
+  /** Open connections at most; one more is answered 503 and closed. */
+  readonly maxConnections: number
+}
+
+/** A raw 503 for a connection over the limit: written before any request is read, then the socket ends. */
+const overCapacity = (): string => {
+  const body = JSON.stringify({ error: { message: "the gateway has too many open connections; retry shortly", type: "api_error", param: null, code: "too_many_connections" } })
+  return `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`
 }
 
 /**
@@ -172,6 +264,15 @@ export const listen = (
       // A caller whose socket makes no progress for 10 minutes (a stalled reader holding an
       // upstream stream paused) is disconnected; its upstream request is aborted with it.
       server.setTimeout(600_000)
+      let connections = 0
+      server.on("connection", (socket) => {
+        connections++
+        socket.once("close", () => connections--)
+        if (connections > options.maxConnections) {
+          socket.on("error", ignore)
+          socket.end(overCapacity())
+        }
+      })
       server.once("error", (error: NodeJS.ErrnoException) => {
         const reason = error.code === "EADDRINUSE"
           ? "the address is already in use (free it, or set [server] port)"
@@ -191,9 +292,14 @@ export const listen = (
     (server) =>
       Effect.callback<void>((resume) => {
         log.log("info", "shutting down", { in_flight: inFlight.count })
+        inFlight.draining = true
         server.close(() => resume(Effect.void))
         server.closeIdleConnections()
-        const force = setTimeout(() => server.closeAllConnections(), options.graceMs)
+        const force = setTimeout(() => {
+          for (const active of inFlight.active) endAtShutdown(active)
+          // Give the frames written above a moment to leave before the sockets go.
+          setTimeout(() => server.closeAllConnections(), 50).unref()
+        }, options.graceMs)
         force.unref()
         const onIdle = () => {
           clearTimeout(force)

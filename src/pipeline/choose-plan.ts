@@ -4,7 +4,7 @@
  * `x-gw-experiment-key`), reported in `x-gw-variant` and the log line.
  */
 import { Effect } from "effect"
-import { GatewayError } from "../domain/index.ts"
+import { clip, GatewayError } from "../domain/index.ts"
 import type { Plan, PlanStep } from "../routing/plan.ts"
 import { drawWeighted } from "../routing/sampler.ts"
 import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
@@ -26,7 +26,7 @@ export const choosePlan = (
 ): Effect.Effect<ChosenPlan, GatewayError> => {
   const plan = table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
   if (plan instanceof GatewayError) return Effect.fail(plan)
-  ctx.log.model = model
+  ctx.log.model = clip(model)
   if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, overrides: undefined })
   return Effect.map(drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key")), (variant) => {
     ctx.res.setHeader("x-gw-variant", variant.name)

@@ -4,7 +4,7 @@
  * envelopes) and the fields of the one log line written when the response ends.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { WireFamily } from "../domain/index.ts"
+import type { CallerFormat, WireFamily } from "../domain/index.ts"
 
 /** Everything the per-request log line reports beyond method, path, status and latency. */
 export interface RequestLogFields {
@@ -38,6 +38,8 @@ export interface RequestContext {
   params: Readonly<Record<string, string>>
   /** Decides the error envelope; handlers set it once the caller's format is known. */
   caller: WireFamily
+  /** The format of the event stream being written, once one is committed (its error frame's format). */
+  streamFormat?: CallerFormat | undefined
   readonly log: RequestLogFields
 }
 

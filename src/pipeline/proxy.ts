@@ -78,7 +78,7 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
     const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
     const forwarded = yield* executePlan(plan, steps, ({ target }) => {
       const provider = target.provider
-      const { path, headers: auth } = provider.request(input.operation, target.model, keyFor(provider.origin))
+      const { path, headers: auth, secret } = provider.request(input.operation, target.model, keyFor(provider.origin))
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       headers["content-type"] = input.body.contentType
       const length = input.body.contentLength?.(target, overrides)
@@ -93,7 +93,8 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
         path,
         headers,
         body: input.body.forTarget(target, overrides),
-        idleTimeoutMs: target.timeoutMs
+        idleTimeoutMs: target.timeoutMs,
+        secret
       }).pipe(
         Effect.flatMap((response) => {
           const source = { providerId: provider.id, family: provider.family }

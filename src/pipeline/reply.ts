@@ -9,6 +9,13 @@ import type { RequestContext } from "./context.ts"
 
 export const JSON_CONTENT_TYPE = "application/json"
 
+/** A request body is declared and not yet all received. */
+export const bodyPending = (ctx: RequestContext): boolean => {
+  const { req } = ctx
+  if (req.complete) return false
+  return req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")
+}
+
 export const sendBody = (
   ctx: RequestContext,
   status: number,
@@ -25,6 +32,8 @@ export const sendBody = (
     "x-request-id",
     ctx.requestId
   ]
+  // Answered before the body was read to its end (a refusal): close rather than read the rest.
+  if (bodyPending(ctx)) flat.push("connection", "close")
   if (contentType !== undefined) flat.push("content-type", contentType)
   if (headers !== undefined) for (const name in headers) flat.push(name, headers[name])
   res.writeHead(status, flat)

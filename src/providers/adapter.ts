@@ -43,6 +43,13 @@ const OPENAI_PATHS: Record<Operation, string> = {
   passthrough: ""
 }
 
+/** Where one request goes and how it authenticates; `secret` is the key it carries (to mask if an upstream echoes it). */
+export interface ProviderRequest {
+  readonly path: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly secret: Redacted.Redacted<string> | undefined
+}
+
 export interface CompiledProvider {
   readonly id: string
   readonly kind: ProviderKind
@@ -66,7 +73,7 @@ export interface CompiledProvider {
     model: string,
     key?: Redacted.Redacted<string> | undefined,
     suffix?: string
-  ) => { readonly path: string; readonly headers: Readonly<Record<string, string>> }
+  ) => ProviderRequest
 }
 
 const authFor = (
@@ -129,10 +136,11 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     responsesApi: provider.responsesApi,
     request: (operation, model, key, suffix) =>
       key === undefined
-        ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders }
+        ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders, secret: configured }
         : {
           path: withQuery(path(operation, model, suffix), queryFor(key)),
-          headers: authFor(provider.authType, provider.authName, provider.kind, key)
+          headers: authFor(provider.authType, provider.authName, provider.kind, key),
+          secret: key
         }
   }
 }

@@ -27,7 +27,7 @@
  * - `errorBodies: "stream"` (native passthrough) hands a 4xx/5xx over like a
  *   success, so its whole body can be forwarded byte for byte.
  */
-import { Cause, Context, Effect, Layer, Scope, Stream } from "effect"
+import { Cause, Context, Effect, Layer, Redacted, Scope, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
 import { Agent } from "undici"
@@ -55,6 +55,8 @@ export interface UpstreamCall {
   readonly decode?: boolean | undefined
   /** `stream`: a 4xx/5xx is a response like a success, its body unread (native passthrough). */
   readonly errorBodies?: "classify" | "stream" | undefined
+  /** The key this request carries: masked wherever an upstream error body echoes it. */
+  readonly secret?: Redacted.Redacted<string> | undefined
 }
 
 export interface ChunkSink {
@@ -95,6 +97,33 @@ const withoutEncoding = (headers: IncomingHttpHeaders): IncomingHttpHeaders => {
   delete copy["content-encoding"]
   delete copy["content-length"]
   return copy
+}
+
+const MASK = Buffer.from("[redacted]")
+
+/**
+ * The body with every occurrence of the key replaced (an upstream's "incorrect
+ * API key sk-…" must not hand a configured key to the caller): the one change
+ * the gateway makes to an error body it otherwise relays verbatim.
+ */
+export const maskSecret = (body: Uint8Array, secret: Redacted.Redacted<string> | undefined): Uint8Array => {
+  if (secret === undefined) return body
+  const value = Redacted.value(secret)
+  // A short value would match ordinary text; keys are long.
+  if (value.length < 8) return body
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+  const needle = Buffer.from(value)
+  let at = bytes.indexOf(needle)
+  if (at === -1) return body
+  const parts: Array<Uint8Array> = []
+  let from = 0
+  while (at !== -1) {
+    parts.push(bytes.subarray(from, at), MASK)
+    from = at + needle.length
+    at = bytes.indexOf(needle, from)
+  }
+  parts.push(bytes.subarray(from))
+  return Buffer.concat(parts)
 }
 
 class AbortedByGateway extends Error {}
@@ -240,7 +269,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   // --- errors ---------------------------------------------------------------
 
   private httpError(raw: Buffer): UpstreamError {
-    const body = decodeWhole(this.headers["content-encoding"], raw, ERROR_BODY_LIMIT) ?? Buffer.alloc(0)
+    const body = maskSecret(decodeWhole(this.headers["content-encoding"], raw, ERROR_BODY_LIMIT) ?? Buffer.alloc(0), this.call.secret)
     return UpstreamError.fromResponse(this.call, this.status, body, {
       retryAfterMs: parseRetryAfterMs(this.headers),
       contentType: headerValue(this.headers, "content-type")

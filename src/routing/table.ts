@@ -6,7 +6,7 @@
  */
 import type { EndpointType, GatewaySettings, ResolvedCredential, ResolvedProvider, ResolvedTarget } from "../config/index.ts"
 import { DEFAULT_TIMEOUT_MS, resolveModelReference, variantParameters } from "../config/index.ts"
-import { GatewayError } from "../domain/index.ts"
+import { clip, GatewayError } from "../domain/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { Plan, PlanStep, PlanTarget, RetryPolicy, Strategy, Variant } from "./plan.ts"
 
@@ -35,7 +35,7 @@ export interface RoutingTable {
 }
 
 const notFound = (model: string) =>
-  new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${model}\` does not exist or is not configured`, param: "model" })
+  new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${clip(model)}\` does not exist or is not configured`, param: "model" })
 
 /** Compiles a provider (optionally with a target's own credential); the live one is `compileProvider`. */
 export type ProviderCompiler = (provider: ResolvedProvider, credential?: ResolvedCredential) => CompiledProvider
@@ -175,7 +175,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
     const separator = model.indexOf("::")
     if (providerHeader !== undefined) {
       if (!providers.has(providerHeader)) {
-        return new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider names provider "${providerHeader}", which is not configured` })
+        return new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider names provider "${clip(providerHeader)}", which is not configured` })
       }
       if (separator > 0) {
         const prefix = model.slice(0, separator)
@@ -183,7 +183,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
           return new GatewayError({
             status: 400,
             code: "invalid_request",
-            message: `x-genai-provider "${providerHeader}" disagrees with the model prefix "${prefix}::"`,
+            message: `x-genai-provider "${providerHeader}" disagrees with the model prefix "${clip(prefix)}::"`,
             param: "model"
           })
         }
@@ -199,7 +199,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       return new GatewayError({
         status: 409,
         code: "ambiguous_model",
-        message: `The model \`${model}\` is ambiguous; use one of: ${entry.ambiguous.join(", ")}`,
+        message: `The model \`${clip(model)}\` is ambiguous; use one of: ${entry.ambiguous.join(", ")}`,
         param: "model"
       })
     }

@@ -11,7 +11,7 @@
  */
 import { Effect, Stream } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
-import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily } from "../../domain/index.ts"
+import type { CallerFormat, ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
@@ -28,6 +28,8 @@ export interface Translation {
   readonly providerFamily: ProviderFamily
   readonly provider: ProviderCodec
   readonly caller: CallerCodec
+  /** The caller's format (its stream's error frame at shutdown). */
+  readonly format: CallerFormat
   readonly request: ChatRequest
   readonly headers: Readonly<Record<string, string>>
   readonly collector: ResponseCollector
@@ -82,6 +84,7 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
         pending += encoder.push(event)
         if (!committed && commitsResponse(event)) {
           committed = true
+          ctx.streamFormat = t.format
           commitHead(ctx, 200, head)
         }
       }

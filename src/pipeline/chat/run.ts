@@ -9,7 +9,7 @@
  * both paths), so everything before that is an attempt routing may retry.
  */
 import { Effect } from "effect"
-import { GatewayError } from "../../domain/index.ts"
+import { ECHO_LIMIT, GatewayError } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
@@ -58,14 +58,21 @@ export interface ChatDependencies {
 
 /**
  * Dropped field names are the caller's own keys: only those that can stand in
- * a header are listed (others, and commas, would corrupt it); the count of the
- * rest is appended so nothing is hidden.
+ * a header are listed (others, and commas, would corrupt it), up to
+ * `ECHO_LIMIT` characters in all; the count of the rest is appended so nothing
+ * is hidden.
  */
 const HEADER_SAFE = /^[\x21-\x2b\x2d-\x7e]+$/
 const droppedHeader = (names: ReadonlyArray<string>): string => {
-  const safe = names.filter((name) => HEADER_SAFE.test(name))
-  const unsafe = names.length - safe.length
-  return unsafe === 0 ? safe.join(",") : [...safe, `(${unsafe} more)`].join(",")
+  const listed: Array<string> = []
+  let length = 0
+  for (const name of names) {
+    if (!HEADER_SAFE.test(name) || length + name.length + 1 > ECHO_LIMIT) continue
+    listed.push(name)
+    length += name.length + 1
+  }
+  const rest = names.length - listed.length
+  return rest === 0 ? listed.join(",") : [...listed, `(${rest} more)`].join(",")
 }
 
 /** Facts about a plan's steps that do not depend on the request, computed once per steps array. */
@@ -172,6 +179,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
             providerFamily: provider.family,
             provider: PROVIDER_CODECS[provider.family as WireFamily],
             caller: callerCodec,
+            format: caller,
             request: canonicalRequest() as ChatRequest,
             headers: extra,
             collector
@@ -186,7 +194,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const fast = speaksNatively(caller, provider)
       collector = new ResponseCollector()
       const operation = fast && caller === "responses" ? "responses" : "chat"
-      const { path, headers: auth } = provider.request(operation, target.model, keyFor(provider.origin))
+      const { path, headers: auth, secret } = provider.request(operation, target.model, keyFor(provider.origin))
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
@@ -222,7 +230,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         headers: callHeaders,
         body,
         idleTimeoutMs: target.timeoutMs,
-        decode: true
+        decode: true,
+        secret
       }, fast, extra)
     }
 

@@ -2,8 +2,10 @@
  * Which headers cross the gateway, in each direction.
  *
  * Upstream: the gateway's own headers (`x-gw-*`, `x-genai-*`), hop-by-hop
- * headers, the caller's credentials (replaced by the provider's auth form) and
- * `accept-encoding` (the tap reads bodies uncompressed) never leave. On the
+ * headers (the standard ones, any the caller's `Connection` names, and
+ * WebSocket handshake headers), the caller's credentials (replaced by the
+ * provider's auth form) and `accept-encoding` (the gateway reads bodies
+ * uncompressed) never leave. On the
  * fast path everything else passes, so SDK headers (`openai-beta`,
  * `anthropic-beta`, `x-stainless-*`) keep working; across families only the
  * essentials are sent.
@@ -41,6 +43,22 @@ const NEVER_UPSTREAM = new Set([
 
 const isGatewayHeader = (name: string): boolean => name.startsWith("x-gw-") || name.startsWith("x-genai-")
 
+/**
+ * Headers the caller's `Connection` header names as hop-by-hop (RFC 9110
+ * §7.6.1): they are for the gateway, never for the upstream. Usually none
+ * (`keep-alive` and `close` name no header).
+ */
+const namedHopByHop = (connection: string | undefined): ReadonlySet<string> | undefined => {
+  if (connection === undefined) return undefined
+  let named: Set<string> | undefined
+  for (const token of connection.split(",")) {
+    const name = token.trim().toLowerCase()
+    if (name === "" || name === "keep-alive" || name === "close") continue
+    ;(named ??= new Set()).add(name)
+  }
+  return named
+}
+
 /** Caller headers forwarded on the fast path (same wire family). */
 export const passThroughHeaders = (
   incoming: IncomingHttpHeaders,
@@ -48,8 +66,9 @@ export const passThroughHeaders = (
   requestId: string
 ): Record<string, string> => {
   const out: Record<string, string> = {}
+  const hopByHop = namedHopByHop(incoming.connection)
   for (const name in incoming) {
-    if (NEVER_UPSTREAM.has(name) || isGatewayHeader(name)) continue
+    if (NEVER_UPSTREAM.has(name) || isGatewayHeader(name) || name.startsWith("sec-websocket-") || hopByHop?.has(name)) continue
     const value = incoming[name]
     if (value === undefined) continue
     out[name] = Array.isArray(value) ? value.join(", ") : value

@@ -163,6 +163,7 @@ export const forwardStream = (
     const aligned = eventAlignedSink(callerSink(ctx))
     const commit = () => {
       committed = true
+      ctx.streamFormat = family
       commitHead(ctx, response.status, { ...responseHeaders(response.headers, true), ...extraHeaders })
     }
     const sink: ChunkSink = {
