@@ -42,7 +42,14 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayConfig 
   const inFlight = makeInFlight()
   const listener = makeRequestListener(router, Context.empty(), log, inFlight, { bodyIdleMs: server.body_idle_timeout_secs * 1000 })
   return yield* listen(
-    { host: server.host, port: server.port, graceMs: server.shutdown_grace_secs * 1000, maxConnections: server.max_connections },
+    {
+      host: server.host,
+      port: server.port,
+      graceMs: server.shutdown_grace_secs * 1000,
+      maxConnections: server.max_connections,
+      headerTimeoutMs: server.header_timeout_secs * 1000,
+      clientIdleMs: server.client_idle_timeout_secs * 1000
+    },
     listener,
     inFlight,
     log

@@ -37,7 +37,11 @@ export const Server = Schema.Struct({
   /** A request body that makes no progress this long gets 408 and the connection is closed (beyond spec). */
   body_idle_timeout_secs: PositiveInt.pipe(withDefault(30)),
   /** Open client connections at most; one more is answered 503 and closed (beyond spec). */
-  max_connections: PositiveInt.pipe(withDefault(10_000))
+  max_connections: PositiveInt.pipe(withDefault(10_000)),
+  /** A request whose headers take longer than this to arrive gets 408 (beyond spec). */
+  header_timeout_secs: PositiveInt.pipe(withDefault(60)),
+  /** A client connection with no traffic either way this long is closed (beyond spec). */
+  client_idle_timeout_secs: PositiveInt.pipe(withDefault(600))
 })
 
 export const ProviderDefaults = Schema.Struct({

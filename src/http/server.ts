@@ -169,9 +169,11 @@ export const makeRequestListener = <R>(
     if (hasBody(req)) {
       watchBody(req, limits.bodyIdleMs, () => {
         ctx.log.error_code = "body_timeout"
+        const midResponse = res.headersSent
+        // The 408 closes the connection (the body is still pending); a response already under way is cut.
         sendBody(ctx, 408, errorBody(ctx, 408, "request_timeout", `the request body made no progress for ${limits.bodyIdleMs / 1000} s`), JSON_CONTENT_TYPE)
         active.interrupt?.()
-        if (!res.writableFinished) res.destroy()
+        if (midResponse) res.destroy()
       })
     }
 
@@ -240,6 +242,10 @@ export interface ServeOptions {
   readonly graceMs: number
   /** Open connections at most; one more is answered 503 and closed. */
   readonly maxConnections: number
+  /** Longest wait for a request's headers. */
+  readonly headerTimeoutMs: number
+  /** A connection with no traffic either way this long is closed. */
+  readonly clientIdleMs: number
 }
 
 /** A raw 503 for a connection over the limit: written before any request is read, then the socket ends. */
@@ -260,10 +266,11 @@ export const listen = (
 ) =>
   Effect.acquireRelease(
     Effect.callback<Http.Server, StartError>((resume) => {
-      const server = Http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, listener)
-      // A caller whose socket makes no progress for 10 minutes (a stalled reader holding an
-      // upstream stream paused) is disconnected; its upstream request is aborted with it.
-      server.setTimeout(600_000)
+      // requestTimeout 0: a large upload may take long; a stalled body is the edge's 408 instead.
+      const server = Http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: options.headerTimeoutMs }, listener)
+      // A caller whose socket makes no progress (a stalled reader holding an upstream stream
+      // paused) is disconnected; its upstream request is aborted with it.
+      server.setTimeout(options.clientIdleMs)
       let connections = 0
       server.on("connection", (socket) => {
         connections++

@@ -5,9 +5,40 @@
  */
 import { renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, RenderedError } from "../domain/index.ts"
+import type { Socket } from "node:net"
 import type { RequestContext } from "./context.ts"
 
 export const JSON_CONTENT_TYPE = "application/json"
+
+/** How long, and how many more bytes, a connection closed after a refusal lingers. */
+const LINGER_MS = 1000
+const LINGER_BYTES = 8 * 1024 * 1024
+
+/**
+ * Closing a connection the caller is still writing to: our FIN goes out but
+ * the socket is not destroyed at once (which would reset it, and a reset can
+ * make the caller lose the answer it has not read yet). Reading stops, and the
+ * socket is destroyed after `LINGER_MS`, or as soon as `LINGER_BYTES` more
+ * arrived: never the gigabyte the caller declared.
+ */
+const lingerThenClose = (socket: Socket | null): void => {
+  if (socket === null) return
+  socket.destroySoon = function(this: Socket) {
+    this.end()
+    this.pause()
+    const start = this.bytesRead
+    const watch = setInterval(() => {
+      if (this.bytesRead - start > LINGER_BYTES) this.destroy()
+    }, 50)
+    const stop = setTimeout(() => this.destroy(), LINGER_MS)
+    watch.unref()
+    stop.unref()
+    this.once("close", () => {
+      clearInterval(watch)
+      clearTimeout(stop)
+    })
+  }
+}
 
 /** A request body is declared and not yet all received. */
 export const bodyPending = (ctx: RequestContext): boolean => {
@@ -33,7 +64,10 @@ export const sendBody = (
     ctx.requestId
   ]
   // Answered before the body was read to its end (a refusal): close rather than read the rest.
-  if (bodyPending(ctx)) flat.push("connection", "close")
+  if (bodyPending(ctx)) {
+    flat.push("connection", "close")
+    lingerThenClose(res.socket)
+  }
   if (contentType !== undefined) flat.push("content-type", contentType)
   if (headers !== undefined) for (const name in headers) flat.push(name, headers[name])
   res.writeHead(status, flat)

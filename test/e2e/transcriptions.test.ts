@@ -162,6 +162,27 @@ describe("transcriptions", () => {
     expect(await waitForNoLeftovers()).toEqual([])
   })
 
+  it("a text field of exactly 1 MiB is read; one byte more is a 413", async () => {
+    const exact = await postRaw("/v1/audio/transcriptions", {}, formOf([
+      ["file", new File([randomBytes(10)], "a.wav")],
+      ["prompt", "x".repeat(1024 * 1024)],
+      ["model", "whisper-1"]
+    ]))
+    expect(exact.status).toBe(200)
+    expect(await waitForNoLeftovers()).toEqual([])
+  })
+
+  it("a form of 1000 parts is read; 1001 is a 413", async () => {
+    const fields = (count: number): Array<[string, string | File]> => [
+      ["file", new File([randomBytes(10)], "a.wav")],
+      ["model", "whisper-1"],
+      ...Array.from({ length: count - 2 }, (_, i): [string, string] => [`extra_${i}`, "v"])
+    ]
+    expect((await postRaw("/v1/audio/transcriptions", {}, formOf(fields(1000)))).status).not.toBe(413)
+    expect((await postRaw("/v1/audio/transcriptions", {}, formOf(fields(1001)))).status).toBe(413)
+    expect(await waitForNoLeftovers()).toEqual([])
+  })
+
   it("answers 413 for a text field over 1 MiB", async () => {
     const response = await postRaw("/v1/audio/transcriptions", {}, formOf([
       ["file", new File([randomBytes(10)], "a.wav")],

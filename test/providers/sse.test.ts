@@ -30,6 +30,16 @@ describe("SSE parsing", () => {
     expect(feed(parser, ["data: last"])).toEqual([])
     expect(parser.end()).toEqual([{ data: "last" }])
   })
+  it("a line of exactly 16 MiB is read; a longer one is dropped and flagged", () => {
+    const limit = 16 * 1024 * 1024
+    const exact = new SseParser()
+    const events = feed(exact, ["data: ", "x".repeat(limit - 6), "\n\n"])
+    expect(exact.overflowed).toBe(false)
+    expect(events[0].data.length).toBe(limit - 6)
+    const over = new SseParser()
+    feed(over, ["data: ", "x".repeat(limit - 5), "\n\n"])
+    expect(over.overflowed).toBe(true)
+  })
   it("a line that never ends is dropped past 16 MiB and flagged, not buffered forever", () => {
     const parser = new SseParser()
     const piece = "x".repeat(1024 * 1024)

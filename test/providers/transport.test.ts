@@ -68,6 +68,20 @@ describe("transport", () => {
     expect(written).toBeLessThan(64 * 1024 * 1024)
   })
 
+  it("a body of exactly the bound is read whole; one byte more fails", async () => {
+    handler = (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(Buffer.alloc(1000, 97))
+    const exact = await run(Effect.flatMap(send(), (response) => Effect.map(response.body.readAll(1000), (body) => body.byteLength)))
+    expect(exact).toEqual(Exit.succeed(1000))
+    const over = await run(Effect.flatMap(send(), (response) => response.body.readAll(999)))
+    expect(Exit.isFailure(over)).toBe(true)
+  })
+
+  it("an error body is kept up to 64 KB for classification and the caller's envelope", async () => {
+    handler = (_req, res) => res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "m".repeat(100 * 1024) } }))
+    const exit = await run(send())
+    expect(Exit.isFailure(exit) && exit.cause.reasons[0]._tag === "Fail" && exit.cause.reasons[0].error.body?.byteLength).toBe(64 * 1024)
+  })
+
   it("the attempt's scope owns the exchange: closing it closes the upstream connection", async () => {
     handler = (_req, res) => {
       res.writeHead(200, { "content-type": "text/event-stream" })
