@@ -1,6 +1,6 @@
 /**
- * Cross-section rules that a schema of one field cannot express (spec 2.7,
- * DESIGN.md "Model resolution"): provider kinds and URLs, credential
+ * Cross-section rules that a schema of one field cannot express (docs/reference/gateway-spec.md §2.7,
+ * docs/reference/DESIGN.md "Model resolution"): provider kinds and URLs, credential
  * locations, target and inline models resolving to exactly one provider,
  * route/function shapes, experiment variants, and the fallbacks and
  * deprecations that only warn. Produces the resolved providers and targets.

@@ -1,6 +1,6 @@
 /**
- * Credential locations (spec 2.7, 5): `env::VAR`, `none`, or omitted (the
- * provider's convention variable, DESIGN.md). Resolved once at start; values
+ * Credential locations (docs/reference/gateway-spec.md §2.7, 5): `env::VAR`, `none`, or omitted (the
+ * provider's convention variable, docs/reference/DESIGN.md). Resolved once at start; values
  * are held as `Redacted` so they never print.
  */
 import { Redacted } from "effect"

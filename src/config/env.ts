@@ -1,5 +1,5 @@
 /**
- * Environment variable overrides (spec 2.7 table). Applied to the parsed TOML
+ * Environment variable overrides (docs/reference/gateway-spec.md §2.7 table). Applied to the parsed TOML
  * before validation, so an override is checked exactly like a file value; the
  * returned provenance lets error messages name the variable instead of the file.
  */

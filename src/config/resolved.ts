@@ -49,13 +49,13 @@ export interface GatewaySettings {
   readonly warnings: ReadonlyArray<string>
 }
 
-/** The built-in provider timeout when nothing else sets one (spec 2.7, 8). */
+/** The built-in provider timeout when nothing else sets one (docs/reference/gateway-spec.md §2.7, 8). */
 export const DEFAULT_TIMEOUT_MS = 30_000
 
 /**
  * The timeout of a call that goes to a provider rather than to a model (file
  * operations, passthrough): the provider's `timeout_ms`, then
- * `[defaults.provider]`, then 30000 ms (spec 2.7 without the model and target
+ * `[defaults.provider]`, then 30000 ms (docs/reference/gateway-spec.md §2.7 without the model and target
  * steps, which routing adds for model calls).
  */
 export const providerTimeoutMs = (settings: GatewaySettings, providerId: string): number =>

@@ -1,5 +1,5 @@
 /**
- * The configuration file (spec 2.7) as Effect Schemas: every section, field,
+ * The configuration file (docs/reference/gateway-spec.md §2.7) as Effect Schemas: every section, field,
  * default, type, range and enum. Decoding the parsed TOML with `ConfigFile`
  * yields the typed file; cross-section rules live in `checks.ts`.
  *
@@ -50,7 +50,7 @@ export const ProviderDefaults = Schema.Struct({
 })
 
 export const Provider = Schema.Struct({
-  /** Implied when the table key is a kind name; required otherwise (DESIGN.md). */
+  /** Implied when the table key is a kind name; required otherwise (docs/reference/DESIGN.md). */
   kind: Schema.optionalKey(Schema.Literals(PROVIDER_KINDS)),
   base_url: Schema.optionalKey(Schema.String),
   models: Schema.Array(Schema.String).pipe(withDefault([])),
@@ -116,7 +116,7 @@ export const Variant = Schema.StructWithRest(
   Schema.Struct({
     model: Schema.optionalKey(Schema.NonEmptyString),
     target: Schema.optionalKey(Schema.NonEmptyString),
-    /** An integer (spec 2.7); `> 0` is checked in checks.ts so the message names the value. */
+    /** An integer (docs/reference/gateway-spec.md §2.7); `> 0` is checked in checks.ts so the message names the value. */
     weight: Schema.Int
   }),
   [Schema.Record(Schema.String, Schema.Unknown)]

@@ -1,6 +1,6 @@
 /**
  * Which request parameters an experiment variant may override, per endpoint
- * type (spec 2.7). Protected names can never be set; names outside the
+ * type (docs/reference/gateway-spec.md §2.7). Protected names can never be set; names outside the
  * allowlist pass through with a startup warning.
  */
 import type { EndpointType } from "./schema.ts"

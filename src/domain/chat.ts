@@ -128,7 +128,7 @@ export type ReasoningEffort = typeof REASONING_EFFORTS[number]
 
 /**
  * Why generation stopped. A superset of both families; each encoder maps it to
- * its own vocabulary (translation.md §8.3).
+ * its own vocabulary (docs/reference/translation.md §8.3).
  */
 export type StopReason =
   | "end_turn"

@@ -1,5 +1,5 @@
 /**
- * Error envelopes per caller format (spec 2.6, 7; DESIGN.md "Errors").
+ * Error envelopes per caller format (docs/reference/gateway-spec.md §2.6, 7; docs/reference/DESIGN.md "Errors").
  *
  * Pure rendering: a failure and the caller's wire family in, status, headers
  * and body out. The HTTP layer writes the result; streams use `streamErrorFrame`.
@@ -75,7 +75,7 @@ const isEnvelopeOf = (family: WireFamily, body: Uint8Array | undefined): boolean
   }
 }
 
-/** What a withheld upstream failure says (spec 7.3.6): what happened, never the upstream's own text. */
+/** What a withheld upstream failure says (docs/reference/gateway-spec.md §7.3.6): what happened, never the upstream's own text. */
 const upstreamMessage = (error: UpstreamError): string => {
   if (error.timedOut) return `provider timed out (${error.message})`
   if (error.upstreamStatus === 0) return `provider connection failed (${error.message})`
@@ -85,7 +85,7 @@ const upstreamMessage = (error: UpstreamError): string => {
   return `provider returned status ${error.upstreamStatus}`
 }
 
-/** The headers every provider error carries (spec 4.4, 7.2), whatever its body. */
+/** The headers every provider error carries (docs/reference/gateway-spec.md §4.4, 7.2), whatever its body. */
 export const classificationHeaders = (error: UpstreamError): Record<string, string> => {
   const headers: Record<string, string> = { "x-gw-error-code": error.reason }
   if (error.reached) headers["x-gw-upstream-provider"] = error.provider
@@ -100,7 +100,7 @@ export const classificationHeaders = (error: UpstreamError): Record<string, stri
 }
 
 /**
- * Renders an upstream failure for the caller (spec 7.3):
+ * Renders an upstream failure for the caller (docs/reference/gateway-spec.md §7.3):
  * - `upstream` (5xx, network, timeout): body withheld, `provider returned status N`;
  * - same family and a well-formed upstream envelope: the upstream bytes verbatim;
  * - otherwise the upstream message in the caller's envelope, type/code from the
@@ -132,7 +132,7 @@ const ANTHROPIC_TYPE_BY_STATUS: Record<number, string> = {
   503: "api_error"
 }
 
-/** Gateway-originated errors: no classification header (spec 7.4 / DESIGN.md). */
+/** Gateway-originated errors: no classification header (docs/reference/gateway-spec.md §7.4 / docs/reference/DESIGN.md). */
 export const renderGatewayError = (error: GatewayError, caller: WireFamily): RenderedError => {
   if (caller === "anthropic") {
     const type = ANTHROPIC_TYPE_BY_STATUS[error.status] ?? "invalid_request_error"
@@ -146,7 +146,7 @@ export const renderGatewayError = (error: GatewayError, caller: WireFamily): Ren
   }
 }
 
-/** Spec 7.4: INFRA_UNAVAILABLE carries the three retry headers, the others none. */
+/** docs/reference/gateway-spec.md §7.4: INFRA_UNAVAILABLE carries the three retry headers, the others none. */
 export const renderInfraError = (error: InfraError, caller: WireFamily): RenderedError => {
   const headers: Record<string, string> = {}
   if (error.code === "INFRA_UNAVAILABLE") {
@@ -163,7 +163,7 @@ export const renderInfraError = (error: InfraError, caller: WireFamily): Rendere
 }
 
 /**
- * The mid-stream error frame of spec 6.1.5 in the caller's format. After it the
+ * The mid-stream error frame of docs/reference/gateway-spec.md §6.1.5 in the caller's format. After it the
  * stream ends with no success terminator.
  */
 export const streamErrorFrame = (

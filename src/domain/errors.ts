@@ -1,9 +1,9 @@
 /**
- * Error classification (spec 7.2) and the errors the pipeline carries.
+ * Error classification (docs/reference/gateway-spec.md §7.2) and the errors the pipeline carries.
  *
  * One upstream failure type with a `reason` (the classification) drives retry,
  * failover and rendering; gateway-originated errors carry their own status and
- * `error.code` and no classification header (spec 7.4, DESIGN.md "Errors").
+ * `error.code` and no classification header (docs/reference/gateway-spec.md §7.4, docs/reference/DESIGN.md "Errors").
  */
 import { Schema } from "effect"
 import type { StreamError } from "./chat.ts"
@@ -26,7 +26,7 @@ export const ERROR_CLASSES = [
 /** The value of `x-gw-error-code`. */
 export type ErrorClass = typeof ERROR_CLASSES[number]
 
-/** What routing does after an attempt failed with this class (DESIGN.md "Plans"). */
+/** What routing does after an attempt failed with this class (docs/reference/DESIGN.md "Plans"). */
 export type Disposition = "retry" | "next_target" | "stop"
 
 export const dispositionOf = (reason: ErrorClass): Disposition => {
@@ -129,7 +129,7 @@ export const classifyStreamError = (error: StreamError): ErrorClass =>
   classifyUpstream(error.status ?? 500, { type: error.type, code: error.code, message: error.message })
 
 /**
- * The status the caller sees for an upstream error (spec 7.1): 4xx verbatim,
+ * The status the caller sees for an upstream error (docs/reference/gateway-spec.md §7.1): 4xx verbatim,
  * overload 529, other 5xx 502, a timeout 504.
  */
 export const callerStatusOf = (reason: ErrorClass, upstreamStatus: number, timedOut: boolean): number => {
@@ -167,7 +167,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
     return callerStatusOf(this.reason, this.upstreamStatus, this.timedOut)
   }
 
-  /** An upstream's HTTP error response, classified from its status and body (spec 7.2). */
+  /** An upstream's HTTP error response, classified from its status and body (docs/reference/gateway-spec.md §7.2). */
   static fromResponse(
     source: FailureSource,
     status: number,
@@ -220,7 +220,7 @@ export interface FailureSource {
   readonly family: ProviderFamily
 }
 
-/** Gateway-originated request errors (spec 7.1 rows that never reach a provider). */
+/** Gateway-originated request errors (docs/reference/gateway-spec.md §7.1 rows that never reach a provider). */
 export const GATEWAY_ERROR_CODES = [
   "invalid_request",
   "model_not_found",
@@ -246,7 +246,7 @@ export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayErr
   param: Schema.optional(Schema.String)
 }) {}
 
-/** Gateway-side routing and infrastructure failures (spec 7.4). */
+/** Gateway-side routing and infrastructure failures (docs/reference/gateway-spec.md §7.4). */
 export const INFRA_ERROR_CODES = [
   "INFRA_UNAVAILABLE",
   "SNAPSHOT_DECRYPT_FAILED",

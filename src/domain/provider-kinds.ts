@@ -1,5 +1,5 @@
 /**
- * The provider kinds the gateway knows, as data (DESIGN.md "Providers"):
+ * The provider kinds the gateway knows, as data (docs/reference/DESIGN.md "Providers"):
  * wire family, default auth, conventional credential variable, default base URL
  * and capabilities. Config validation and the provider adapters both read it,
  * so adding a kind means adding one row here and one adapter.
@@ -15,7 +15,7 @@ export const isProviderKind = (value: string): value is ProviderKind =>
 
 export type AuthType = "bearer" | "api_key_header" | "query_param"
 
-/** Endpoint types of routes and functions (spec 2.7) plus the operations without one. */
+/** Endpoint types of routes and functions (docs/reference/gateway-spec.md §2.7) plus the operations without one. */
 export type Capability =
   | "chat"
   | "embeddings"
@@ -96,11 +96,11 @@ export const PROVIDER_KIND_INFO: Readonly<Record<ProviderKind, ProviderKindInfo>
   }
 }
 
-/** `<ID>_API_KEY`, upper case, non-alphanumerics as `_` (DESIGN.md). */
+/** `<ID>_API_KEY`, upper case, non-alphanumerics as `_` (docs/reference/DESIGN.md). */
 export const conventionEnvFor = (providerId: string, kind: ProviderKind): string =>
   providerId === kind
     ? PROVIDER_KIND_INFO[kind].conventionEnv
     : `${providerId.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_API_KEY`
 
-/** Default Azure data-plane API version (DESIGN.md). */
+/** Default Azure data-plane API version (docs/reference/DESIGN.md). */
 export const AZURE_DEFAULT_API_VERSION = "2024-10-21"

@@ -50,11 +50,11 @@ const hasMessagesMarkers = (json: Readonly<Record<string, unknown>>): boolean =>
 }
 
 /**
- * `/v1/responses` accepts three shapes (DESIGN.md): `x-genai-sdk: anthropic`
+ * `/v1/responses` accepts three shapes (docs/reference/DESIGN.md): `x-genai-sdk: anthropic`
  * or a messages-style body → messages-style; `input` → the Responses API;
  * otherwise completions-style. Each is answered in its own format.
  *
- * Deliberately narrower than DESIGN.md's "`messages` plus `max_tokens`":
+ * Deliberately narrower than docs/reference/DESIGN.md's "`messages` plus `max_tokens`":
  * completions-style bodies carry `max_tokens` all the time, so only markers
  * that exist in messages-style bodies alone decide (a top-level `system`,
  * `tool_use`/`tool_result` blocks); `x-genai-sdk: anthropic` settles the rest.

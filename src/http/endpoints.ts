@@ -1,5 +1,5 @@
 /**
- * The JSON model endpoints besides chat (spec 4, 4.3): embeddings, image
+ * The JSON model endpoints besides chat (docs/reference/gateway-spec.md §4, 4.3): embeddings, image
  * generation, text-to-speech, rerank and token counting. Each reads a JSON
  * body with a `model`, then runs the shared proxy program; the response is
  * the provider's own, forwarded as it arrives.

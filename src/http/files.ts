@@ -1,8 +1,8 @@
 /**
- * The Files API (spec 4, 4.3.8): upload, list, retrieve, content, delete,
+ * The Files API (docs/reference/gateway-spec.md §4, 4.3.8): upload, list, retrieve, content, delete,
  * proxied to one completions-style provider.
  *
- * Provider choice (DESIGN.md "Files"): `x-genai-provider` when present (a
+ * Provider choice (docs/reference/DESIGN.md "Files"): `x-genai-provider` when present (a
  * configured provider whose kind has the `files` capability, else 400), else
  * the single configured provider with that capability, else 400 asking for
  * the header. No security scanning.

@@ -1,5 +1,5 @@
 /**
- * `GET /v1/models` and `GET /v1/models/{model_id}` (spec 2.1, 4.3.2): served
+ * `GET /v1/models` and `GET /v1/models/{model_id}` (docs/reference/gateway-spec.md §2.1, 4.3.2): served
  * from the catalog, never from an upstream. Callers speaking the Anthropic
  * SDK (header `anthropic-version` or `x-genai-sdk: anthropic`) get the
  * Anthropic list shape so `client.models.list()` parses.

@@ -1,5 +1,5 @@
 /**
- * Native passthrough (spec 1.4, 7.3.5; DESIGN.md "Providers"): `/v1/<kind>/*`
+ * Native passthrough (docs/reference/gateway-spec.md §1.4, 7.3.5; docs/reference/DESIGN.md "Providers"): `/v1/<kind>/*`
  * for every provider kind with the `passthrough` capability (bedrock, vertex,
  * cohere, gemini), any method.
  *

@@ -1,5 +1,5 @@
 /**
- * Speech-to-text: `POST /v1/audio/transcriptions` (spec 4.3.6), a
+ * Speech-to-text: `POST /v1/audio/transcriptions` (docs/reference/gateway-spec.md §4.3.6), a
  * `multipart/form-data` body with a `file` part and a `model` field. No
  * security scanning.
  *
@@ -68,7 +68,7 @@ const formBody = (form: SpooledForm) =>
     }
   )
 
-/** Transcriptions and translations share the form rules; both route like transcriptions (spec 2.7 endpoint type). */
+/** Transcriptions and translations share the form rules; both route like transcriptions (docs/reference/gateway-spec.md §2.7 endpoint type). */
 const AUDIO_FORMS = [
   { path: "/v1/audio/transcriptions", operation: "audio_transcription" },
   { path: "/v1/audio/translations", operation: "audio_translation" }

@@ -71,7 +71,7 @@ export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
     const { plan, steps: planSteps, overrides: drawn } = yield* choosePlan(ctx, table, input.model, input.endpoint)
     const overrides = drawn ?? NO_OVERRIDES
 
-    // Targets whose provider cannot do this operation are skipped; none left → 400 (spec 4.3).
+    // Targets whose provider cannot do this operation are skipped; none left → 400 (docs/reference/gateway-spec.md §4.3).
     const steps = servableSteps(planSteps, { capability: input.capability })
     if (steps instanceof GatewayError) return yield* steps
 

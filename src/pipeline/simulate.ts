@@ -2,7 +2,8 @@
  * Runs a request's routing exactly as the gateway does (resolution, variant
  * draw, steps, retries with backoff, failover, timeouts) against whatever
  * `ProviderClient` is provided, and reports every attempt. With the scripted
- * `ProviderClient.layerTest` and `TestClock` it tests a routing configuration
+ * `layerTest` of src/providers/testing.ts (`scriptedProviders` in src/testing.ts)
+ * and `TestClock` it tests a routing configuration
  * without sockets or real time (docs/testing-your-routing.md).
  *
  * Bodies are not translated here, but each successful response is read with

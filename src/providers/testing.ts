@@ -7,7 +7,7 @@
  *
  * ```ts
  * const calls: Array<UpstreamCall> = []
- * const layer = ProviderClient.layerTest((call) => call.providerId === "openai" ? TestReply.error(429) : TestReply.json(200, {...}), calls)
+ * const layer = layerTest((call) => call.providerId === "openai" ? TestReply.error(429) : TestReply.json(200, {...}), calls)
  * ```
  */
 import { Duration, Effect, Layer, Stream } from "effect"

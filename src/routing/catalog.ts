@@ -1,5 +1,5 @@
 /**
- * The model catalog behind `GET /v1/models` (spec 2.1): built from the
+ * The model catalog behind `GET /v1/models` (docs/reference/gateway-spec.md §2.1): built from the
  * configuration once, no upstream call. Every listed id is a valid `model`
  * value: a name one provider serves, `provider::model` where two providers
  * serve the same name, and the model names of routes.

@@ -2,7 +2,7 @@
  * The plan engine: runs one request's attempts through a plan's steps as a
  * fallback chain, each attempt wrapped in the retry schedule.
  *
- * Per failure classification (DESIGN.md "Plans"):
+ * Per failure classification (docs/reference/DESIGN.md "Plans"):
  * - retry: rate_limit, overloaded, upstream (5xx, network, timeout) — the
  *   same target again per the schedule, then the next target;
  * - next target at once: auth, forbidden, quota, model_not_found,

@@ -1,5 +1,5 @@
 /**
- * The retry policy as an Effect `Schedule` (spec 2.7 retry tables, DESIGN.md
+ * The retry policy as an Effect `Schedule` (docs/reference/gateway-spec.md §2.7 retry tables, docs/reference/DESIGN.md
  * "Plans"): at most `max_retries` retries, exponential from `backoff_base_ms`
  * (×2 each time) with full jitter, an upstream `Retry-After` honoured up to
  * 30 s. Which failures are retried at all is `isRetryable`.

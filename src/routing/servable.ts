@@ -1,5 +1,5 @@
 /**
- * Which targets of a plan can serve a request at all (spec 4.3): the
+ * Which targets of a plan can serve a request at all (docs/reference/gateway-spec.md §4.3): the
  * provider's kind must have the endpoint's capability; a messages-style
  * provider cannot honour another format's JSON `response_format`; and a
  * request with fields another wire format cannot carry (server-side state,

@@ -1,5 +1,5 @@
 /**
- * Model resolution (spec 4.1, DESIGN.md "Model resolution") over a routing
+ * Model resolution (docs/reference/gateway-spec.md §4.1, docs/reference/DESIGN.md "Model resolution") over a routing
  * table compiled once from the configuration: every selector a caller may
  * send (`route::X`, `function::X`, `<provider>::<model>`, plain names) maps to
  * its plan in one lookup.
@@ -18,7 +18,7 @@ interface Ambiguous {
 type Entry = Plan | Ambiguous
 
 /**
- * What a request asks for: an endpoint type of spec 2.7, or an operation that
+ * What a request asks for: an endpoint type of docs/reference/gateway-spec.md §2.7, or an operation that
  * only provider models serve (routes and functions have no such endpoint type).
  */
 export type RequestEndpoint = EndpointType | "rerank" | "count_tokens"
@@ -28,7 +28,7 @@ const isAmbiguous = (entry: Entry): entry is Ambiguous => "ambiguous" in entry
 export interface RoutingTable {
   /**
    * The plan for a request's `model`, honouring `x-genai-provider` and the
-   * endpoint type. Fails with the gateway errors of spec 7.1 (404, 409, 400).
+   * endpoint type. Fails with the gateway errors of docs/reference/gateway-spec.md §7.1 (404, 409, 400).
    */
   readonly resolve: (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint) => Plan | GatewayError
   readonly providers: ReadonlyMap<string, CompiledProvider>

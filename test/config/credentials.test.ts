@@ -1,4 +1,4 @@
-/** Credential locations (spec 2.7, DESIGN.md "Providers"): convention variables, env::VAR, none; keys never in the file, never printed. */
+/** Credential locations (docs/reference/gateway-spec.md §2.7, docs/reference/DESIGN.md "Providers"): convention variables, env::VAR, none; keys never in the file, never printed. */
 import { Redacted } from "effect"
 import { inspect } from "node:util"
 import { describe, expect, it } from "vitest"

@@ -1,4 +1,4 @@
-/** Startup checks across sections (spec 2.7, DESIGN.md "Model resolution"): what stops the start and what only warns. */
+/** Startup checks across sections (docs/reference/gateway-spec.md §2.7, docs/reference/DESIGN.md "Model resolution"): what stops the start and what only warns. */
 import { describe, expect, it } from "vitest"
 import { failure, INVALID, load, warningsOf, withOpenAi, withServer } from "./support.ts"
 

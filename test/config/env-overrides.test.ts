@@ -1,4 +1,4 @@
-/** Environment variable overrides (spec 2.7 table): each variable beats the TOML value; a bad value fails naming the variable. */
+/** Environment variable overrides (docs/reference/gateway-spec.md §2.7 table): each variable beats the TOML value; a bad value fails naming the variable. */
 import { describe, expect, it } from "vitest"
 import { ENV_OVERRIDES } from "../../src/config/index.ts"
 import { failure, INVALID, load, warningsOf, withServer } from "./support.ts"

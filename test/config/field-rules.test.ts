@@ -1,4 +1,4 @@
-/** Types, ranges and enums of single fields (spec 2.7): each bad value fails naming the key path and the value. */
+/** Types, ranges and enums of single fields (docs/reference/gateway-spec.md §2.7): each bad value fails naming the key path and the value. */
 import { describe, expect, it } from "vitest"
 import { failure, INVALID, load, withOpenAi, withServer } from "./support.ts"
 

@@ -9,7 +9,7 @@ let files: TempFiles
 const fresh = () => (files = tempFiles())
 afterEach(() => files?.cleanup())
 
-/** Every section's value of spec 2.7 (plus the gateway's additions) when the file holds only `[server]`. */
+/** Every section's value of docs/reference/gateway-spec.md §2.7 (plus the gateway's additions) when the file holds only `[server]`. */
 const DEFAULTS = {
   server: { host: "127.0.0.1", port: 4000, max_body_bytes: 33554432, max_upload_bytes: 536870912, shutdown_grace_secs: 30, body_idle_timeout_secs: 30, max_connections: 10000, header_timeout_secs: 60, client_idle_timeout_secs: 600 },
   defaults: { provider: {} },
@@ -66,7 +66,7 @@ const DEFAULTS = {
 }
 
 describe("loading the configuration file", () => {
-  it("a file with only an empty [server] gets every default of spec 2.7, with no warnings", () => {
+  it("a file with only an empty [server] gets every default of docs/reference/gateway-spec.md §2.7, with no warnings", () => {
     fresh()
     const path = files.write("gateway.toml", "[server]\n")
     const result = loadSettings(path, {})

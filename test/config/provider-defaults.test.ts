@@ -1,4 +1,4 @@
-/** What a provider table resolves to when it leaves things out (DESIGN.md "Providers"): kind, base URL, auth, api_version. */
+/** What a provider table resolves to when it leaves things out (docs/reference/DESIGN.md "Providers"): kind, base URL, auth, api_version. */
 import { describe, expect, it } from "vitest"
 import { settingsFromDocument } from "../../src/config/index.ts"
 import { load, withServer } from "./support.ts"

@@ -1,5 +1,5 @@
 /**
- * Timeout resolution as configured (spec 2.7, DESIGN.md): target, then model,
+ * Timeout resolution as configured (docs/reference/gateway-spec.md §2.7, docs/reference/DESIGN.md): target, then model,
  * then provider, then [defaults.provider], then 30000 ms. Checked on the plans
  * the routing table compiles from the configuration, which is what requests use.
  */

@@ -1,5 +1,5 @@
 /**
- * Upstream HTTP errors as the caller sees them (spec 7, DESIGN.md "Errors"): one or more
+ * Upstream HTTP errors as the caller sees them (docs/reference/gateway-spec.md §7, docs/reference/DESIGN.md "Errors"): one or more
  * cases for every row of the classification table, same-provider (body verbatim) and
  * cross-provider (body translated into the caller's envelope), plus Retry-After,
  * 5xx redaction and unrecognized error bodies.
@@ -181,7 +181,7 @@ const rows: Row[] = [
     expect: { status: 402, code: "quota", verbatim: true }
   },
   {
-    // Spec 7.1: an upstream 4xx keeps its status (the spec wins over DESIGN.md's 429 here); the body is translated.
+    // docs/reference/gateway-spec.md §7.1: an upstream 4xx keeps its status (the spec wins over docs/reference/DESIGN.md's 429 here); the body is translated.
     name: "Anthropic 402 billing_error reaches an OpenAI caller as 402 insufficient_quota",
     provider: "anthropic", caller: "openai", status: 402, body: anthropicErrorBody(402, "Your credit balance is too low to access the Anthropic API."),
     expect: { status: 402, code: "quota", type: "insufficient_quota", openaiCode: "insufficient_quota", message: "Your credit balance is too low to access the Anthropic API." }
@@ -209,7 +209,7 @@ const rows: Row[] = [
   },
   // overloaded
   {
-    name: "spec 7.3 example: Anthropic 529 overloaded_error reaches an OpenAI caller as 529 rate_limit_error / rate_limit_exceeded",
+    name: "docs/reference/gateway-spec.md §7.3 example: Anthropic 529 overloaded_error reaches an OpenAI caller as 529 rate_limit_error / rate_limit_exceeded",
     provider: "anthropic", caller: "openai", status: 529, body: anthropicErrorBody(529, "Overloaded"),
     expect: { status: 529, code: "overloaded", type: "rate_limit_error", openaiCode: "rate_limit_exceeded", message: "Overloaded" }
   },
@@ -302,7 +302,7 @@ describe("upstream errors by classification", () => {
     })
   }
 
-  it("spec 7.3 example exactly: upstream 529 overloaded_error to an OpenAI caller", async () => {
+  it("docs/reference/gateway-spec.md §7.3 example exactly: upstream 529 overloaded_error to an OpenAI caller", async () => {
     anthropicUp.script({ kind: "error", status: 529, body: anthropicErrorBody(529, "Overloaded", "overloaded_error", "req_011abc") })
     const reply = await call("openai", "anthropic")
     expect(reply.status).toBe(529)

@@ -1,5 +1,5 @@
 /**
- * Failures after the first byte of a stream (spec 6.1.5): the HTTP status stays 200,
+ * Failures after the first byte of a stream (docs/reference/gateway-spec.md §6.1.5): the HTTP status stays 200,
  * the caller gets the error frame of its own format and no success terminator after it.
  * Covered on the fast path (same format) and the normalized path (translated): the
  * upstream dropping the connection, an in-band error event, and a silence between two

@@ -1,5 +1,5 @@
 /**
- * Native passthrough `/v1/{bedrock,vertex,cohere,gemini}/*` (spec 7.3.5):
+ * Native passthrough `/v1/{bedrock,vertex,cohere,gemini}/*` (docs/reference/gateway-spec.md §7.3.5):
  * method, path rest, query and body forwarded byte for byte with the
  * provider's credential in its own auth form; responses, success and error,
  * returned byte for byte with the upstream status and content type.

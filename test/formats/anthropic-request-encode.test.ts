@@ -35,7 +35,7 @@ const encodeMessages = (messages: ChatRequest["messages"]) =>
   encodeAnthropicRequest({ ...base, messages }, { model: "claude-x" }).body.messages
 
 describe("Messages request encoder", () => {
-  it("translates the translation.md §2 worked example exactly (C→A)", () => {
+  it("translates the docs/reference/translation.md §2 worked example exactly (C→A)", () => {
     const req = fromOpenAi({
       model: "claude-sonnet-4-5",
       max_tokens: 512,

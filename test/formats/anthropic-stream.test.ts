@@ -35,7 +35,7 @@ const truncated: ChatStreamEvent = {
 }
 
 describe("Messages stream decoder", () => {
-  it("decodes the anthropic-messages.md §5.3 text stream, ignoring ping, with input usage up front", () => {
+  it("decodes the docs/reference/anthropic-messages.md §5.3 text stream, ignoring ping, with input usage up front", () => {
     const usage = { inputTokens: 21, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 }
     expect(decodeAll(decoder(), parseSse(ANTHROPIC_TEXT_STREAM))).toEqual([
       { type: "message_start", id: "msg_01XFDUDYJgAACzvnptvVoYEL", model: "claude-sonnet-4-5-20250929", created: 7, usage },
@@ -125,7 +125,7 @@ describe("Messages stream decoder", () => {
     })
   })
 
-  it("decodes the anthropic-messages.md §5.5 error event with the status its type stands for", () => {
+  it("decodes the docs/reference/anthropic-messages.md §5.5 error event with the status its type stands for", () => {
     expect(decodeAll(decoder(), parseSse(ANTHROPIC_ERROR_STREAM))).toEqual([
       { type: "error", error: { type: "overloaded_error", message: "Overloaded", status: 529 } }
     ])

@@ -1,10 +1,10 @@
 /**
- * Stream goldens copied verbatim from /work/shared/reference (the SSE bytes,
+ * Stream goldens copied verbatim from docs/reference (the SSE bytes,
  * blank lines included). Do not reformat: tests compare encoder output to them
  * byte for byte.
  */
 
-/** anthropic-messages.md §5.3: text answer */
+/** docs/reference/anthropic-messages.md §5.3: text answer */
 export const ANTHROPIC_TEXT_STREAM = String.raw`event: message_start
 data: {"type":"message_start","message":{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":21,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}
 
@@ -31,7 +31,7 @@ data: {"type":"message_stop"}
 
 `
 
-/** anthropic-messages.md §5.4: text followed by a tool call */
+/** docs/reference/anthropic-messages.md §5.4: text followed by a tool call */
 export const ANTHROPIC_TOOL_STREAM = String.raw`event: message_start
 data: {"type":"message_start","message":{"id":"msg_014p7gG3wDgGV9EUtLvnow3U","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":472,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}}
 
@@ -70,13 +70,13 @@ data: {"type":"message_stop"}
 
 `
 
-/** anthropic-messages.md §5.5: error during a stream */
+/** docs/reference/anthropic-messages.md §5.5: error during a stream */
 export const ANTHROPIC_ERROR_STREAM = String.raw`event: error
 data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}
 
 `
 
-/** openai-chat.md §5.4: text answer with include_usage */
+/** docs/reference/openai-chat.md §5.4: text answer with include_usage */
 export const OPENAI_TEXT_STREAM = String.raw`data: {"id":"chatcmpl-9Xa1","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_6dc10860e8","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}
 
 data: {"id":"chatcmpl-9Xa1","object":"chat.completion.chunk","created":1735689600,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_6dc10860e8","choices":[{"index":0,"delta":{"content":"Hello"},"logprobs":null,"finish_reason":null}],"usage":null}
@@ -91,7 +91,7 @@ data: [DONE]
 
 `
 
-/** openai-chat.md §5.5: two parallel tool calls */
+/** docs/reference/openai-chat.md §5.5: two parallel tool calls */
 export const OPENAI_TOOLS_STREAM = String.raw`data: {"id":"chatcmpl-9Xb2","object":"chat.completion.chunk","created":1735689700,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_W1","type":"function","function":{"name":"get_weather","arguments":""}}],"refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}
 
 data: {"id":"chatcmpl-9Xb2","object":"chat.completion.chunk","created":1735689700,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"ci"}}]},"logprobs":null,"finish_reason":null}],"usage":null}
@@ -110,12 +110,12 @@ data: [DONE]
 
 `
 
-/** openai-chat.md §5.6: error in the middle of a stream */
+/** docs/reference/openai-chat.md §5.6: error in the middle of a stream */
 export const OPENAI_ERROR_STREAM = String.raw`data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}
 
 `
 
-/** translation.md §9 worked example: ANTHROPIC_TOOL_STREAM for a Chat caller with include_usage */
+/** docs/reference/translation.md §9 worked example: ANTHROPIC_TOOL_STREAM for a Chat caller with include_usage */
 export const OPENAI_FROM_ANTHROPIC_TOOL_STREAM = String.raw`data: {"id":"chatcmpl-msg_014p7gG3wDgGV9EUtLvnow3U","object":"chat.completion.chunk","created":1735690000,"model":"claude-sonnet-4-5-20250929","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}
 
 data: {"id":"chatcmpl-msg_014p7gG3wDgGV9EUtLvnow3U","object":"chat.completion.chunk","created":1735690000,"model":"claude-sonnet-4-5-20250929","choices":[{"index":0,"delta":{"content":"Let me check that."},"logprobs":null,"finish_reason":null}]}
@@ -134,7 +134,7 @@ data: [DONE]
 
 `
 
-/** translation.md §10 worked example: OPENAI_TOOLS_STREAM for an Anthropic caller */
+/** docs/reference/translation.md §10 worked example: OPENAI_TOOLS_STREAM for an Anthropic caller */
 export const ANTHROPIC_FROM_OPENAI_TOOLS_STREAM = String.raw`event: message_start
 data: {"type":"message_start","message":{"id":"msg_chatcmpl-9Xb2","type":"message","role":"assistant","model":"gpt-4o-2024-08-06","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}
 

@@ -17,7 +17,7 @@ const truncated: ChatStreamEvent = {
 }
 
 describe("Chat Completions stream decoder", () => {
-  it("decodes the openai-chat.md §5.4 text stream into start, text, finish, usage and stop", () => {
+  it("decodes the docs/reference/openai-chat.md §5.4 text stream into start, text, finish, usage and stop", () => {
     expect(decodeAll(makeOpenAiChatStreamDecoder(), parseSse(OPENAI_TEXT_STREAM))).toEqual([
       { type: "message_start", id: "chatcmpl-9Xa1", model: "gpt-4o-2024-08-06", created: 1735689600 },
       { type: "text_delta", text: "Hello" },
@@ -28,7 +28,7 @@ describe("Chat Completions stream decoder", () => {
     ])
   })
 
-  it("decodes the openai-chat.md §5.5 parallel tool calls with their OpenAI index as the tool index", () => {
+  it("decodes the docs/reference/openai-chat.md §5.5 parallel tool calls with their OpenAI index as the tool index", () => {
     expect(decodeAll(makeOpenAiChatStreamDecoder(), parseSse(OPENAI_TOOLS_STREAM))).toEqual([
       { type: "message_start", id: "chatcmpl-9Xb2", model: "gpt-4o-2024-08-06", created: 1735689700 },
       { type: "tool_call_start", index: 0, id: "call_W1", name: "get_weather" },
@@ -146,7 +146,7 @@ describe("Chat Completions stream decoder", () => {
     expect(makeOpenAiChatStreamDecoder().push({ data: "" })).toEqual([])
   })
 
-  it("decodes the openai-chat.md §5.6 error chunk with the status its type stands for", () => {
+  it("decodes the docs/reference/openai-chat.md §5.6 error chunk with the status its type stands for", () => {
     expect(decodeAll(makeOpenAiChatStreamDecoder(), parseSse(OPENAI_ERROR_STREAM))).toEqual([
       {
         type: "error",

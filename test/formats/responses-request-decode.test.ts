@@ -45,7 +45,7 @@ describe("Responses request decoding", () => {
     expect(req.messages).toEqual([{ role: "user", content: [{ type: "text", text: "Hi" }] }])
   })
 
-  it("decodes the openai-other.md §7.1 item list: images, a function-call turn; a file id is untranslatable", () => {
+  it("decodes the docs/reference/openai-other.md §7.1 item list: images, a function-call turn; a file id is untranslatable", () => {
     const req = decode({
       model: "m",
       input: [

@@ -25,7 +25,7 @@ const TOOLS: ChatResponse = {
 }
 
 describe("Responses response encoding", () => {
-  it("encodes a text answer as the complete openai-other.md §7.2 Response object", () => {
+  it("encodes a text answer as the complete docs/reference/openai-other.md §7.2 Response object", () => {
     expect(encodeResponsesResponse(TEXT, { model: "gpt-4.1" })).toEqual({
       id: "resp_67ccd2bed1ec",
       object: "response",

@@ -53,7 +53,7 @@ const msg = (content: Array<unknown>, status: string) => ({
 })
 
 describe("Responses stream encoding", () => {
-  it("encodes a text stream as the openai-other.md §7.4 event sequence", () => {
+  it("encodes a text stream as the docs/reference/openai-other.md §7.4 event sequence", () => {
     const events = run([start, text("Hello"), text(" there!"), finish("end_turn"), usage(12, 3), stop])
     expect(events.map((event) => event.type)).toEqual([
       "response.created",

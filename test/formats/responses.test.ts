@@ -5,7 +5,7 @@ import { Anthropic, OpenAiChat } from "../../src/formats/index.ts"
 const { decodeOpenAiChatResponse, encodeOpenAiChatResponse } = OpenAiChat
 const { decodeAnthropicResponse, encodeAnthropicResponse } = Anthropic
 
-/** anthropic-messages.md §3 */
+/** docs/reference/anthropic-messages.md §3 */
 const ANTHROPIC_MESSAGE = {
   id: "msg_013Zva2CMHLNnXjNJJKqJ2EF",
   type: "message",
@@ -26,7 +26,7 @@ const ANTHROPIC_MESSAGE = {
   }
 }
 
-/** openai-chat.md §3 */
+/** docs/reference/openai-chat.md §3 */
 const OPENAI_COMPLETION = {
   id: "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
   object: "chat.completion",
@@ -69,8 +69,8 @@ const response = (patch: Partial<ChatResponse>): ChatResponse => ({
   ...patch
 })
 
-describe("Messages response → Chat completion (C→A response leg, translation.md §8.1)", () => {
-  it("translates the anthropic-messages.md §3 message exactly", () => {
+describe("Messages response → Chat completion (C→A response leg, docs/reference/translation.md §8.1)", () => {
+  it("translates the docs/reference/anthropic-messages.md §3 message exactly", () => {
     const canonical = ok(decodeAnthropicResponse(ANTHROPIC_MESSAGE, { created: 1741570000 }))
     expect(encodeOpenAiChatResponse(canonical)).toEqual({
       id: "chatcmpl-msg_013Zva2CMHLNnXjNJJKqJ2EF",
@@ -188,8 +188,8 @@ describe("Messages response → Chat completion (C→A response leg, translation
   })
 })
 
-describe("Chat completion → Messages response (A→C response leg, translation.md §8.2)", () => {
-  it("translates the openai-chat.md §3 completion exactly", () => {
+describe("Chat completion → Messages response (A→C response leg, docs/reference/translation.md §8.2)", () => {
+  it("translates the docs/reference/openai-chat.md §3 completion exactly", () => {
     expect(encodeAnthropicResponse(ok(decodeOpenAiChatResponse(OPENAI_COMPLETION)))).toEqual({
       id: "msg_chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG",
       type: "message",

@@ -20,7 +20,7 @@ const anthropicToOpenAi = (sse: string, includeUsage: boolean): string =>
 const openAiToAnthropic = (sse: string): string =>
   encodeAll(Anthropic.makeAnthropicStreamEncoder(), decodeAll(OpenAiChat.makeOpenAiChatStreamDecoder(), parseSse(sse)))
 
-describe("cross-family stream goldens (translation.md §9, §10)", () => {
+describe("cross-family stream goldens (docs/reference/translation.md §9, §10)", () => {
   it("an Anthropic text+tool stream becomes the §9 Chat chunks exactly, usage chunk included", () => {
     expect(anthropicToOpenAi(ANTHROPIC_TOOL_STREAM, true)).toBe(OPENAI_FROM_ANTHROPIC_TOOL_STREAM)
   })

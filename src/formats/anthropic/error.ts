@@ -1,5 +1,5 @@
 /**
- * Anthropic error vocabulary inside streams (anthropic-messages.md §5.5, §6.2).
+ * Anthropic error vocabulary inside streams (docs/reference/anthropic-messages.md §5.5, §6.2).
  * An `event: error` carries no HTTP status, so one is inferred from its `type`
  * for classification (`classifyUpstream`) and for the caller's own error type.
  */

@@ -1,6 +1,6 @@
 /**
  * Messages vocabulary shared by the request, response and stream translators:
- * `stop_reason` ⇄ `StopReason` (translation.md §8.3), `usage` ⇄ `Usage` (§8.4),
+ * `stop_reason` ⇄ `StopReason` (docs/reference/translation.md §8.3), `usage` ⇄ `Usage` (§8.4),
  * message ids and tool ids.
  *
  * Anthropic's `input_tokens` counts only uncached input; the canonical

@@ -1,9 +1,9 @@
 /**
- * Messages request → canonical `ChatRequest` (anthropic-messages.md §2).
+ * Messages request → canonical `ChatRequest` (docs/reference/anthropic-messages.md §2).
  *
  * - `system` (string or text blocks) becomes `system` parts.
  * - `tool_use` input becomes `tool_call` arguments via `JSON.stringify`.
- * - A plain-text `document` becomes a text part (translation.md §3).
+ * - A plain-text `document` becomes a text part (docs/reference/translation.md §3).
  * - Content the canonical model cannot hold (`thinking`/`redacted_thinking`
  *   blocks, server-tool blocks and tools, `cache_control`, file sources) is left
  *   out and noted in `unmapped` under a `messages[]…`/`system[]…`/`tools[]…`

@@ -1,5 +1,5 @@
 /**
- * Canonical `ChatRequest` → Messages body (translation.md §2–§7).
+ * Canonical `ChatRequest` → Messages body (docs/reference/translation.md §2–§7).
  *
  * - `max_tokens` is required: the request's, else `defaultMaxTokens`, else 4096.
  * - Consecutive messages of one role are merged; in a user message all

@@ -1,5 +1,5 @@
 /**
- * Wire schema of a Messages request (anthropic-messages.md §2), as far as the
+ * Wire schema of a Messages request (docs/reference/anthropic-messages.md §2), as far as the
  * gateway reads it. Fields the canonical model has no home for are not
  * declared here: the decoder copies them to `unmapped` from the raw body.
  *

@@ -1,5 +1,5 @@
 /**
- * Messages response ⇄ canonical `ChatResponse` (translation.md §8).
+ * Messages response ⇄ canonical `ChatResponse` (docs/reference/translation.md §8).
  *
  * Decoding keeps text and `tool_use` blocks; thinking, citations and
  * server-tool blocks have no canonical home and are left out. A body without a

@@ -1,5 +1,5 @@
 /**
- * Messages SSE events → canonical stream events (anthropic-messages.md §5).
+ * Messages SSE events → canonical stream events (docs/reference/anthropic-messages.md §5).
  *
  * - `message_start` → `message_start` carrying the input usage known up front.
  * - A `tool_use` block start → `tool_call_start` whose index is a running

@@ -1,5 +1,5 @@
 /**
- * Canonical stream events → Messages SSE frames (translation.md §10).
+ * Canonical stream events → Messages SSE frames (docs/reference/translation.md §10).
  *
  * Every frame is `event: <type>\ndata: <json>\n\n` (SDKs ignore unnamed events).
  * `message_start`, then content blocks with their own indexes (text and

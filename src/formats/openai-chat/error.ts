@@ -1,5 +1,5 @@
 /**
- * OpenAI error vocabulary inside streams (openai-chat.md §5.6, §6.2). An error
+ * OpenAI error vocabulary inside streams (docs/reference/openai-chat.md §5.6, §6.2). An error
  * chunk carries no HTTP status, so one is inferred from its `type`/`code` for
  * classification (`classifyUpstream`) and for the caller's own error type.
  */

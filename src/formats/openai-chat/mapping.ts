@@ -1,6 +1,6 @@
 /**
  * Chat Completions vocabulary shared by the response and stream translators:
- * `finish_reason` ⇄ `StopReason` (translation.md §8.3) and `usage` ⇄ `Usage`
+ * `finish_reason` ⇄ `StopReason` (docs/reference/translation.md §8.3) and `usage` ⇄ `Usage`
  * (§8.4). OpenAI counts cached tokens inside `prompt_tokens`, as the canonical
  * `Usage` does, so input passes through unchanged.
  */

@@ -1,5 +1,5 @@
 /**
- * Chat Completions request → canonical `ChatRequest` (translation.md §2, §4).
+ * Chat Completions request → canonical `ChatRequest` (docs/reference/translation.md §2, §4).
  *
  * - `system`/`developer` messages, wherever they sit, become `system` parts in order.
  * - `tool` messages become `tool_result` parts of a user message; consecutive tool
@@ -211,7 +211,7 @@ export const mediaSourceOfUrl = (url: string): MediaSource => {
   return { kind: "url", url }
 }
 
-// A PDF sent as an image_url data URL is a document (Portkey does the same, translation.md §7).
+// A PDF sent as an image_url data URL is a document (Portkey does the same, docs/reference/translation.md §7).
 const imageOrDocument = (url: string): ImagePart | DocumentPart => {
   const source = mediaSourceOfUrl(url)
   return source.kind === "base64" && !source.mediaType.startsWith("image/")

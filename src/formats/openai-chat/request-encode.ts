@@ -1,5 +1,5 @@
 /**
- * Canonical `ChatRequest` → Chat Completions body (translation.md §3, §4).
+ * Canonical `ChatRequest` → Chat Completions body (docs/reference/translation.md §3, §4).
  *
  * - `system` parts become one leading `system` message, joined with a blank line.
  * - A user message's `tool_result` parts become one `tool` message each, in

@@ -1,5 +1,5 @@
 /**
- * Chat Completions response ⇄ canonical `ChatResponse` (translation.md §8).
+ * Chat Completions response ⇄ canonical `ChatResponse` (docs/reference/translation.md §8).
  *
  * Decoding reads `choices[0]` only (the gateway never asks for `n > 1` across
  * families). A `refusal` becomes a text part and the stop reason

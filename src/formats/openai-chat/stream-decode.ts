@@ -1,5 +1,5 @@
 /**
- * Chat Completions SSE chunks → canonical stream events (openai-chat.md §5).
+ * Chat Completions SSE chunks → canonical stream events (docs/reference/openai-chat.md §5).
  *
  * Per chunk: the first one opens the message (`message_start`), then text,
  * tool-call starts and argument fragments, the finish, and usage, in that

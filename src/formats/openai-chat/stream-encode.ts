@@ -1,5 +1,5 @@
 /**
- * Canonical stream events → Chat Completions SSE frames (translation.md §9).
+ * Canonical stream events → Chat Completions SSE frames (docs/reference/translation.md §9).
  *
  * A role chunk first; text and tool-call fragments as they come; one finish
  * chunk with `delta: {}`; then, only when the caller asked for

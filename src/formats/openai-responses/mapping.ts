@@ -12,7 +12,7 @@ export interface Outcome {
 
 /**
  * A tool-call turn is still `completed`: Responses callers recognize tool calls
- * by their `function_call` items, not by a finish reason (openai-other.md §7.3).
+ * by their `function_call` items, not by a finish reason (docs/reference/openai-other.md §7.3).
  */
 export const outcomeOf = (reason: StopReason): Outcome => {
   switch (reason) {

@@ -1,6 +1,6 @@
 /**
  * Responses request (`POST /v1/responses`) → canonical `ChatRequest`
- * (openai-other.md §7.1).
+ * (docs/reference/openai-other.md §7.1).
  *
  * - `instructions` is the first `system` part; `system`/`developer` message
  *   items, wherever they sit, follow in order.

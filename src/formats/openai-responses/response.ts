@@ -1,5 +1,5 @@
 /**
- * Canonical `ChatResponse` → Responses `Response` object (openai-other.md §7.2),
+ * Canonical `ChatResponse` → Responses `Response` object (docs/reference/openai-other.md §7.2),
  * and the pieces of it the stream encoder shares.
  *
  * The object is complete, as the API returns it: besides the output and usage

@@ -1,5 +1,5 @@
 /**
- * Canonical stream events → Responses SSE events (openai-other.md §7.4).
+ * Canonical stream events → Responses SSE events (docs/reference/openai-other.md §7.4).
  *
  * Every frame is `event: <type>\ndata: <json>\n\n`; the JSON repeats the type
  * and carries a `sequence_number` that grows by one per frame. The order is

@@ -1,7 +1,7 @@
 /**
  * What the gateway learns from a chat response it forwards, on either path:
  * model, finish reason, token usage and the response text (capped at 64 KB,
- * spec 6.1.4) for the output guardrail and telemetry. Fed canonical events
+ * docs/reference/gateway-spec.md §6.1.4) for the output guardrail and telemetry. Fed canonical events
  * (streams) or a canonical response; never holds a chunk back.
  */
 import { classifyStreamError } from "../../domain/index.ts"

@@ -1,6 +1,6 @@
 /**
  * The fast path's view of a body it forwards byte for byte (caller and
- * provider speak the same format, spec 6.1.3): a stream gate that decodes each
+ * provider speak the same format, docs/reference/gateway-spec.md §6.1.3): a stream gate that decodes each
  * event before it is written, feeding the collector and telling the forwarder
  * when the response commits; and an inspector for a held JSON body. Neither
  * changes a byte the caller gets.

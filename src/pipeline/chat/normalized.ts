@@ -1,6 +1,6 @@
 /**
  * The normalized path (caller and provider speak different wire families,
- * spec 6.1.3): the upstream response is decoded into canonical form and
+ * docs/reference/gateway-spec.md §6.1.3): the upstream response is decoded into canonical form and
  * re-encoded in the caller's format, chunk by chunk as an Effect Stream for
  * streams. Nothing waits for the whole response.
  *
