@@ -12,12 +12,29 @@ import { listen, makeInFlight, makeRequestListener, makeRouter } from "./http/in
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./pipeline/telemetry/log.ts"
 import { ProviderClient } from "./providers/transport.ts"
+import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
+import { TenantStore } from "./tenancy/TenantStore.ts"
 
-/** Live layers for a validated configuration. */
-export const liveLayer = (settings: GatewaySettings, log = new JsonLog(settings.file.telemetry.log_level)) =>
-  Layer.mergeAll(Layer.succeed(GatewayConfig, settings), Layer.succeed(Log, log), ProviderClient.layer)
+/** The services the running gateway needs. */
+export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore
 
-export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayConfig | Log | ProviderClient | Scope.Scope> = Effect.gen(function*() {
+/**
+ * The gateway's layers for a validated configuration: live ones, with the log
+ * given (tests capture it) and any layer replaced by `overrides`.
+ */
+export const liveLayer = (
+  settings: GatewaySettings,
+  log = new JsonLog(settings.file.telemetry.log_level),
+  overrides?: { readonly client?: Layer.Layer<ProviderClient> }
+): Layer.Layer<GatewayServices> =>
+  Layer.mergeAll(
+    Layer.succeed(GatewayConfig, settings),
+    Layer.succeed(Log, log),
+    overrides?.client ?? ProviderClient.layer,
+    TenantStore.layerStatic(compileProject(settings, STATIC_IDENTITY))
+  )
+
+export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayServices | Scope.Scope> = Effect.gen(function*() {
   const settings = yield* GatewayConfig
   const log = yield* Log
   for (const warning of settings.warnings) log.log("warn", "config warning", { source: settings.source, warning })

@@ -132,16 +132,23 @@ const ANTHROPIC_TYPE_BY_STATUS: Record<number, string> = {
   503: "api_error"
 }
 
-/** Gateway-originated errors: no classification header (docs/reference/gateway-spec.md §7.4 / docs/reference/DESIGN.md). */
+/**
+ * Gateway-originated errors: no classification header (docs/reference/gateway-spec.md §7.4),
+ * except those the specification classifies without a provider (the platform auth
+ * layer, a feature a project switched off): those carry `x-gw-error-code`.
+ */
 export const renderGatewayError = (error: GatewayError, caller: WireFamily): RenderedError => {
+  const classified = error.classification
+  const headers: Record<string, string> = classified === undefined ? {} : { "x-gw-error-code": classified }
   if (caller === "anthropic") {
-    const type = ANTHROPIC_TYPE_BY_STATUS[error.status] ?? "invalid_request_error"
-    return { status: error.status, headers: {}, body: anthropicBody(error.message, type, error.code), contentType: JSON_TYPE }
+    const type = classified !== undefined ? ANTHROPIC_TYPE[classified] : ANTHROPIC_TYPE_BY_STATUS[error.status] ?? "invalid_request_error"
+    return { status: error.status, headers, body: anthropicBody(error.message, type, error.code), contentType: JSON_TYPE }
   }
+  const type = classified !== undefined ? OPENAI_TYPE_CODE[classified][0] : "invalid_request_error"
   return {
     status: error.status,
-    headers: {},
-    body: openAiBody(error.message, "invalid_request_error", error.code, error.param ?? null),
+    headers,
+    body: openAiBody(error.message, type, error.code, error.param ?? null),
     contentType: JSON_TYPE
   }
 }

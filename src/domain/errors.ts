@@ -234,7 +234,10 @@ export const GATEWAY_ERROR_CODES = [
   "method_not_allowed",
   "request_too_large",
   "unsupported_media_type",
-  "request_timeout"
+  "request_timeout",
+  "feature_disabled",
+  "auth",
+  "forbidden"
 ] as const
 
 export type GatewayErrorCode = typeof GATEWAY_ERROR_CODES[number]
@@ -243,7 +246,13 @@ export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayErr
   status: Schema.Number,
   code: Schema.Literals(GATEWAY_ERROR_CODES),
   message: Schema.String,
-  param: Schema.optional(Schema.String)
+  param: Schema.optional(Schema.String),
+  /**
+   * For the errors docs/reference/gateway-spec.md §7.2 classifies although no provider was reached (the
+   * platform auth layer's `auth`/`forbidden`, a project's `feature_disabled`):
+   * sent as `x-gw-error-code`.
+   */
+  classification: Schema.optional(Schema.Literals(ERROR_CLASSES))
 }) {}
 
 /** Gateway-side routing and infrastructure failures (docs/reference/gateway-spec.md §7.4). */

@@ -10,7 +10,9 @@ import type { CallerFormat } from "../formats/index.ts"
 import { header } from "../pipeline/index.ts"
 import type { ChatInput, RequestContext } from "../pipeline/index.ts"
 import { readJsonObject } from "./body.ts"
+import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
+import type { Project } from "../tenancy/project.ts"
 
 export const sdkFormatOf = (ctx: RequestContext, fallback: SdkFormat): Effect.Effect<SdkFormat, GatewayError> => {
   const value = header(ctx, "x-genai-sdk")
@@ -25,6 +27,7 @@ export const sdkFormatOf = (ctx: RequestContext, fallback: SdkFormat): Effect.Ef
 /** Reads and checks the chat body's routing fields: `model` (required string) and `stream`. */
 export const chatInput = (
   ctx: RequestContext,
+  project: Project,
   family: WireFamily,
   maxBodyBytes: number
 ): Effect.Effect<ChatInput, GatewayError> =>
@@ -37,7 +40,7 @@ export const chatInput = (
     if (stream !== undefined && stream !== null && typeof stream !== "boolean") {
       return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: "stream: expected a boolean", param: "stream" }))
     }
-    return Effect.succeed({ ctx, caller: family, raw, json, model, stream: stream === true })
+    return Effect.succeed({ ctx, project, caller: family, raw, json, model, stream: stream === true })
   })
 
 const hasMessagesMarkers = (json: Readonly<Record<string, unknown>>): boolean => {
@@ -69,6 +72,7 @@ export const responsesShapeOf = (sdk: SdkFormat | undefined, json: Readonly<Reco
 const familyOf = (sdk: SdkFormat | undefined): WireFamily => (sdk === undefined ? "openai" : familyOfSdk(sdk))
 
 export const chatRoutes = (
+  projectOf: ProjectResolver,
   runChat: (input: ChatInput) => Effect.Effect<void, AnyGatewayFailure>,
   maxBodyBytes: number
 ): ReadonlyArray<RouteDef<never>> => {
@@ -76,13 +80,14 @@ export const chatRoutes = (
     Effect.flatMap(sdkFormatOf(ctx, fallback), (sdk) => {
       const family = familyOfSdk(sdk)
       ctx.caller = family
-      return Effect.flatMap(chatInput(ctx, family, maxBodyBytes), runChat)
+      return Effect.flatMap(projectOf(ctx), (project) => Effect.flatMap(chatInput(ctx, project, family, maxBodyBytes), runChat))
     })
   const responses = (ctx: RequestContext) =>
     Effect.gen(function*() {
       const sdk = header(ctx, "x-genai-sdk") === undefined ? undefined : yield* sdkFormatOf(ctx, "openai")
       if (sdk === "anthropic") ctx.caller = "anthropic"
-      const input = yield* chatInput(ctx, familyOf(sdk), maxBodyBytes)
+      const project = yield* projectOf(ctx)
+      const input = yield* chatInput(ctx, project, familyOf(sdk), maxBodyBytes)
       const caller = responsesShapeOf(sdk, input.json)
       ctx.caller = caller === "anthropic" ? "anthropic" : "openai"
       yield* runChat({ ...input, caller })

@@ -13,6 +13,7 @@ import type { Operation } from "../providers/adapter.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import { readJsonObject } from "./body.ts"
 import { sdkFormatOf } from "./chat.ts"
+import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
 interface JsonEndpoint {
@@ -39,6 +40,7 @@ const typeOk = (value: unknown, type: "string" | "array" | "string|array"): bool
 const invalid = (message: string, param: string) => new GatewayError({ status: 400, code: "invalid_request", message, param })
 
 export const jsonEndpointRoutes = (
+  projectOf: ProjectResolver,
   runProxy: (input: ProxyInput) => Effect.Effect<void, AnyGatewayFailure>,
   maxBodyBytes: number
 ): ReadonlyArray<RouteDef<never>> =>
@@ -49,6 +51,7 @@ export const jsonEndpointRoutes = (
       Effect.gen(function*() {
         const sdk = yield* sdkFormatOf(ctx, spec.caller)
         ctx.caller = sdk === "anthropic" ? "anthropic" : "openai"
+        const project = yield* projectOf(ctx)
         const { raw, json } = yield* readJsonObject(ctx, maxBodyBytes)
         const model = json.model
         if (typeof model !== "string" || model === "") return yield* invalid("model: required, a non-empty string", "model")
@@ -59,6 +62,7 @@ export const jsonEndpointRoutes = (
         }
         yield* runProxy({
           ctx,
+          project,
           operation: spec.operation,
           endpoint: spec.endpoint,
           capability: spec.capability,

@@ -22,13 +22,14 @@ import { providerTimeoutMs } from "../config/index.ts"
 import { withQuery } from "../providers/adapter.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
-import type { RoutingTable } from "../routing/table.ts"
 import { limitedBody } from "./limited-body.ts"
+import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
 export interface FilesDependencies {
-  readonly settings: GatewaySettings
-  readonly table: RoutingTable
+  readonly project: ProjectResolver
+  /** The gateway's own `[server]` limits. */
+  readonly server: GatewaySettings["file"]["server"]
   readonly client: ProviderClient["Service"]
 }
 
@@ -70,9 +71,10 @@ const forwardedQuery = (query: string): string => {
 type FileOperation = "upload" | "list" | "retrieve" | "content" | "delete"
 
 /** Routes for the five file operations. */
-export const fileRoutes = ({ settings, table, client }: FilesDependencies): ReadonlyArray<RouteDef<never>> => {
+export const fileRoutes = ({ project: projectOf, server, client }: FilesDependencies): ReadonlyArray<RouteDef<never>> => {
   const run = (operation: FileOperation) => (ctx: RequestContext): Effect.Effect<void, AnyGatewayFailure> =>
     Effect.gen(function*() {
+      const { table, settings } = yield* projectOf(ctx)
       const provider = chooseFilesProvider(table.providers, header(ctx, "x-genai-provider"))
       if (provider instanceof GatewayError) return yield* provider
       const upload = operation === "upload"
@@ -84,7 +86,7 @@ export const fileRoutes = ({ settings, table, client }: FilesDependencies): Read
       const { path, headers: auth, secret } = provider.request("files", "", callerKey(ctx.req.headers), suffix)
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       const length = header(ctx, "content-length")
-      const maxUpload = settings.file.server.max_upload_bytes
+      const maxUpload = server.max_upload_bytes
       if (upload && Number(length) > maxUpload) return yield* uploadTooLarge(maxUpload)
       if (upload && length !== undefined) headers["content-length"] = length
       // A chunked upload is counted as it streams: past the limit it stops, with a 413.

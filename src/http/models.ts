@@ -7,8 +7,9 @@
 import { Effect } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
 import type { CatalogEntry, ModelCatalog } from "../routing/catalog.ts"
-import { header, sendJson } from "../pipeline/index.ts"
+import { header, JSON_CONTENT_TYPE, sendBody, sendJson } from "../pipeline/index.ts"
 import type { RequestContext } from "../pipeline/index.ts"
+import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
 const EPOCH = "1970-01-01T00:00:00Z"
@@ -21,30 +22,42 @@ const wantsAnthropic = (ctx: RequestContext): boolean => {
   return sdk === "anthropic" || (sdk === undefined && header(ctx, "anthropic-version") !== undefined)
 }
 
-export const modelRoutes = (catalog: ModelCatalog): ReadonlyArray<RouteDef<never>> => {
-  const openAiList = JSON.stringify({ object: "list", data: catalog.entries.map(openAiModel) })
-  const anthropicList = JSON.stringify({
-    data: catalog.entries.map(anthropicModel),
-    has_more: false,
-    first_id: catalog.entries[0]?.id ?? null,
-    last_id: catalog.entries[catalog.entries.length - 1]?.id ?? null
-  })
-  return [
-    {
-      method: "GET",
-      path: "/v1/models",
-      handler: (ctx) =>
-        Effect.sync(() => {
-          const anthropic = wantsAnthropic(ctx)
-          ctx.res.setHeader("content-type", "application/json")
-          ctx.res.setHeader("x-request-id", ctx.requestId)
-          ctx.res.end(anthropic ? anthropicList : openAiList)
+/** The two list bodies of a catalog, rendered once per catalog (a project's configuration version). */
+const listsOf = (() => {
+  const rendered = new WeakMap<ModelCatalog, { readonly openAi: string; readonly anthropic: string }>()
+  return (catalog: ModelCatalog) => {
+    let lists = rendered.get(catalog)
+    if (lists === undefined) {
+      lists = {
+        openAi: JSON.stringify({ object: "list", data: catalog.entries.map(openAiModel) }),
+        anthropic: JSON.stringify({
+          data: catalog.entries.map(anthropicModel),
+          has_more: false,
+          first_id: catalog.entries[0]?.id ?? null,
+          last_id: catalog.entries[catalog.entries.length - 1]?.id ?? null
         })
-    },
-    {
-      method: "GET",
-      path: "/v1/models/{model_id}",
-      handler: (ctx) => {
+      }
+      rendered.set(catalog, lists)
+    }
+    return lists
+  }
+})()
+
+export const modelRoutes = (projectOf: ProjectResolver): ReadonlyArray<RouteDef<never>> => [
+  {
+    method: "GET",
+    path: "/v1/models",
+    handler: (ctx) =>
+      Effect.map(projectOf(ctx), ({ catalog }) => {
+        const lists = listsOf(catalog)
+        sendBody(ctx, 200, wantsAnthropic(ctx) ? lists.anthropic : lists.openAi, JSON_CONTENT_TYPE)
+      })
+  },
+  {
+    method: "GET",
+    path: "/v1/models/{model_id}",
+    handler: (ctx) =>
+      Effect.flatMap(projectOf(ctx), ({ catalog }) => {
         const id = ctx.params.model_id
         const entry = catalog.byId.get(id)
         const anthropic = wantsAnthropic(ctx)
@@ -55,7 +68,6 @@ export const modelRoutes = (catalog: ModelCatalog): ReadonlyArray<RouteDef<never
           )
         }
         return Effect.sync(() => sendJson(ctx, 200, anthropic ? anthropicModel(entry) : openAiModel(entry)))
-      }
-    }
-  ]
-}
+      })
+  }
+]

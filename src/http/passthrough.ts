@@ -28,13 +28,14 @@ import { decodeWhole, isEncoded } from "../providers/content-encoding.ts"
 import { parseRetryAfterMs } from "../providers/retry-after.ts"
 import { ERROR_BODY_LIMIT, maskSecret } from "../providers/transport.ts"
 import type { ChunkSink, ProviderClient, UpstreamResponse } from "../providers/transport.ts"
-import type { RoutingTable } from "../routing/table.ts"
 import { bodyTooLarge, limitedBody } from "./limited-body.ts"
+import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
 export interface PassthroughDependencies {
-  readonly settings: GatewaySettings
-  readonly table: RoutingTable
+  readonly project: ProjectResolver
+  /** The gateway's own `[server]` limits. */
+  readonly server: GatewaySettings["file"]["server"]
   readonly client: ProviderClient["Service"]
 }
 
@@ -196,12 +197,13 @@ const forwardNative = (
     )
   })
 
-export const passthroughRoutes = ({ settings, table, client }: PassthroughDependencies): ReadonlyArray<RouteDef<never>> =>
+export const passthroughRoutes = ({ project: projectOf, server, client }: PassthroughDependencies): ReadonlyArray<RouteDef<never>> =>
   PASSTHROUGH_KINDS.map((kind) => ({
     method: "*" as const,
     path: `/v1/${kind}/*`,
     handler: (ctx: RequestContext): Effect.Effect<void, AnyGatewayFailure> =>
       Effect.gen(function*() {
+        const { table, settings } = yield* projectOf(ctx)
         const provider = choosePassthroughProvider(table.providers, kind, header(ctx, "x-genai-provider"))
         if (provider instanceof GatewayError) return yield* provider
         const rest = ctx.params["*"] ?? ""
@@ -216,7 +218,7 @@ export const passthroughRoutes = ({ settings, table, client }: PassthroughDepend
         const headers = passThroughHeaders(withoutCredentials(incoming, authName), auth, ctx.requestId)
         const queryCredentials = [...(CREDENTIAL_PARAMS[kind] ?? []), ...(resolved?.authType === "query_param" ? [resolved.authName] : [])]
         const withBody = hasBody(incoming)
-        const maxBody = settings.file.server.max_body_bytes
+        const maxBody = server.max_body_bytes
         if (Number(incoming["content-length"]) > maxBody) return yield* bodyTooLarge(maxBody, "server.max_body_bytes")
         if (withBody && incoming["content-length"] !== undefined) headers["content-length"] = incoming["content-length"]
         // Opaque, but not unbounded: the body is counted as it streams and stopped at the limit.

@@ -17,6 +17,7 @@ import type { AnyGatewayFailure } from "../domain/index.ts"
 import { encodedFormLength, encodeForm, freshBoundary, header, isMultipartForm, spoolForm } from "../pipeline/index.ts"
 import type { FormPart, ProxyBody, ProxyInput, RequestContext, SpooledForm } from "../pipeline/index.ts"
 import { sdkFormatOf } from "./chat.ts"
+import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
 const invalid = (message: string, param?: string) =>
@@ -75,6 +76,7 @@ const AUDIO_FORMS = [
 ] as const
 
 export const transcriptionRoutes = (
+  projectOf: ProjectResolver,
   runProxy: (input: ProxyInput) => Effect.Effect<void, AnyGatewayFailure>,
   maxUploadBytes: number
 ): ReadonlyArray<RouteDef<never>> =>
@@ -85,6 +87,7 @@ export const transcriptionRoutes = (
       Effect.gen(function*() {
         const sdk = yield* sdkFormatOf(ctx, "openai")
         ctx.caller = sdk === "anthropic" ? "anthropic" : "openai"
+        const project = yield* projectOf(ctx)
         if (!isMultipartForm(header(ctx, "content-type"))) {
           return yield* invalid(`POST ${path} takes a multipart/form-data body with a \`file\` part and a \`model\` field`)
         }
@@ -96,6 +99,7 @@ export const transcriptionRoutes = (
         if (model === undefined) return yield* invalid("model: required, a non-empty form field", "model")
         yield* runProxy({
           ctx,
+          project,
           operation,
           endpoint: "audio_transcription",
           capability: "audio_transcription",

@@ -1,15 +1,27 @@
 /**
- * The first steps of every model request: resolve `model` to a plan (with
- * `x-genai-provider`), and for an experiment draw the variant (sticky with
- * `x-gw-experiment-key`), reported in `x-gw-variant` and the log line.
+ * The first steps of every model request: refuse an endpoint the project
+ * switched off, resolve `model` to a plan (with `x-genai-provider`), and for an
+ * experiment draw the variant (sticky with `x-gw-experiment-key`), reported in
+ * `x-gw-variant` and the log line.
  */
 import { Effect } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
 import type { Plan, PlanStep } from "../routing/plan.ts"
 import { drawWeighted } from "../routing/sampler.ts"
-import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
+import type { RequestEndpoint } from "../routing/table.ts"
+import type { EndpointType } from "../config/index.ts"
+import type { Project } from "../tenancy/project.ts"
 import { header } from "./context.ts"
 import type { RequestContext } from "./context.ts"
+
+/** An endpoint type the project switched off (a tenant snapshot's `disabled_endpoints`). */
+const featureDisabled = (endpoint: string): GatewayError =>
+  new GatewayError({
+    status: 403,
+    code: "feature_disabled",
+    message: `the ${endpoint} endpoint is disabled for this project`,
+    classification: "feature_disabled"
+  })
 
 export interface ChosenPlan {
   readonly plan: Plan
@@ -20,11 +32,14 @@ export interface ChosenPlan {
 
 export const choosePlan = (
   ctx: RequestContext,
-  table: RoutingTable,
+  project: Project,
   model: string,
   endpoint: RequestEndpoint
 ): Effect.Effect<ChosenPlan, GatewayError> => {
-  const plan = table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
+  if (project.disabledEndpoints.size > 0 && project.disabledEndpoints.has(endpoint as EndpointType)) {
+    return Effect.fail(featureDisabled(endpoint))
+  }
+  const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
   if (plan instanceof GatewayError) return Effect.fail(plan)
   ctx.log.model = clip(model)
   if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, overrides: undefined })

@@ -20,7 +20,8 @@ import type { ProviderClient } from "../providers/transport.ts"
 import { executePlan } from "../routing/execute.ts"
 import { servableSteps } from "../routing/servable.ts"
 import type { PlanTarget } from "../routing/plan.ts"
-import type { RequestEndpoint, RoutingTable } from "../routing/table.ts"
+import type { RequestEndpoint } from "../routing/table.ts"
+import type { Project } from "../tenancy/project.ts"
 import { callerKey, callerKeyPolicy, forwardHeld, forwardStream, isEventStream, OPEN_GATE, passThroughHeaders, sendHeld } from "./forward/index.ts"
 import { choosePlan } from "./choose-plan.ts"
 import type { RequestContext } from "./context.ts"
@@ -37,6 +38,8 @@ export interface ProxyBody {
 
 export interface ProxyInput {
   readonly ctx: RequestContext
+  /** The request's project: its routing table and stage settings. */
+  readonly project: Project
   readonly operation: Operation
   readonly endpoint: RequestEndpoint
   readonly capability: Capability
@@ -60,15 +63,14 @@ const NO_OVERRIDES: Readonly<Record<string, unknown>> = Object.freeze({})
 
 
 export interface ProxyDependencies {
-  readonly table: RoutingTable
   readonly client: ProviderClient["Service"]
   readonly log: JsonLog
 }
 
-export const makeProxyProgram = ({ table, client, log }: ProxyDependencies) =>
+export const makeProxyProgram = ({ client, log }: ProxyDependencies) =>
   Effect.fnUntraced(function*(input: ProxyInput) {
     const { ctx } = input
-    const { plan, steps: planSteps, overrides: drawn } = yield* choosePlan(ctx, table, input.model, input.endpoint)
+    const { plan, steps: planSteps, overrides: drawn } = yield* choosePlan(ctx, input.project, input.model, input.endpoint)
     const overrides = drawn ?? NO_OVERRIDES
 
     // Targets whose provider cannot do this operation are skipped; none left → 400 (docs/reference/gateway-spec.md §4.3).

@@ -5,9 +5,8 @@
 import { Effect, Exit, Layer, Scope } from "effect"
 import { GatewayConfig } from "../../src/config/index.ts"
 import { boundPort } from "../../src/http/index.ts"
-import { serveGateway } from "../../src/gateway.ts"
+import { liveLayer, serveGateway } from "../../src/gateway.ts"
 import { Log } from "../../src/pipeline/telemetry/log.ts"
-import { ProviderClient } from "../../src/providers/transport.ts"
 
 export interface RunningGateway {
   readonly url: string
@@ -27,7 +26,7 @@ export const startGateway = async (
     env
   )
   const logs: Array<Record<string, unknown>> = []
-  const layer = Layer.mergeAll(Layer.succeed(GatewayConfig, settings), Log.layerTest(logs), ProviderClient.layer)
+  const layer = liveLayer(settings, Log.capturing(logs))
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
   const server = await Effect.runPromise(serveGateway.pipe(Effect.provideContext(context), Scope.provide(scope)))

@@ -19,7 +19,7 @@ import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
 import type { PlanStep } from "../../routing/plan.ts"
 import { servableSteps, speaksNatively } from "../../routing/servable.ts"
-import type { RoutingTable } from "../../routing/table.ts"
+import type { Project } from "../../tenancy/project.ts"
 import { choosePlan } from "../choose-plan.ts"
 import type { RequestContext } from "../context.ts"
 import type { JsonLog } from "../telemetry/log.ts"
@@ -41,6 +41,8 @@ import { translateJson, translateStream } from "./normalized.ts"
 
 export interface ChatInput {
   readonly ctx: RequestContext
+  /** The request's project: its routing table and stage settings. */
+  readonly project: Project
   /** The format the caller speaks (and is answered in). */
   readonly caller: CallerFormat
   /** The request body as received, and parsed. */
@@ -51,7 +53,6 @@ export interface ChatInput {
 }
 
 export interface ChatDependencies {
-  readonly table: RoutingTable
   readonly client: ProviderClient["Service"]
   readonly log: JsonLog
 }
@@ -104,13 +105,13 @@ const RESPONSE_FORMAT_PARAM: Readonly<Record<CallerFormat, string>> = {
 }
 
 export const makeChatProgram = (deps: ChatDependencies) => {
-  const { table, client, log } = deps
+  const { client, log } = deps
 
   return Effect.fnUntraced(function*(input: ChatInput) {
     const { ctx, caller } = input
     const callerCodec = CALLER_CODECS[caller]
     const headers = ctx.req.headers
-    const chosen = yield* choosePlan(ctx, table, input.model, "chat")
+    const chosen = yield* choosePlan(ctx, input.project, input.model, "chat")
     const plan = chosen.plan
     ctx.log.stream = input.stream
     let steps = chosen.steps

@@ -80,14 +80,14 @@ export class JsonLog {
 export class Log extends Context.Service<Log, JsonLog>()("gateway/pipeline/telemetry/Log") {
   static readonly layer = (level: LogLevel): Layer.Layer<Log> => Layer.succeed(Log, new JsonLog(level))
 
+  /** A log that collects every record (at every level) in `lines`, in order. */
+  static readonly capturing = (lines: Array<Record<string, unknown>>): JsonLog =>
+    new JsonLog("trace", {
+      write: (text) => {
+        for (const line of text.split("\n")) if (line !== "") lines.push(JSON.parse(line))
+      }
+    }, { flushLines: 1 })
+
   /** Collects records in memory; read them back with `lines`. */
-  static readonly layerTest = (lines: Array<Record<string, unknown>>): Layer.Layer<Log> =>
-    Layer.succeed(
-      Log,
-      new JsonLog("trace", {
-        write: (text) => {
-          for (const line of text.split("\n")) if (line !== "") lines.push(JSON.parse(line))
-        }
-      }, { flushLines: 1 })
-    )
+  static readonly layerTest = (lines: Array<Record<string, unknown>>): Layer.Layer<Log> => Layer.succeed(Log, Log.capturing(lines))
 }

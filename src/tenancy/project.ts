@@ -1,0 +1,45 @@
+/**
+ * A project's compiled configuration: what every model request runs on. In
+ * single-team mode there is one, compiled from the TOML file at start; in
+ * multi-tenant mode each project's snapshot compiles to one, once per version.
+ * Nothing downstream knows which mode produced it: the routing table, the
+ * model catalog, the guardrail policy and the cache settings all come from here.
+ */
+import type { EndpointType, GatewaySettings } from "../config/index.ts"
+import { compileProvider } from "../providers/adapter.ts"
+import { buildCatalog } from "../routing/catalog.ts"
+import type { ModelCatalog } from "../routing/catalog.ts"
+import { compileRoutingTable } from "../routing/table.ts"
+import type { RoutingTable } from "../routing/table.ts"
+
+export interface ProjectIdentity {
+  /** `default` for the single-team configuration file. */
+  readonly projectId: string
+  readonly environment: string
+  /** The snapshot's version, or `file` for the configuration file. */
+  readonly version: string
+}
+
+export interface Project extends ProjectIdentity {
+  /** Providers, targets, routes, functions, models and the `[security]` and `[cache]` sections. */
+  readonly settings: GatewaySettings
+  readonly table: RoutingTable
+  readonly catalog: ModelCatalog
+  /** Endpoint types switched off for this project: such a request is a 403 `feature_disabled`. */
+  readonly disabledEndpoints: ReadonlySet<EndpointType>
+}
+
+export const STATIC_IDENTITY: ProjectIdentity = { projectId: "default", environment: "production", version: "file" }
+
+/** Compiles a validated configuration into a project (once per configuration version). */
+export const compileProject = (
+  settings: GatewaySettings,
+  identity: ProjectIdentity,
+  disabledEndpoints: ReadonlySet<EndpointType> = new Set()
+): Project => ({
+  ...identity,
+  settings,
+  table: compileRoutingTable(settings, compileProvider),
+  catalog: buildCatalog(settings),
+  disabledEndpoints
+})
