@@ -11,6 +11,8 @@ import { configPath, loadSettings, redactedView } from "./config/index.ts"
 import { liveLayer, serveGateway } from "./gateway.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog } from "./pipeline/telemetry/log.ts"
+import { superviseWorkers, workerCount, workerNumber } from "./workers.ts"
+import cluster from "node:cluster"
 
 const USAGE = `usage:
   gateway [serve] [[--config] PATH] run the gateway (config: PATH, $GATEWAY_CONFIG or config/gateway.toml)
@@ -35,7 +37,12 @@ const serve = (path: string | undefined): void => {
     process.exitCode = 1
     return
   }
-  const log = new JsonLog(result.settings.file.telemetry.log_level)
+  const level = result.settings.file.telemetry.log_level
+  if (cluster.isPrimary && workerCount(result.settings) > 1) {
+    superviseWorkers(result.settings, new JsonLog(level))
+    return
+  }
+  const log = new JsonLog(level, process.stdout, { worker: workerNumber() })
   Layer.launch(Layer.effectDiscard(serveGateway).pipe(Layer.provide(liveLayer(result.settings, log)))).pipe(
     NodeRuntime.runMain({
       disableErrorReporting: true,

@@ -41,7 +41,9 @@ export const Server = Schema.Struct({
   /** A request whose headers take longer than this to arrive gets 408 (beyond spec). */
   header_timeout_secs: PositiveInt.pipe(withDefault(60)),
   /** A client connection with no traffic either way this long is closed (beyond spec). */
-  client_idle_timeout_secs: PositiveInt.pipe(withDefault(600))
+  client_idle_timeout_secs: PositiveInt.pipe(withDefault(600)),
+  /** Gateway processes sharing the port: a number, or "auto" for one per core (beyond spec). */
+  workers: Schema.Union([PositiveInt, Schema.Literal("auto")]).pipe(withDefault(1))
 })
 
 export const ProviderDefaults = Schema.Struct({

@@ -12,6 +12,8 @@ import { Context, Layer } from "effect"
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "none"
 
 const FLUSH_MS = 10
+/** Bytes a write to a pipe may hold and still be atomic (Linux). */
+const PIPE_BUF = 4096
 const FLUSH_LINES = 512
 
 const RANK: Record<LogLevel, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, none: 100 }
@@ -27,11 +29,19 @@ export class JsonLog {
   private readonly sink: LogSink
   private readonly flushLines: number
 
-  /** `flushLines: 1` writes every line at once (tests read lines back in order). */
-  constructor(level: LogLevel, sink: LogSink = process.stdout, options: { readonly flushLines?: number } = {}) {
+  private readonly worker: string
+
+  /**
+   * `flushLines: 1` writes every line at once (tests read lines back in order).
+   * `worker`: this process's worker number in workers mode; every line carries
+   * it, and each write stays within `PIPE_BUF`, so lines of processes sharing
+   * one stdout never interleave.
+   */
+  constructor(level: LogLevel, sink: LogSink = process.stdout, options: { readonly flushLines?: number; readonly worker?: number } = {}) {
     this.threshold = RANK[level]
     this.sink = sink
     this.flushLines = options.flushLines ?? FLUSH_LINES
+    this.worker = options.worker === undefined ? "" : `,"worker":${options.worker}`
   }
 
   enabled(level: LogLevel): boolean {
@@ -42,7 +52,7 @@ export class JsonLog {
   log(level: LogLevel, msg: string, fields?: object): void {
     if (RANK[level] < this.threshold) return
     // Built as text: one stringify of the fields, no merged copy of them.
-    const head = `{"time":"${this.now()}","level":"${level}","msg":${JSON.stringify(msg)}`
+    const head = `{"time":"${this.now()}","level":"${level}"${this.worker},"msg":${JSON.stringify(msg)}`
     const rest = fields === undefined ? "{}" : JSON.stringify(fields)
     this.pending.push(rest === "{}" ? `${head}}` : `${head},${rest.slice(1)}`)
     if (this.pending.length >= this.flushLines) {
@@ -69,9 +79,22 @@ export class JsonLog {
   readonly flush = (): void => {
     this.scheduled = false
     if (this.pending.length === 0) return
-    const text = this.pending.join("\n") + "\n"
+    const lines = this.pending
     this.pending = []
-    this.sink.write(text)
+    if (this.worker === "") {
+      this.sink.write(lines.join("\n") + "\n")
+      return
+    }
+    // Several processes share stdout: writes of at most PIPE_BUF bytes are atomic on a pipe.
+    let batch = ""
+    for (const line of lines) {
+      if (batch !== "" && batch.length + line.length + 1 > PIPE_BUF) {
+        this.sink.write(batch)
+        batch = ""
+      }
+      batch += `${line}\n`
+    }
+    this.sink.write(batch)
   }
 }
 

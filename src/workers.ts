@@ -1,0 +1,86 @@
+/**
+ * Workers mode (`[server] workers = N | "auto"`): N gateway processes share
+ * the port through `node:cluster` (the primary accepts connections and hands
+ * them out in turn), each a full gateway with its own pools and stages. The
+ * primary only supervises:
+ *
+ * - a worker that dies is replaced (after a second when it died young, so a
+ *   worker that cannot start does not spin);
+ * - SIGTERM or SIGINT is passed to every worker, which drains within
+ *   `shutdown_grace_secs` like a single gateway; the primary exits 0 once they
+ *   have, or kills what is left a few seconds after the grace period.
+ *
+ * Every log line carries the worker number; the primary logs starts, deaths
+ * and restarts.
+ */
+import cluster from "node:cluster"
+import type { Worker } from "node:cluster"
+import { availableParallelism } from "node:os"
+import type { GatewaySettings } from "./config/index.ts"
+import type { JsonLog } from "./pipeline/telemetry/log.ts"
+
+/** How many workers a configuration asks for. */
+export const workerCount = (settings: GatewaySettings): number => {
+  const workers = settings.file.server.workers
+  return workers === "auto" ? availableParallelism() : workers
+}
+
+/** The worker number of this process in workers mode (from 1), or undefined. */
+export const workerNumber = (): number | undefined => {
+  const value = process.env.GATEWAY_WORKER_ID
+  return cluster.isWorker && value !== undefined ? Number(value) : undefined
+}
+
+const YOUNG_MS = 5_000
+const RESTART_DELAY_MS = 1_000
+const KILL_AFTER_GRACE_MS = 5_000
+
+/** Runs the primary: forks the workers and supervises them until a signal stops them all. */
+export const superviseWorkers = (settings: GatewaySettings, log: JsonLog): void => {
+  const count = workerCount(settings)
+  const started = new Map<Worker, { readonly id: number; readonly at: number }>()
+  let stopping = false
+
+  const fork = (id: number) => {
+    const worker = cluster.fork({ GATEWAY_WORKER_ID: String(id) })
+    started.set(worker, { id, at: Date.now() })
+    log.log("info", "worker started", { worker: id, pid: worker.process.pid })
+  }
+
+  cluster.on("exit", (worker, code, signal) => {
+    const info = started.get(worker)
+    started.delete(worker)
+    if (info === undefined) return
+    if (stopping) {
+      if (started.size === 0) {
+        log.flush()
+        process.exit(0)
+      }
+      return
+    }
+    log.log("warn", "worker died", { worker: info.id, pid: worker.process.pid, code, signal })
+    const young = Date.now() - info.at < YOUNG_MS
+    setTimeout(() => {
+      if (!stopping) fork(info.id)
+    }, young ? RESTART_DELAY_MS : 0)
+  })
+
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return
+    stopping = true
+    log.log("info", "shutting down", { workers: started.size, signal })
+    for (const worker of started.keys()) worker.process.kill(signal)
+    if (started.size === 0) process.exit(0)
+    const deadline = setTimeout(() => {
+      for (const worker of started.keys()) worker.process.kill("SIGKILL")
+      log.flush()
+      process.exit(0)
+    }, settings.file.server.shutdown_grace_secs * 1000 + KILL_AFTER_GRACE_MS)
+    deadline.unref()
+  }
+  process.on("SIGTERM", () => stop("SIGTERM"))
+  process.on("SIGINT", () => stop("SIGINT"))
+
+  log.log("info", "workers", { count })
+  for (let id = 1; id <= count; id++) fork(id)
+}
