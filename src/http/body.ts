@@ -10,7 +10,7 @@
 import { Effect } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
 import { header } from "../pipeline/index.ts"
-import type { RequestContext } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import { duplicateRoutingKey, jsonProblem } from "./json-guard.ts"
 
 /**
@@ -18,7 +18,7 @@ import { duplicateRoutingKey, jsonProblem } from "./json-guard.ts"
  * callback: one async step per request, however the body is interpreted.
  */
 const collect = <A>(
-  ctx: RequestContext,
+  ctx: HttpRequestContext,
   limit: number,
   finish: (body: Buffer) => Effect.Effect<A, GatewayError>
 ): Effect.Effect<A, GatewayError> =>
@@ -60,13 +60,13 @@ const collect = <A>(
   })
 
 /** 413; the response closes the connection (`sendBody`), so the rest of the body is never read. */
-const tooLarge = (_ctx: RequestContext, limit: number) =>
+const tooLarge = (_ctx: HttpRequestContext, limit: number) =>
   new GatewayError({ status: 413, code: "request_too_large", message: `request body exceeds ${limit} bytes` })
 
 const JSON_TYPE = /^\s*application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 
 /** 415 unless the body is declared JSON (`application/json`, `application/*+json`, any charset). */
-export const requireJsonType = (ctx: RequestContext): GatewayError | undefined => {
+export const requireJsonType = (ctx: HttpRequestContext): GatewayError | undefined => {
   const type = header(ctx, "content-type")
   if (type !== undefined && JSON_TYPE.test(type)) return undefined
   return new GatewayError({
@@ -80,7 +80,7 @@ const invalid = (message: string) => new GatewayError({ status: 400, code: "inva
 
 /** A JSON object body; anything else (array, number, malformed) is a 400. */
 export const readJsonObject = (
-  ctx: RequestContext,
+  ctx: HttpRequestContext,
   limit: number
 ): Effect.Effect<{ readonly raw: Buffer; readonly json: Record<string, unknown> }, GatewayError> => {
   const wrongType = requireJsonType(ctx)

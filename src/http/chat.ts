@@ -8,13 +8,14 @@ import { clip, familyOfSdk, GatewayError, isSdkFormat } from "../domain/index.ts
 import type { AnyGatewayFailure, SdkFormat, WireFamily } from "../domain/index.ts"
 import type { CallerFormat } from "../formats/index.ts"
 import { header } from "../pipeline/index.ts"
-import type { ChatInput, RequestContext } from "../pipeline/index.ts"
+import type { ChatInput } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import { readJsonObject } from "./body.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 import type { Project } from "../tenancy/project.ts"
 
-export const sdkFormatOf = (ctx: RequestContext, fallback: SdkFormat): Effect.Effect<SdkFormat, GatewayError> => {
+export const sdkFormatOf = (ctx: HttpRequestContext, fallback: SdkFormat): Effect.Effect<SdkFormat, GatewayError> => {
   const value = header(ctx, "x-genai-sdk")
   if (value === undefined) return Effect.succeed(fallback)
   const normalized = value.trim().toLowerCase()
@@ -26,7 +27,7 @@ export const sdkFormatOf = (ctx: RequestContext, fallback: SdkFormat): Effect.Ef
 
 /** Reads and checks the chat body's routing fields: `model` (required string) and `stream`. */
 export const chatInput = (
-  ctx: RequestContext,
+  ctx: HttpRequestContext,
   project: Project,
   family: WireFamily,
   maxBodyBytes: number
@@ -76,13 +77,13 @@ export const chatRoutes = (
   runChat: (input: ChatInput) => Effect.Effect<void, AnyGatewayFailure>,
   maxBodyBytes: number
 ): ReadonlyArray<RouteDef<never>> => {
-  const handler = (fallback: SdkFormat) => (ctx: RequestContext) =>
+  const handler = (fallback: SdkFormat) => (ctx: HttpRequestContext) =>
     Effect.flatMap(sdkFormatOf(ctx, fallback), (sdk) => {
       const family = familyOfSdk(sdk)
       ctx.caller = family
       return Effect.flatMap(projectOf(ctx), (project) => Effect.flatMap(chatInput(ctx, project, family, maxBodyBytes), runChat))
     })
-  const responses = (ctx: RequestContext) =>
+  const responses = (ctx: HttpRequestContext) =>
     Effect.gen(function*() {
       const sdk = header(ctx, "x-genai-sdk") === undefined ? undefined : yield* sdkFormatOf(ctx, "openai")
       if (sdk === "anthropic") ctx.caller = "anthropic"

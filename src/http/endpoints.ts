@@ -8,7 +8,8 @@ import { Effect } from "effect"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure, Capability } from "../domain/index.ts"
 import { jsonBody } from "../pipeline/index.ts"
-import type { ProxyInput, RequestContext } from "../pipeline/index.ts"
+import type { ProxyInput } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import type { Operation } from "../providers/adapter.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import { readJsonObject } from "./body.ts"
@@ -47,7 +48,7 @@ export const jsonEndpointRoutes = (
   ENDPOINTS.map((spec) => ({
     method: "POST" as const,
     path: spec.path,
-    handler: (ctx: RequestContext) =>
+    handler: (ctx: HttpRequestContext) =>
       Effect.gen(function*() {
         const sdk = yield* sdkFormatOf(ctx, spec.caller)
         ctx.caller = sdk === "anthropic" ? "anthropic" : "openai"

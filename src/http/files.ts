@@ -17,7 +17,7 @@ import type { GatewaySettings } from "../config/index.ts"
 import { clip, GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import { callerKey, forwardHeld, header, isMultipartForm, passThroughHeaders, sendHeld, uploadTooLarge } from "../pipeline/index.ts"
-import type { RequestContext } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import { withQuery } from "../providers/adapter.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
@@ -72,7 +72,7 @@ type FileOperation = "upload" | "list" | "retrieve" | "content" | "delete"
 
 /** Routes for the five file operations. */
 export const fileRoutes = ({ project: projectOf, server, client }: FilesDependencies): ReadonlyArray<RouteDef<never>> => {
-  const run = (operation: FileOperation) => (ctx: RequestContext): Effect.Effect<void, AnyGatewayFailure> =>
+  const run = (operation: FileOperation) => (ctx: HttpRequestContext): Effect.Effect<void, AnyGatewayFailure> =>
     Effect.gen(function*() {
       const { table, settings } = yield* projectOf(ctx)
       const provider = chooseFilesProvider(table.providers, header(ctx, "x-genai-provider"))

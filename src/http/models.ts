@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
 import type { CatalogEntry, ModelCatalog } from "../routing/catalog.ts"
 import { header, JSON_CONTENT_TYPE, sendBody, sendJson } from "../pipeline/index.ts"
-import type { RequestContext } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
@@ -17,7 +17,7 @@ const EPOCH = "1970-01-01T00:00:00Z"
 const openAiModel = (entry: CatalogEntry) => ({ id: entry.id, object: "model", created: 0, owned_by: entry.ownedBy })
 const anthropicModel = (entry: CatalogEntry) => ({ type: "model", id: entry.id, display_name: entry.id, created_at: EPOCH })
 
-const wantsAnthropic = (ctx: RequestContext): boolean => {
+const wantsAnthropic = (ctx: HttpRequestContext): boolean => {
   const sdk = header(ctx, "x-genai-sdk")
   return sdk === "anthropic" || (sdk === undefined && header(ctx, "anthropic-version") !== undefined)
 }

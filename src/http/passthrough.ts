@@ -21,7 +21,7 @@ import type { GatewaySettings } from "../config/index.ts"
 import { classificationHeaders, clip, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/index.ts"
 import { callerKey, callerSink, commitHead, header, passThroughHeaders, responseHeaders } from "../pipeline/index.ts"
-import type { RequestContext } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import { decodeWhole, isEncoded } from "../providers/content-encoding.ts"
@@ -138,7 +138,7 @@ const classify = (source: FailureSource, response: UpstreamResponse, prefix: Uin
  * body then follows whole. A failure after the head ends the connection abruptly.
  */
 const forwardNative = (
-  ctx: RequestContext,
+  ctx: HttpRequestContext,
   source: FailureSource,
   response: UpstreamResponse,
   secret: Redacted.Redacted<string> | undefined
@@ -201,7 +201,7 @@ export const passthroughRoutes = ({ project: projectOf, server, client }: Passth
   PASSTHROUGH_KINDS.map((kind) => ({
     method: "*" as const,
     path: `/v1/${kind}/*`,
-    handler: (ctx: RequestContext): Effect.Effect<void, AnyGatewayFailure> =>
+    handler: (ctx: HttpRequestContext): Effect.Effect<void, AnyGatewayFailure> =>
       Effect.gen(function*() {
         const { table, settings } = yield* projectOf(ctx)
         const provider = choosePassthroughProvider(table.providers, kind, header(ctx, "x-genai-provider"))

@@ -7,11 +7,11 @@
 import type { Effect } from "effect"
 import type { GatewayError, InfraError } from "../domain/index.ts"
 import { header } from "../pipeline/index.ts"
-import type { RequestContext } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import type { Project } from "../tenancy/project.ts"
 import type { TenantStore } from "../tenancy/TenantStore.ts"
 
-export type ProjectResolver = (ctx: RequestContext) => Effect.Effect<Project, GatewayError | InfraError>
+export type ProjectResolver = (ctx: HttpRequestContext) => Effect.Effect<Project, GatewayError | InfraError>
 
 export const makeProjectResolver = (store: TenantStore["Service"], defaultProjectId: string | undefined): ProjectResolver =>
   (ctx) => store.resolve({ projectId: header(ctx, "x-gw-project-id") ?? defaultProjectId, environment: header(ctx, "x-gw-environment") })

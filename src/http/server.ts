@@ -20,7 +20,8 @@ import type { AddressInfo } from "node:net"
 import { streamErrorFrame } from "../domain/index.ts"
 import { clip } from "../domain/index.ts"
 import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/index.ts"
-import type { JsonLog, RequestContext, RequestLogFields } from "../pipeline/index.ts"
+import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import type { Router } from "./router.ts"
 
 const ignore = (): void => {}
@@ -32,7 +33,7 @@ const requestIdOf = (req: Http.IncomingMessage): string => {
   return typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID()
 }
 
-const errorBody = (ctx: RequestContext, status: number, code: string, message: string): string =>
+const errorBody = (ctx: HttpRequestContext, status: number, code: string, message: string): string =>
   ctx.caller === "anthropic"
     ? JSON.stringify({
       type: "error",
@@ -59,7 +60,7 @@ type RequestLine = RequestLogFields & {
 
 /** A request being served: its context and how to stop its program. */
 interface ActiveRequest {
-  readonly ctx: RequestContext
+  readonly ctx: HttpRequestContext
   interrupt: (() => void) | undefined
 }
 
@@ -125,7 +126,7 @@ export const makeRequestListener = <R>(
     const url = req.url ?? "/"
     const queryAt = url.indexOf("?")
     const path = queryAt === -1 ? url : url.slice(0, queryAt)
-    const ctx: RequestContext = {
+    const ctx: HttpRequestContext = {
       req,
       res,
       requestId: requestIdOf(req),

@@ -15,7 +15,8 @@ import type { Readable } from "node:stream"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import { encodedFormLength, encodeForm, freshBoundary, header, isMultipartForm, spoolForm } from "../pipeline/index.ts"
-import type { FormPart, ProxyBody, ProxyInput, RequestContext, SpooledForm } from "../pipeline/index.ts"
+import type { FormPart, ProxyBody, ProxyInput, SpooledForm } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
 import { sdkFormatOf } from "./chat.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
@@ -83,7 +84,7 @@ export const transcriptionRoutes = (
   AUDIO_FORMS.map(({ path, operation }) => ({
     method: "POST" as const,
     path,
-    handler: (ctx: RequestContext) =>
+    handler: (ctx: HttpRequestContext) =>
       Effect.gen(function*() {
         const sdk = yield* sdkFormatOf(ctx, "openai")
         ctx.caller = sdk === "anthropic" ? "anthropic" : "openai"

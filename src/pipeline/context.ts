@@ -3,7 +3,8 @@
  * request/response, the request id, the caller's wire family (for error
  * envelopes) and the fields of the one log line written when the response ends.
  */
-import type { IncomingMessage, ServerResponse } from "node:http"
+import type { IncomingHttpHeaders } from "node:http"
+import type { Socket } from "node:net"
 import type { CallerFormat, WireFamily } from "../domain/index.ts"
 
 /** Everything the per-request log line reports beyond method, path, status and latency. */
@@ -23,9 +24,39 @@ export interface RequestLogFields {
   dropped_params?: string
 }
 
+/**
+ * The request as the pipeline reads it: its headers, and whether its body has
+ * all arrived. A Node `IncomingMessage` is one; a request run without HTTP (a
+ * batch line, a library call) brings its own.
+ */
+export interface CallerRequest {
+  readonly headers: IncomingHttpHeaders
+  readonly complete: boolean
+}
+
+/**
+ * The response as the pipeline writes it: a Node `ServerResponse`, or the
+ * in-memory response of a request run without HTTP (`MemoryResponse`).
+ */
+export interface CallerResponse {
+  readonly headersSent: boolean
+  readonly destroyed: boolean
+  readonly writableEnded: boolean
+  readonly writableFinished: boolean
+  statusCode: number
+  readonly socket?: Socket | null
+  writeHead(status: number, headers: Array<string>): unknown
+  setHeader(name: string, value: string): unknown
+  write(chunk: string | Uint8Array): boolean
+  end(chunk?: string | Uint8Array): unknown
+  destroy(): unknown
+  once(event: "drain" | "close", listener: () => void): unknown
+  off(event: "drain" | "close", listener: () => void): unknown
+}
+
 export interface RequestContext {
-  readonly req: IncomingMessage
-  readonly res: ServerResponse
+  readonly req: CallerRequest
+  readonly res: CallerResponse
   readonly requestId: string
   /** `performance.now()` when the request arrived. */
   readonly startedAt: number

@@ -21,8 +21,8 @@ const LINGER_BYTES = 8 * 1024 * 1024
  * socket is destroyed after `LINGER_MS`, or as soon as `LINGER_BYTES` more
  * arrived: never the gigabyte the caller declared.
  */
-const lingerThenClose = (socket: Socket | null): void => {
-  if (socket === null) return
+const lingerThenClose = (socket: Socket | null | undefined): void => {
+  if (socket == null) return
   socket.destroySoon = function(this: Socket) {
     this.end()
     this.pause()
