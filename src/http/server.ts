@@ -13,40 +13,17 @@
  * - Shutdown stops accepting, lets in-flight requests finish for the grace
  *   period, then closes what is left.
  */
-import { Cause, Context, Effect, Schema } from "effect"
-import { randomUUID } from "node:crypto"
+import { Context, Effect, Schema } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { streamErrorFrame } from "../domain/index.ts"
-import { clip } from "../domain/index.ts"
-import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/index.ts"
+import { JSON_CONTENT_TYPE, sendBody } from "../pipeline/index.ts"
 import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
+import { callerOf, errorBody, requestIdOf, routeProgram } from "./dispatch.ts"
 import type { Router } from "./router.ts"
 
 const ignore = (): void => {}
-
-const REQUEST_ID = /^[\w.:\-]{1,128}$/
-
-const requestIdOf = (req: Http.IncomingMessage): string => {
-  const sent = req.headers["x-request-id"]
-  return typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID()
-}
-
-const errorBody = (ctx: HttpRequestContext, status: number, code: string, message: string): string =>
-  ctx.caller === "anthropic"
-    ? JSON.stringify({
-      type: "error",
-      error: { type: status >= 500 ? "api_error" : status === 404 ? "not_found_error" : "invalid_request_error", message, code }
-    })
-    : JSON.stringify({ error: { message, type: status >= 500 ? "api_error" : "invalid_request_error", param: null, code } })
-
-const callerOf = (req: Http.IncomingMessage, path: string): "openai" | "anthropic" => {
-  const sdk = req.headers["x-genai-sdk"]
-  if (sdk === "anthropic") return "anthropic"
-  if (sdk === "openai" || sdk === "azure") return "openai"
-  return path.startsWith("/v1/messages") ? "anthropic" : "openai"
-}
 
 /** The request's log fields plus the edge's own, written once when the response closes. */
 type RequestLine = RequestLogFields & {
@@ -129,13 +106,13 @@ export const makeRequestListener = <R>(
     const ctx: HttpRequestContext = {
       req,
       res,
-      requestId: requestIdOf(req),
+      requestId: requestIdOf(req.headers),
       startedAt: performance.now(),
       method: req.method ?? "GET",
       path,
       query: queryAt === -1 ? "" : url.slice(queryAt),
       params: {},
-      caller: callerOf(req, path),
+      caller: callerOf(req.headers, path),
       log: {}
     }
     // A socket error on one request (reset, write after close) must never become an
@@ -178,39 +155,12 @@ export const makeRequestListener = <R>(
       })
     }
 
-    const match = router.match(ctx.method, path)
-    if (match._tag === "NotFound") {
-      sendBody(ctx, 404, errorBody(ctx, 404, "not_found", `no route for ${ctx.method} ${clip(path)}`), JSON_CONTENT_TYPE)
-      return
-    }
-    if (match._tag === "MethodNotAllowed") {
-      sendBody(ctx, 405, errorBody(ctx, 405, "method_not_allowed", `${clip(ctx.method)} is not allowed on ${clip(path)}; allowed: ${match.allow}`), JSON_CONTENT_TYPE, { allow: match.allow })
-      return
-    }
-    ctx.params = match.params
-    const program = match.handler(ctx).pipe(
-      Effect.catchCause((cause) =>
-        Effect.sync(() => {
-          const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
-          if (failure !== undefined) return sendFailure(ctx, failure)
-          if (Cause.hasInterruptsOnly(cause)) return
-          log.log("error", "unhandled failure", { request_id: ctx.requestId, path: clip(path), cause: Cause.pretty(cause) })
-          if (!res.headersSent) {
-            sendBody(ctx, 500, errorBody(ctx, 500, "internal_error", "internal gateway error"), JSON_CONTENT_TYPE)
-          } else {
-            res.destroy()
-          }
-        })
-      )
-    )
+    const program = routeProgram(router, ctx, log)
     let exited = false
     const interrupt = run(program, {
       onExit: () => {
         exited = true
         active.interrupt = undefined
-        if (!res.headersSent) {
-          sendBody(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE)
-        }
       }
     })
     if (!exited) active.interrupt = interrupt

@@ -6,7 +6,7 @@
 export { makeChatProgram } from "./chat/run.ts"
 export type { ChatDependencies, ChatInput } from "./chat/run.ts"
 export { header } from "./context.ts"
-export type { RequestContext, RequestLogFields } from "./context.ts"
+export type { CallerRequest, CallerResponse, RequestContext, RequestLogFields } from "./context.ts"
 export * from "./forward/index.ts"
 export { encodedFormLength, encodeForm, freshBoundary, isMultipartForm, spoolForm, uploadTooLarge } from "./multipart.ts"
 export type { FormField, FormPart, SpooledFile, SpooledForm } from "./multipart.ts"

@@ -1,0 +1,81 @@
+/**
+ * From a request context to its answer: the route's handler, run with the
+ * failure rendering every route shares (a failure in the caller's envelope, an
+ * unexpected defect as a 500, never a request without an answer). The HTTP
+ * edge runs it per connection request; requests made without HTTP (the
+ * library, batch jobs) run exactly the same program.
+ */
+import { Cause, Effect } from "effect"
+import type * as Http from "node:http"
+import { randomUUID } from "node:crypto"
+import { clip } from "../domain/index.ts"
+import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/index.ts"
+import type { JsonLog, RequestContext } from "../pipeline/index.ts"
+import type { HttpRequestContext } from "./context.ts"
+import type { Router } from "./router.ts"
+
+/** A gateway error body of the edge itself (no route, shutting down, a defect) in the caller's envelope. */
+export const errorBody = (ctx: RequestContext, status: number, code: string, message: string): string =>
+  ctx.caller === "anthropic"
+    ? JSON.stringify({
+      type: "error",
+      error: { type: status >= 500 ? "api_error" : status === 404 ? "not_found_error" : "invalid_request_error", message, code }
+    })
+    : JSON.stringify({ error: { message, type: status >= 500 ? "api_error" : "invalid_request_error", param: null, code } })
+
+const REQUEST_ID = /^[\w.:\-]{1,128}$/
+
+/** The caller's `x-request-id` when it is a sane one, else a fresh id. */
+export const requestIdOf = (headers: Http.IncomingHttpHeaders): string => {
+  const sent = headers["x-request-id"]
+  return typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID()
+}
+
+/** The envelope an error gets before a handler knows better: from `x-genai-sdk`, else the path. */
+export const callerOf = (headers: Http.IncomingHttpHeaders, path: string): "openai" | "anthropic" => {
+  const sdk = headers["x-genai-sdk"]
+  if (sdk === "anthropic") return "anthropic"
+  if (sdk === "openai" || sdk === "azure") return "openai"
+  return path.startsWith("/v1/messages") ? "anthropic" : "openai"
+}
+
+/**
+ * The request's program: 404 or 405 when no route takes it, else its handler
+ * with failures rendered. It never fails; after it the response has an answer
+ * (or was cut, for a failure in the middle of a stream).
+ */
+export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log: JsonLog): Effect.Effect<void, never, R> => {
+  const { res, path } = ctx
+  const match = router.match(ctx.method, path)
+  if (match._tag === "NotFound") {
+    return Effect.sync(() => sendBody(ctx, 404, errorBody(ctx, 404, "not_found", `no route for ${clip(ctx.method)} ${clip(path)}`), JSON_CONTENT_TYPE))
+  }
+  if (match._tag === "MethodNotAllowed") {
+    return Effect.sync(() =>
+      sendBody(ctx, 405, errorBody(ctx, 405, "method_not_allowed", `${clip(ctx.method)} is not allowed on ${clip(path)}; allowed: ${match.allow}`), JSON_CONTENT_TYPE, {
+        allow: match.allow
+      })
+    )
+  }
+  ctx.params = match.params
+  return match.handler(ctx).pipe(
+    Effect.catchCause((cause) =>
+      Effect.sync(() => {
+        const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
+        if (failure !== undefined) return sendFailure(ctx, failure)
+        if (Cause.hasInterruptsOnly(cause)) return
+        log.log("error", "unhandled failure", { request_id: ctx.requestId, path: clip(path), cause: Cause.pretty(cause) })
+        if (!res.headersSent) {
+          sendBody(ctx, 500, errorBody(ctx, 500, "internal_error", "internal gateway error"), JSON_CONTENT_TYPE)
+        } else {
+          res.destroy()
+        }
+      })
+    ),
+    Effect.ensuring(Effect.sync(() => {
+      if (!res.headersSent && !res.destroyed) {
+        sendBody(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE)
+      }
+    }))
+  )
+}
