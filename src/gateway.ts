@@ -11,12 +11,20 @@ import type { GatewaySettings } from "./config/index.ts"
 import { listen, makeInFlight, makeRequestListener, makeRouter } from "./http/index.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./pipeline/telemetry/log.ts"
+import { Guardrail } from "./pipeline/index.ts"
 import { ProviderClient } from "./providers/transport.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
 import { TenantStore } from "./tenancy/TenantStore.ts"
 
 /** The services the running gateway needs. */
-export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore
+export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail
+
+/** The configuration file's one project, compiled with the stages' own compilers. */
+const staticProjects = (settings: GatewaySettings): Layer.Layer<TenantStore, never, Guardrail> =>
+  Layer.unwrap(Effect.gen(function*() {
+    const guardrail = yield* Guardrail
+    return TenantStore.layerStatic(compileProject(settings, STATIC_IDENTITY, { guard: guardrail.compile }))
+  }))
 
 /**
  * The gateway's layers for a validated configuration: live ones, with the log
@@ -25,27 +33,24 @@ export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore
 export const liveLayer = (
   settings: GatewaySettings,
   log = new JsonLog(settings.file.telemetry.log_level),
-  overrides?: { readonly client?: Layer.Layer<ProviderClient> }
-): Layer.Layer<GatewayServices> =>
-  Layer.mergeAll(
+  overrides?: { readonly client?: Layer.Layer<ProviderClient>; readonly guardrail?: Layer.Layer<Guardrail> }
+): Layer.Layer<GatewayServices> => {
+  const guardrail = overrides?.guardrail ?? Guardrail.layer
+  return Layer.mergeAll(
     Layer.succeed(GatewayConfig, settings),
     Layer.succeed(Log, log),
     overrides?.client ?? ProviderClient.layer,
-    TenantStore.layerStatic(compileProject(settings, STATIC_IDENTITY))
+    guardrail,
+    staticProjects(settings).pipe(Layer.provide(guardrail))
   )
+}
 
 export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayServices | Scope.Scope> = Effect.gen(function*() {
   const settings = yield* GatewayConfig
   const log = yield* Log
   for (const warning of settings.warnings) log.log("warn", "config warning", { source: settings.source, warning })
   const { file } = settings
-  // Sections this version validates but does not act on yet. Security fails closed: a
-  // gateway told to scan requests for PII must not forward them unscanned instead.
-  if (file.security.enabled) {
-    return yield* new StartError({
-      message: "security.enabled = true, but input scanning (PII, blocklist) is not available in this version; refusing to forward unscanned requests (set enabled = false)"
-    })
-  }
+  // Sections this version validates but does not act on yet.
   for (const [key, enabled] of [
     ["cache.enabled", file.cache.enabled],
     ["tenant_routing.enabled", file.tenant_routing.enabled],

@@ -302,12 +302,36 @@ const checkFunction = (
   }
 }
 
+/**
+ * `[security]`: an empty term would match every request; a term given twice
+ * (ignoring case, as matching does) is redundant. Messages name positions,
+ * never terms: the blocklist is never printed.
+ */
+const checkSecurity = (file: ConfigFile, findings: Findings) => {
+  const { security } = file
+  const seen = new Map<string, number>()
+  security.blocklist.forEach((term, index) => {
+    if (term.trim() === "") {
+      findings.error(`security.blocklist[${index}]`, "an empty or blank term would match every request; remove it")
+      return
+    }
+    const folded = term.toUpperCase().toLowerCase()
+    const first = seen.get(folded)
+    if (first === undefined) seen.set(folded, index)
+    else findings.warn(`security.blocklist[${index}]`, `the same term as security.blocklist[${first}] (case is ignored); it has no effect`)
+  })
+  if (!security.enabled && security.output_guardrails) {
+    findings.warn("security.output_guardrails", "has no effect while security.enabled = false")
+  }
+}
+
 export const checkConfig = (file: ConfigFile, env: Env): CheckResult => {
   const findings = new Findings()
   const providers = checkProviders(file, env, findings)
   const targets = checkTargets(file, providers, env, findings)
   for (const [id, route] of Object.entries(file.routes)) checkRoute(id, route, file, findings)
   for (const [name, fn] of Object.entries(file.functions)) checkFunction(name, fn, file, providers, findings)
+  checkSecurity(file, findings)
   for (const model of Object.keys(file.models)) {
     if (![...providers.values()].some((provider) => provider.models.includes(model))) {
       findings.warn(`models.${model}`, "no provider lists this model; the setting has no effect")

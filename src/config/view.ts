@@ -48,6 +48,8 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         timeout_ms: target.timeoutMs
       }])
     ),
+    // The terms are policy an operator may not want printed: their number only.
+    security: { ...file.security, blocklist: `[${file.security.blocklist.length} terms, not shown]` },
     telemetry: { ...file.telemetry, otlp_endpoint: urlWithoutPassword(file.telemetry.otlp_endpoint) },
     auth: { ...file.auth, exchange_url: urlWithoutPassword(file.auth.exchange_url), api_token: secret(file.auth.api_token) },
     tenant_routing: {

@@ -16,9 +16,12 @@ import { readJsonObject } from "./body.ts"
 import { sdkFormatOf } from "./chat.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
+import type { Surface } from "../pipeline/index.ts"
 
 interface JsonEndpoint {
   readonly path: string
+  /** What the input guardrail reads of the body. */
+  readonly surface: Surface
   readonly operation: Operation
   readonly endpoint: RequestEndpoint
   readonly capability: Capability
@@ -28,11 +31,11 @@ interface JsonEndpoint {
 }
 
 const ENDPOINTS: ReadonlyArray<JsonEndpoint> = [
-  { path: "/v1/embeddings", operation: "embeddings", endpoint: "embeddings", capability: "embeddings", required: [["input", "string|array"]], caller: "openai" },
-  { path: "/v1/images/generations", operation: "image_generation", endpoint: "image_generation", capability: "image_generation", required: [["prompt", "string"]], caller: "openai" },
-  { path: "/v1/audio/speech", operation: "audio_speech", endpoint: "audio_speech", capability: "audio_speech", required: [["input", "string"], ["voice", "string"]], caller: "openai" },
-  { path: "/v1/rerank", operation: "rerank", endpoint: "rerank", capability: "rerank", required: [["query", "string"], ["documents", "array"]], caller: "openai" },
-  { path: "/v1/messages/count_tokens", operation: "count_tokens", endpoint: "count_tokens", capability: "count_tokens", required: [["messages", "array"]], caller: "anthropic" }
+  { path: "/v1/embeddings", surface: "embeddings", operation: "embeddings", endpoint: "embeddings", capability: "embeddings", required: [["input", "string|array"]], caller: "openai" },
+  { path: "/v1/images/generations", surface: "image_generation", operation: "image_generation", endpoint: "image_generation", capability: "image_generation", required: [["prompt", "string"]], caller: "openai" },
+  { path: "/v1/audio/speech", surface: "audio_speech", operation: "audio_speech", endpoint: "audio_speech", capability: "audio_speech", required: [["input", "string"], ["voice", "string"]], caller: "openai" },
+  { path: "/v1/rerank", surface: "rerank", operation: "rerank", endpoint: "rerank", capability: "rerank", required: [["query", "string"], ["documents", "array"]], caller: "openai" },
+  { path: "/v1/messages/count_tokens", surface: "count_tokens", operation: "count_tokens", endpoint: "count_tokens", capability: "count_tokens", required: [["messages", "array"]], caller: "anthropic" }
 ]
 
 const typeOk = (value: unknown, type: "string" | "array" | "string|array"): boolean =>
@@ -69,7 +72,8 @@ export const jsonEndpointRoutes = (
           capability: spec.capability,
           model,
           body: jsonBody(raw, json, model),
-          family: ctx.caller
+          family: ctx.caller,
+          scan: { surface: spec.surface, json }
         })
       })
   }))

@@ -22,6 +22,10 @@ export interface RequestLogFields {
   output_tokens?: number
   error_code?: string
   dropped_params?: string
+  /** The category an input guardrail refused the request for (never the text). */
+  guardrail?: string
+  /** The category an output guardrail found in the answer (streams: recorded only). */
+  guardrail_output?: string
 }
 
 /**

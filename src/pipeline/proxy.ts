@@ -24,6 +24,8 @@ import type { RequestEndpoint } from "../routing/table.ts"
 import type { Project } from "../tenancy/project.ts"
 import { callerKey, callerKeyPolicy, forwardHeld, forwardStream, isEventStream, OPEN_GATE, passThroughHeaders, sendHeld } from "./forward/index.ts"
 import { choosePlan } from "./choose-plan.ts"
+import { inputViolationError } from "./security/Guardrail.ts"
+import type { Surface } from "./security/surfaces.ts"
 import type { RequestContext } from "./context.ts"
 import { attemptLogger } from "./telemetry/attempts.ts"
 import type { JsonLog } from "./telemetry/log.ts"
@@ -47,6 +49,8 @@ export interface ProxyInput {
   readonly body: ProxyBody
   /** The caller's wire family, for SSE error frames. */
   readonly family: WireFamily
+  /** The parsed body and what of it the input guardrail reads; absent for bodies it does not scan (audio). */
+  readonly scan?: { readonly surface: Surface; readonly json: Readonly<Record<string, unknown>> } | undefined
 }
 
 /** A JSON body whose `model` becomes each target's model name. */
@@ -72,6 +76,14 @@ export const makeProxyProgram = ({ client, log }: ProxyDependencies) =>
     const { ctx } = input
     const { plan, steps: planSteps, overrides: drawn } = yield* choosePlan(ctx, input.project, input.model, input.endpoint)
     const overrides = drawn ?? NO_OVERRIDES
+    const { guard } = input.project
+    if (guard.enabled && input.scan !== undefined) {
+      const violation = guard.scanRequest(input.scan.surface, drawn === undefined ? input.scan.json : { ...input.scan.json, ...drawn })
+      if (violation !== undefined) {
+        ctx.log.guardrail = violation
+        return yield* inputViolationError(violation)
+      }
+    }
 
     // Targets whose provider cannot do this operation are skipped; none left → 400 (docs/reference/gateway-spec.md §4.3).
     const steps = servableSteps(planSteps, { capability: input.capability })

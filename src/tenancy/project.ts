@@ -11,6 +11,7 @@ import { buildCatalog } from "../routing/catalog.ts"
 import type { ModelCatalog } from "../routing/catalog.ts"
 import { compileRoutingTable } from "../routing/table.ts"
 import type { RoutingTable } from "../routing/table.ts"
+import type { GuardPolicy, SecuritySection } from "../pipeline/security/index.ts"
 
 export interface ProjectIdentity {
   /** `default` for the single-team configuration file. */
@@ -25,21 +26,30 @@ export interface Project extends ProjectIdentity {
   readonly settings: GatewaySettings
   readonly table: RoutingTable
   readonly catalog: ModelCatalog
+  /** The `[security]` section compiled (PII scanners, the blocklist automaton). */
+  readonly guard: GuardPolicy
   /** Endpoint types switched off for this project: such a request is a 403 `feature_disabled`. */
   readonly disabledEndpoints: ReadonlySet<EndpointType>
 }
 
 export const STATIC_IDENTITY: ProjectIdentity = { projectId: "default", environment: "production", version: "file" }
 
+/** How the stages compile their sections; the composition root passes the services' own. */
+export interface StageCompilers {
+  readonly guard: (section: SecuritySection) => GuardPolicy
+}
+
 /** Compiles a validated configuration into a project (once per configuration version). */
 export const compileProject = (
   settings: GatewaySettings,
   identity: ProjectIdentity,
+  stages: StageCompilers,
   disabledEndpoints: ReadonlySet<EndpointType> = new Set()
 ): Project => ({
   ...identity,
   settings,
   table: compileRoutingTable(settings, compileProvider),
   catalog: buildCatalog(settings),
+  guard: stages.guard(settings.file.security),
   disabledEndpoints
 })

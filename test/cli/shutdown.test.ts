@@ -79,13 +79,6 @@ describe("start failures", () => {
 })
 
 describe("features this version does not have", () => {
-  it("security.enabled = true refuses to start rather than forward unscanned requests", async () => {
-    const path = join(dir, "security.toml")
-    writeFileSync(path, "[server]\nport = 0\n[security]\nenabled = true\n")
-    const finished = await startCli(["serve", path], {}).finished
-    expect(finished.code).toBe(1)
-    expect(finished.stderr).toContain("gateway failed: security.enabled = true, but input scanning (PII, blocklist) is not available in this version")
-  })
   it("an enabled cache starts with a warning that it is ignored", async () => {
     const path = join(dir, "cache.toml")
     writeFileSync(path, "[server]\nport = 0\n[cache]\nenabled = true\nencrypt_salt = \"s\"\n")

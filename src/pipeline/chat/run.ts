@@ -21,6 +21,8 @@ import type { PlanStep } from "../../routing/plan.ts"
 import { servableSteps, speaksNatively } from "../../routing/servable.ts"
 import type { Project } from "../../tenancy/project.ts"
 import { choosePlan } from "../choose-plan.ts"
+import { inputViolationError, outputViolationError } from "../security/Guardrail.ts"
+import type { Surface } from "../security/surfaces.ts"
 import type { RequestContext } from "../context.ts"
 import type { JsonLog } from "../telemetry/log.ts"
 import { attemptLogger } from "../telemetry/attempts.ts"
@@ -97,6 +99,13 @@ const planShape = (steps: ReadonlyArray<PlanStep>): PlanShape => {
   return shape
 }
 
+/** What the input guardrail reads of each caller format. */
+const SURFACE: Readonly<Record<CallerFormat, Surface>> = {
+  openai: "chat_completions",
+  anthropic: "messages",
+  responses: "responses"
+}
+
 /** The caller's field that asks for a response format. */
 const RESPONSE_FORMAT_PARAM: Readonly<Record<CallerFormat, string>> = {
   openai: "response_format",
@@ -117,6 +126,14 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     let steps = chosen.steps
     const overridden = chosen.overrides !== undefined
     const json = overridden ? { ...input.json, ...chosen.overrides } : input.json
+    const { guard } = input.project
+    if (guard.enabled) {
+      const violation = guard.scanRequest(SURFACE[caller], json)
+      if (violation !== undefined) {
+        ctx.log.guardrail = violation
+        return yield* inputViolationError(violation)
+      }
+    }
 
     // The canonical request, decoded once and only if some attempt needs it.
     let canonical: ChatRequest | GatewayError | undefined
@@ -246,6 +263,14 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       // A stream that failed after its head keeps status 200; the log line still says it failed.
       if (collector.error !== undefined) ctx.log.error_code ??= collector.error
     })))
+    if (guard.output) {
+      // The answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4): a held answer is withheld; a stream already went out, so it is recorded.
+      const violation = collector.text === "" ? undefined : guard.scanText(collector.text)
+      if (violation !== undefined) {
+        ctx.log.guardrail_output = violation
+        if (forwarded._tag === "Held") return yield* outputViolationError(violation)
+      }
+    }
     if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
   })
 }
