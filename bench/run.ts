@@ -16,6 +16,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "n
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Pool } from "undici"
+import { runGuardrailBench } from "./guardrail.ts"
 
 const QUICK = process.argv.includes("--quick")
 const REQUESTS = QUICK ? 2_000 : 10_000
@@ -146,8 +147,10 @@ const main = async () => {
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
   const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], 1, dir, "upstream")
   const upstreamUrl = JSON.parse(upstream.line).url as string
-  const configPath = join(dir, "gateway.toml")
-  writeFileSync(configPath, `[server]
+  /** A gateway on core 0 with the base configuration plus `extra` TOML. */
+  const startGateway = async (name: string, extra = "") => {
+    const configPath = join(dir, `${name}.toml`)
+    writeFileSync(configPath, `[server]
 host = "127.0.0.1"
 port = 0
 
@@ -159,10 +162,12 @@ credential = "none"
 [telemetry]
 enabled = false
 log_level = "info"
-`)
-  const gateway = await startProcess(["src/main.ts", "serve", "--config", configPath], 0, dir, "gateway")
-  const gatewayPort = JSON.parse(gateway.line).port as number
-  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`
+${extra}`)
+    const started = await startProcess(["src/main.ts", "serve", "--config", configPath], 0, dir, name)
+    return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
+  }
+  const gateway = await startGateway("gateway")
+  const gatewayUrl = gateway.url
 
   const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
   const chat = (stream: boolean) => JSON.stringify({ model: "gpt-4o", stream, messages: [{ role: "user", content: stream ? twentyWords : "hello" }] })
@@ -192,6 +197,7 @@ log_level = "info"
   ]
 
   const results: Array<Record<string, unknown>> = []
+  let guardrails: Record<string, number> = {}
   const pools = new Map<string, Pool>()
   const poolFor = (origin: string) => {
     let pool = pools.get(origin)
@@ -226,13 +232,35 @@ log_level = "info"
         saturated_gateway_p50_ms: round(gatewayRun.p50)
       })
     }
+    gateway.child.kill("SIGTERM")
+
+    // Guardrails: the scan alone, and the standard chat request's CPU with [security] on against off.
+    guardrails = await runGuardrailBench()
+    const offCpu = results[0].gateway_cpu_us_per_request as number
+    const secured = await startGateway("gateway-security", `
+[security]
+enabled = true
+output_guardrails = true
+blocklist = [${Array.from({ length: 1000 }, (_, i) => `"blocked-term-${i}"`).join(", ")}]
+`)
+    const nonStream = scenarios[0].viaGateway
+    const securedScenario = { ...nonStream, origin: secured.url }
+    await closedLoop(poolFor(secured.url), securedScenario, WARMUP)
+    const cpuBefore = cpuMicros(secured.child.pid!)
+    const securedRun = await closedLoop(poolFor(secured.url), securedScenario, REQUESTS)
+    const onCpu = (cpuMicros(secured.child.pid!) - cpuBefore) / securedRun.requests
+    secured.child.kill("SIGTERM")
+    guardrails.gateway_cpu_us_per_request_security_off = offCpu
+    guardrails.gateway_cpu_us_per_request_security_on = Math.round(onCpu)
+    guardrails.security_cpu_ratio = Math.round((onCpu / offCpu) * 100) / 100
   } finally {
     for (const pool of pools.values()) await pool.close()
     gateway.child.kill("SIGTERM")
     upstream.child.kill("SIGTERM")
   }
   console.table(results)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results }
+  console.table(guardrails)
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }

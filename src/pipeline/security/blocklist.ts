@@ -101,7 +101,18 @@ export const compileBlocklist = (terms: ReadonlyArray<string>): Blocklist => {
   const acceptRow = new Uint8Array(states * classes)
   for (let state = 0; state < states; state++) acceptRow[state * classes] = accept[state]
 
-  const run = (text: string): boolean => {
+  /** ASCII text: upper case shares its letter's class, so the text is read as it is, no copy. */
+  const runAscii = (text: string): boolean => {
+    let offset = 0
+    for (let i = 0; i < text.length; i++) {
+      offset = row[offset + asciiClass[text.charCodeAt(i)]]
+      if (acceptRow[offset] === 1) return true
+    }
+    return false
+  }
+
+  /** Any other text, already folded. */
+  const runFolded = (text: string): boolean => {
     let offset = 0
     for (let i = 0; i < text.length; i++) {
       const code = text.charCodeAt(i)
@@ -112,7 +123,7 @@ export const compileBlocklist = (terms: ReadonlyArray<string>): Blocklist => {
   }
 
   return {
-    matches: (text) => run(NON_ASCII.test(text) ? foldCase(text) : text),
+    matches: (text) => (NON_ASCII.test(text) ? runFolded(foldCase(text)) : runAscii(text)),
     size: folded.length
   }
 }

@@ -167,6 +167,15 @@ const numericCategory = (text: string): PiiCategory | undefined => {
     let span = match[0]
     // A span the pattern began on `(` without its `)` (or ended inside one) is trimmed to its digits.
     if (span.startsWith("(") && !span.includes(")")) span = span.slice(1)
+    // Too few digits for any category (a card has 13, an SSN 9, a phone 8), unless it is dotted like an address.
+    let digits = 0
+    let dots = 0
+    for (let i = 0; i < span.length; i++) {
+      const c = span.charCodeAt(i)
+      if (c >= 48 && c <= 57) digits++
+      else if (c === 46) dots++
+    }
+    if (digits < 8 && dots !== 3) continue
     const start = match.index + (match[0].length - span.length)
     const before = text.slice(Math.max(0, start - 12), start)
     const after = text.slice(start + span.length, start + span.length + 2)
