@@ -11,13 +11,13 @@ import type { GatewaySettings } from "./config/index.ts"
 import { listen, makeInFlight, makeRequestListener, makeRouter } from "./http/index.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./pipeline/telemetry/log.ts"
-import { Guardrail } from "./pipeline/index.ts"
+import { Guardrail, ResponseCache } from "./pipeline/index.ts"
 import { ProviderClient } from "./providers/transport.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
 import { TenantStore } from "./tenancy/TenantStore.ts"
 
 /** The services the running gateway needs. */
-export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail
+export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache
 
 /** The configuration file's one project, compiled with the stages' own compilers. */
 const staticProjects = (settings: GatewaySettings): Layer.Layer<TenantStore, never, Guardrail> =>
@@ -33,14 +33,20 @@ const staticProjects = (settings: GatewaySettings): Layer.Layer<TenantStore, nev
 export const liveLayer = (
   settings: GatewaySettings,
   log = new JsonLog(settings.file.telemetry.log_level),
-  overrides?: { readonly client?: Layer.Layer<ProviderClient>; readonly guardrail?: Layer.Layer<Guardrail> }
+  overrides?: {
+    readonly client?: Layer.Layer<ProviderClient>
+    readonly guardrail?: Layer.Layer<Guardrail>
+    readonly cache?: Layer.Layer<ResponseCache, never, Log>
+  }
 ): Layer.Layer<GatewayServices> => {
+  const logLayer = Layer.succeed(Log, log)
   const guardrail = overrides?.guardrail ?? Guardrail.layer
   return Layer.mergeAll(
     Layer.succeed(GatewayConfig, settings),
-    Layer.succeed(Log, log),
+    logLayer,
     overrides?.client ?? ProviderClient.layer,
     guardrail,
+    (overrides?.cache ?? ResponseCache.layer).pipe(Layer.provide(logLayer)),
     staticProjects(settings).pipe(Layer.provide(guardrail))
   )
 }
@@ -52,7 +58,6 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
   const { file } = settings
   // Sections this version validates but does not act on yet.
   for (const [key, enabled] of [
-    ["cache.enabled", file.cache.enabled],
     ["tenant_routing.enabled", file.tenant_routing.enabled],
     ["auth.enabled", file.auth.enabled],
     ["genai_telemetry.enabled", file.genai_telemetry.enabled]

@@ -349,6 +349,9 @@ export const checkConfig = (file: ConfigFile, env: Env): CheckResult => {
   if (file.cache.enabled && file.cache.encrypt && file.cache.encrypt_salt === "") {
     findings.error("cache.encrypt_salt", "must be non-empty when cache.encrypt = true")
   }
+  if (file.cache.enabled && !file.cache.encrypt) {
+    findings.warn("cache.encrypt", "false: answers are stored in clear; anyone who can read the store can read prompts' answers")
+  }
   if (file.cache.ttl_seconds > file.cache.max_ttl_seconds) {
     findings.error("cache.ttl_seconds", `${file.cache.ttl_seconds} exceeds cache.max_ttl_seconds (${file.cache.max_ttl_seconds})`)
   }

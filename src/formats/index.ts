@@ -82,3 +82,4 @@ export interface StreamEncoder {
 
 export { CALLER_CODECS, PROVIDER_CODECS } from "./chat-codecs.ts"
 export type { CallerCodec, CallerFormat, ProviderCodec } from "./chat-codecs.ts"
+export { ResponseAssembler, responseEvents } from "./replay.ts"

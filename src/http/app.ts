@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
-import { Log, makeChatProgram, makeProxyProgram } from "../pipeline/index.ts"
+import { Log, makeChatProgram, makeProxyProgram, ResponseCache } from "../pipeline/index.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
 import { chatRoutes } from "./chat.ts"
@@ -24,8 +24,9 @@ export const makeRouter = Effect.gen(function*() {
   const store = yield* TenantStore
   const project = makeProjectResolver(store, settings.file.auth.project_id)
   const { server } = settings.file
-  const runChat = makeChatProgram({ client, log })
-  const runProxy = makeProxyProgram({ client, log })
+  const cache = yield* ResponseCache
+  const runChat = makeChatProgram({ client, log, cache })
+  const runProxy = makeProxyProgram({ client, log, cache })
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: "projects", check: store.ready }]),
     ...modelRoutes(project),

@@ -71,10 +71,13 @@ class MemoryResponse implements CallerResponse {
 
   writeHead(status: number, headers: Array<string>): void {
     this.statusCode = status
+    // As Node does: the head's own headers replace those set before, and repeat among themselves.
+    const written: Record<string, string> = {}
     for (let i = 0; i + 1 < headers.length; i += 2) {
       const name = headers[i].toLowerCase()
-      this.headers[name] = this.headers[name] === undefined || name === "content-length" ? headers[i + 1] : `${this.headers[name]}, ${headers[i + 1]}`
+      written[name] = written[name] === undefined ? headers[i + 1] : `${written[name]}, ${headers[i + 1]}`
     }
+    Object.assign(this.headers, written)
     this.headersSent = true
     this.onHead()
   }

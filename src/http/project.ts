@@ -4,7 +4,7 @@
  * `x-gw-environment`. In single-team mode the store answers with the
  * configuration file's project whatever the headers say.
  */
-import type { Effect } from "effect"
+import { Effect } from "effect"
 import type { GatewayError, InfraError } from "../domain/index.ts"
 import { header } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
@@ -14,4 +14,9 @@ import type { TenantStore } from "../tenancy/TenantStore.ts"
 export type ProjectResolver = (ctx: HttpRequestContext) => Effect.Effect<Project, GatewayError | InfraError>
 
 export const makeProjectResolver = (store: TenantStore["Service"], defaultProjectId: string | undefined): ProjectResolver =>
-  (ctx) => store.resolve({ projectId: header(ctx, "x-gw-project-id") ?? defaultProjectId, environment: header(ctx, "x-gw-environment") })
+  (ctx) =>
+    Effect.map(store.resolve({ projectId: header(ctx, "x-gw-project-id") ?? defaultProjectId, environment: header(ctx, "x-gw-environment") }), (project) => {
+      // Every answer of a project with a cache says whether it came from it (a hit overrides this).
+      if (project.settings.file.cache.enabled) ctx.res.setHeader("x-gw-cache", "miss")
+      return project
+    })

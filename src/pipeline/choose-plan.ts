@@ -28,6 +28,8 @@ export interface ChosenPlan {
   readonly steps: ReadonlyArray<PlanStep>
   /** The drawn variant's parameters; undefined when there are none. */
   readonly overrides: Readonly<Record<string, unknown>> | undefined
+  /** The resolved plan as a cache key part: its name, and the variant drawn (`function::f#fast`). */
+  readonly resolved: string
 }
 
 export const choosePlan = (
@@ -42,10 +44,15 @@ export const choosePlan = (
   const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
   if (plan instanceof GatewayError) return Effect.fail(plan)
   ctx.log.model = clip(model)
-  if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, overrides: undefined })
+  if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, overrides: undefined, resolved: plan.name })
   return Effect.map(drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key")), (variant) => {
     ctx.res.setHeader("x-gw-variant", variant.name)
     ctx.log.variant = variant.name
-    return { plan, steps: variant.steps, overrides: Object.keys(variant.overrides).length > 0 ? variant.overrides : undefined }
+    return {
+      plan,
+      steps: variant.steps,
+      overrides: Object.keys(variant.overrides).length > 0 ? variant.overrides : undefined,
+      resolved: `${plan.name}#${variant.name}`
+    }
   })
 }

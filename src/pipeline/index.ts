@@ -13,6 +13,7 @@ export type { FormField, FormPart, SpooledFile, SpooledForm } from "./multipart.
 export { jsonBody, makeProxyProgram } from "./proxy.ts"
 export type { ProxyBody, ProxyDependencies, ProxyInput } from "./proxy.ts"
 export { JSON_CONTENT_TYPE, renderFailure, sendBody, sendFailure, sendJson } from "./reply.ts"
+export * from "./cache/index.ts"
 export * from "./security/index.ts"
 export { JsonLog, Log } from "./telemetry/log.ts"
 export type { LogLevel, LogSink } from "./telemetry/log.ts"

@@ -22,7 +22,22 @@ import { servableSteps } from "../routing/servable.ts"
 import type { PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { Project } from "../tenancy/project.ts"
-import { callerKey, callerKeyPolicy, forwardHeld, forwardStream, isEventStream, OPEN_GATE, passThroughHeaders, sendHeld } from "./forward/index.ts"
+import { cacheKey, cacheUse, hitHeaders } from "./cache/index.ts"
+import type { CacheScope, ResponseCache } from "./cache/index.ts"
+import { header } from "./context.ts"
+import {
+  callerKey,
+  callerKeyPolicy,
+  forwardHeld,
+  forwardStream,
+  isEventStream,
+  OPEN_GATE,
+  passThroughHeaders,
+  requestCredential,
+  sendHeld
+} from "./forward/index.ts"
+import { sendBody } from "./reply.ts"
+import type { PlanStep } from "../routing/plan.ts"
 import { choosePlan } from "./choose-plan.ts"
 import { inputViolationError } from "./security/Guardrail.ts"
 import type { Surface } from "./security/surfaces.ts"
@@ -68,13 +83,15 @@ const NO_OVERRIDES: Readonly<Record<string, unknown>> = Object.freeze({})
 
 export interface ProxyDependencies {
   readonly client: ProviderClient["Service"]
+  readonly cache: ResponseCache["Service"]
   readonly log: JsonLog
 }
 
-export const makeProxyProgram = ({ client, log }: ProxyDependencies) =>
+export const makeProxyProgram = ({ client, log, cache }: ProxyDependencies) =>
   Effect.fnUntraced(function*(input: ProxyInput) {
     const { ctx } = input
-    const { plan, steps: planSteps, overrides: drawn } = yield* choosePlan(ctx, input.project, input.model, input.endpoint)
+    const chosen = yield* choosePlan(ctx, input.project, input.model, input.endpoint)
+    const { plan, steps: planSteps, overrides: drawn } = chosen
     const overrides = drawn ?? NO_OVERRIDES
     const { guard } = input.project
     if (guard.enabled && input.scan !== undefined) {
@@ -88,6 +105,18 @@ export const makeProxyProgram = ({ client, log }: ProxyDependencies) =>
     // Targets whose provider cannot do this operation are skipped; none left → 400 (docs/reference/gateway-spec.md §4.3).
     const steps = servableSteps(planSteps, { capability: input.capability })
     if (steps instanceof GatewayError) return yield* steps
+
+    // Embeddings are cached (in auto mode always): a hit answers with the stored body.
+    const caching = yield* planBodyCaching(input, chosen.resolved, drawn, steps)
+    if (caching !== undefined) {
+      const entry = yield* cache.lookup(caching.scope, caching.key)
+      if (entry?.kind === "body") {
+        ctx.log.cache = "hit"
+        ctx.log.provider = entry.provider
+        return sendBody(ctx, entry.status, entry.bytes, entry.contentType, hitHeaders(entry))
+      }
+      ctx.log.cache = "miss"
+    }
 
     const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
     const forwarded = yield* executePlan(plan, steps, ({ target }) => {
@@ -120,5 +149,36 @@ export const makeProxyProgram = ({ client, log }: ProxyDependencies) =>
         Effect.scoped
       )
     }, attemptLogger(ctx, log))
-    if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
+    if (forwarded._tag === "Held") {
+      sendHeld(ctx, forwarded)
+      if (caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
+        yield* cache.store(caching.scope, caching.key, {
+          kind: "body",
+          status: forwarded.status,
+          contentType: String(forwarded.headers["content-type"] ?? "application/json"),
+          bytes: forwarded.body,
+          storedAt: Date.now(),
+          provider: ctx.log.provider ?? ""
+        }, caching.ttlSeconds)
+      }
+    }
   })
+
+/** How an embeddings request uses the cache, or undefined (another endpoint, the cache off, mode never). */
+const planBodyCaching = (
+  input: ProxyInput,
+  resolved: string,
+  overrides: Readonly<Record<string, unknown>> | undefined,
+  steps: ReadonlyArray<PlanStep>
+) => {
+  const { ctx, project } = input
+  const section = project.settings.file.cache
+  if (!section.enabled || input.operation !== "embeddings" || input.scan === undefined) return Effect.succeed(undefined)
+  const use = cacheUse(section, "embeddings", input.scan.json, header(ctx, "x-gw-cache"), header(ctx, "x-gw-cache-ttl"))
+  if (use instanceof GatewayError) return Effect.fail(use)
+  if (use === undefined) return Effect.succeed(undefined)
+  const credential = requestCredential(callerKey(ctx.req.headers), steps)
+  const scope: CacheScope = { section, projectId: project.projectId, credential }
+  const key = cacheKey({ projectId: project.projectId, credential, plan: resolved, overrides, format: "embeddings", body: input.scan.json })
+  return Effect.succeed({ scope, key, ttlSeconds: use.ttlSeconds })
+}

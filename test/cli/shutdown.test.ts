@@ -78,18 +78,12 @@ describe("start failures", () => {
   })
 })
 
-describe("features this version does not have", () => {
-  it("an enabled cache starts with a warning that it is ignored", async () => {
+describe("the cache at start", () => {
+  it("an enabled cache with encryption and no salt refuses to start, naming encrypt_salt", async () => {
     const path = join(dir, "cache.toml")
-    writeFileSync(path, "[server]\nport = 0\n[cache]\nenabled = true\nencrypt_salt = \"s\"\n")
-    const gateway = startCli(["serve", path], {})
-    try {
-      const warning = await gateway.logLine("config warning")
-      expect(warning.warning).toBe("cache.enabled: not available in this version; the section is validated and ignored")
-      await gateway.logLine("listening")
-    } finally {
-      gateway.child.kill("SIGTERM")
-      await gateway.finished
-    }
+    writeFileSync(path, "[server]\nport = 0\n[cache]\nenabled = true\n")
+    const finished = await startCli(["serve", path], {}).finished
+    expect(finished.code).toBe(1)
+    expect(finished.stderr).toContain("cache.encrypt_salt: must be non-empty when cache.encrypt = true")
   })
 })

@@ -345,9 +345,11 @@ describe("other sections", () => {
     )
   })
 
-  it("an enabled cache loads with a salt, or with encryption off", () => {
+  it("an enabled cache loads with a salt, or with encryption off (with a warning)", () => {
     expect(warningsOf(withServer({ cache: { enabled: true, encrypt_salt: "s4lt" } }))).toEqual([])
-    expect(warningsOf(withServer({ cache: { enabled: true, encrypt: false } }))).toEqual([])
+    expect(warningsOf(withServer({ cache: { enabled: true, encrypt: false } }))).toEqual([
+      "cache.encrypt: false: answers are stored in clear; anyone who can read the store can read prompts' answers"
+    ])
   })
 
   it("a disabled cache does not need a salt", () => {

@@ -6,11 +6,16 @@
  */
 import { classifyStreamError } from "../../domain/index.ts"
 import type { ChatResponse, ChatStreamEvent, StopReason, Usage } from "../../domain/index.ts"
+import { ResponseAssembler } from "../../formats/index.ts"
 import type { ChatSummary } from "../../formats/summary.ts"
 
 export const TEXT_CAP = 64 * 1024
 
 export class ResponseCollector {
+  /** Builds the whole answer from a stream, when the cache will keep it (bounded by its entry size). */
+  readonly assembler: ResponseAssembler | undefined
+  /** The whole answer of a non-streamed response, when the cache will keep it. */
+  final: ChatResponse | undefined
   model: string | undefined
   stopReason: StopReason | undefined
   usage: Usage | undefined
@@ -30,7 +35,18 @@ export class ResponseCollector {
     }
   }
 
+  /** `keepUpTo`: assemble the whole answer (for the cache), up to this many bytes of it. */
+  constructor(keepUpTo?: number) {
+    this.assembler = keepUpTo === undefined ? undefined : new ResponseAssembler(keepUpTo)
+  }
+
+  /** Whether the whole answer is wanted (the cache will keep it). */
+  get keeping(): boolean {
+    return this.assembler !== undefined
+  }
+
   event(event: ChatStreamEvent): void {
+    this.assembler?.event(event)
     switch (event.type) {
       case "message_start":
         if (event.model !== "") this.model = event.model
@@ -62,6 +78,7 @@ export class ResponseCollector {
   }
 
   response(response: ChatResponse): void {
+    if (this.keeping) this.final = response
     this.model = response.model
     this.stopReason = response.stopReason
     this.usage = response.usage

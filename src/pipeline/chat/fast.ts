@@ -6,9 +6,9 @@
  * changes a byte the caller gets.
  */
 import { commitsResponse } from "../../domain/index.ts"
-import type { CallerFormat, StreamError } from "../../domain/index.ts"
-import type { StreamDecoder } from "../../formats/index.ts"
-import { Anthropic, OpenAiChat, OpenAiResponses } from "../../formats/index.ts"
+import type { CallerFormat, ChatResponse, StreamError } from "../../domain/index.ts"
+import type { DecodeResult, StreamDecoder } from "../../formats/index.ts"
+import { Anthropic, OpenAiChat, OpenAiResponses, PROVIDER_CODECS } from "../../formats/index.ts"
 import { summarizeChatJson } from "../../formats/summary.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { StreamGate } from "../forward/index.ts"
@@ -52,12 +52,26 @@ export const chatStreamGate = (format: CallerFormat, collector: ResponseCollecto
   }
 }
 
-/** Reads a held same-format JSON answer into the collector; a body that is not such an answer is refused. */
+const RESPONSE_DECODERS: Readonly<Record<CallerFormat, (json: unknown) => DecodeResult<ChatResponse>>> = {
+  openai: PROVIDER_CODECS.openai.decodeResponse,
+  anthropic: PROVIDER_CODECS.anthropic.decodeResponse,
+  responses: OpenAiResponses.decodeResponsesResponse
+}
+
+/**
+ * Reads a held same-format JSON answer into the collector; a body that is not
+ * such an answer is refused. When the cache will keep the answer, it is
+ * decoded whole too.
+ */
 export const chatJsonInspector = (format: CallerFormat, collector: ResponseCollector) => (json: unknown): string | undefined => {
   const summary = summarizeChatJson(format, json)
   if (summary.model === undefined && summary.stopReason === undefined && summary.usage === undefined) {
     return "upstream sent a JSON body that is not a chat response"
   }
   collector.summary(summary)
+  if (collector.keeping) {
+    const decoded = RESPONSE_DECODERS[format](json)
+    if (decoded.ok) collector.final = decoded.value
+  }
   return undefined
 }

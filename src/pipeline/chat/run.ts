@@ -20,7 +20,13 @@ import type { AttemptInfo } from "../../routing/execute.ts"
 import type { PlanStep } from "../../routing/plan.ts"
 import { servableSteps, speaksNatively } from "../../routing/servable.ts"
 import type { Project } from "../../tenancy/project.ts"
+import { cacheKey, cacheUse } from "../cache/index.ts"
+import type { CacheScope, ResponseCache } from "../cache/index.ts"
 import { choosePlan } from "../choose-plan.ts"
+import type { ChosenPlan } from "../choose-plan.ts"
+import { header } from "../context.ts"
+import { JSON_CONTENT_TYPE } from "../reply.ts"
+import { replayChat } from "./replay.ts"
 import { inputViolationError, outputViolationError } from "../security/Guardrail.ts"
 import type { Surface } from "../security/surfaces.ts"
 import type { RequestContext } from "../context.ts"
@@ -35,6 +41,7 @@ import {
   forwardStream,
   isEventStream,
   passThroughHeaders,
+  requestCredential,
   sendHeld,
   translatedHeaders
 } from "../forward/index.ts"
@@ -56,6 +63,7 @@ export interface ChatInput {
 
 export interface ChatDependencies {
   readonly client: ProviderClient["Service"]
+  readonly cache: ResponseCache["Service"]
   readonly log: JsonLog
 }
 
@@ -114,7 +122,7 @@ const RESPONSE_FORMAT_PARAM: Readonly<Record<CallerFormat, string>> = {
 }
 
 export const makeChatProgram = (deps: ChatDependencies) => {
-  const { client, log } = deps
+  const { client, log, cache } = deps
 
   return Effect.fnUntraced(function*(input: ChatInput) {
     const { ctx, caller } = input
@@ -166,6 +174,20 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       }
     }
 
+    // The response cache: a hit answers here; a miss notes where the answer will be kept.
+    const caching = yield* planCaching(input, chosen, steps, json)
+    if (caching !== undefined) {
+      const entry = yield* cache.lookup(caching.scope, caching.key)
+      const request = entry?.kind === "chat" ? canonicalRequest() : undefined
+      if (entry?.kind === "chat" && request !== undefined && !(request instanceof GatewayError)) {
+        ctx.log.cache = "hit"
+        ctx.log.provider = entry.provider
+        replayChat(ctx, caller, input.stream, entry, request)
+        return
+      }
+      ctx.log.cache = "miss"
+    }
+
     const keyFor = callerKeyPolicy(callerKey(headers))
     // Same-format bodies: the caller's bytes, with the model spliced in for an alias (once per
     // target model, reused by retries); re-serialized only when a variant changed parameters.
@@ -179,8 +201,9 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       }
       return body
     }
-    /** The collector of the latest attempt: what the log line reports. */
-    let collector = new ResponseCollector()
+    /** The collector of the latest attempt: what the log line reports (and the cache keeps). */
+    const keepUpTo = caching?.scope.section.max_entry_size_bytes
+    let collector = new ResponseCollector(keepUpTo)
 
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
@@ -210,7 +233,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const attempt = ({ target }: AttemptInfo): Effect.Effect<Forwarded, UpstreamError> => {
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
-      collector = new ResponseCollector()
+      collector = new ResponseCollector(keepUpTo)
       const operation = fast && caller === "responses" ? "responses" : "chat"
       const { path, headers: auth, secret } = provider.request(operation, target.model, keyFor(provider.origin))
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
@@ -272,5 +295,33 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       }
     }
     if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
+    // Kept after it went out: only a whole, good answer no guardrail objected to.
+    if (caching !== undefined && ctx.log.guardrail_output === undefined) {
+      const held = forwarded._tag === "Held" ? forwarded : undefined
+      const response = held === undefined ? collector.assembler?.result() : held.status === 200 ? collector.final : undefined
+      if (response !== undefined) {
+        yield* cache.store(caching.scope, caching.key, {
+          kind: "chat",
+          response,
+          body: held === undefined ? undefined : { status: held.status, contentType: String(held.headers["content-type"] ?? JSON_CONTENT_TYPE), bytes: held.body },
+          storedAt: Date.now(),
+          provider: ctx.log.provider ?? ""
+        }, caching.ttlSeconds)
+      }
+    }
   })
+}
+
+/** How a request uses the cache: its scope, key and lifetime, or undefined when it does not. */
+const planCaching = (input: ChatInput, chosen: ChosenPlan, steps: ReadonlyArray<PlanStep>, json: Readonly<Record<string, unknown>>) => {
+  const { ctx, project } = input
+  const section = project.settings.file.cache
+  if (!section.enabled) return Effect.succeed(undefined)
+  const use = cacheUse(section, "chat", json, header(ctx, "x-gw-cache"), header(ctx, "x-gw-cache-ttl"))
+  if (use instanceof GatewayError) return Effect.fail(use)
+  if (use === undefined) return Effect.succeed(undefined)
+  const credential = requestCredential(callerKey(ctx.req.headers), steps)
+  const scope: CacheScope = { section, projectId: project.projectId, credential }
+  const key = cacheKey({ projectId: project.projectId, credential, plan: chosen.resolved, overrides: chosen.overrides, format: input.caller, body: json })
+  return Effect.succeed({ scope, key, ttlSeconds: use.ttlSeconds })
 }

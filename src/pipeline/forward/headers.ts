@@ -15,6 +15,7 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { Redacted } from "effect"
+import type { PlanStep } from "../../routing/plan.ts"
 
 const NEVER_UPSTREAM = new Set([
   "host",
@@ -137,6 +138,20 @@ export const callerKey = (incoming: IncomingHttpHeaders): Redacted.Redacted<stri
   const key = incoming["x-api-key"] ?? incoming["api-key"]
   const value = Array.isArray(key) ? key[0] : key
   return value === undefined || value === "" ? undefined : Redacted.make(value)
+}
+
+/**
+ * The credential a request runs with, for what is kept per credential (the
+ * response cache): the caller's own key, else the configured credential of
+ * the plan's first target.
+ */
+export const requestCredential = (
+  key: Redacted.Redacted<string> | undefined,
+  steps: ReadonlyArray<PlanStep>
+): Redacted.Redacted<string> | undefined => {
+  if (key !== undefined) return key
+  const first = steps[0]?.targets[0]
+  return first === undefined ? undefined : first.provider.request("chat", first.model).secret
 }
 
 /**

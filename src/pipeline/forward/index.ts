@@ -3,7 +3,7 @@
  * headers cross, the caller's key policy, writing heads and bodies, and the
  * verbatim body forwarder.
  */
-export { callerKey, callerKeyPolicy, passThroughHeaders, responseHeaders, translatedHeaders } from "./headers.ts"
+export { callerKey, callerKeyPolicy, passThroughHeaders, requestCredential, responseHeaders, translatedHeaders } from "./headers.ts"
 export { callerSink, commitHead, SSE_HEADERS, writeText } from "./sink.ts"
 export {
   EVENT_HOLD_CAP,

@@ -1,0 +1,71 @@
+/**
+ * Encryption at rest (`[cache] encrypt`, on by default): AES-256-GCM with a
+ * fresh 12-byte nonce per entry, the key derived with HKDF-SHA256 from the
+ * request's credential (salt `encrypt_salt`, info
+ * `gateway-cache/v1|<project id>`). A copy of the store reveals no prompt and
+ * no answer, and an entry written under one credential cannot be read with
+ * another.
+ *
+ * Derived keys are kept in a small LRU keyed by a fingerprint of the
+ * credential (never the credential), so HKDF runs once per credential, not
+ * per request. A request without any credential derives its key from the
+ * salt alone.
+ */
+import { Redacted } from "effect"
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto"
+import { credentialFingerprint } from "./key.ts"
+
+/** The first byte of a stored value. */
+const SEALED = 1
+const PLAIN = 0
+const NONCE = 12
+const TAG = 16
+
+const MAX_KEYS = 1024
+const derived = new Map<string, Buffer>()
+
+const keyFor = (credential: Redacted.Redacted<string> | undefined, salt: string, projectId: string): Buffer => {
+  const id = `${credentialFingerprint(credential)}\n${salt}\n${projectId}`
+  const known = derived.get(id)
+  if (known !== undefined) {
+    // Most recently used last.
+    derived.delete(id)
+    derived.set(id, known)
+    return known
+  }
+  const key = Buffer.from(hkdfSync("sha256", credential === undefined ? "" : Redacted.value(credential), salt, `gateway-cache/v1|${projectId}`, 32))
+  derived.set(id, key)
+  if (derived.size > MAX_KEYS) derived.delete(derived.keys().next().value!)
+  return key
+}
+
+export interface SealOptions {
+  readonly encrypt: boolean
+  readonly salt: string
+  readonly projectId: string
+  readonly credential: Redacted.Redacted<string> | undefined
+}
+
+/** The value to store: sealed (version, nonce, ciphertext, tag) or, with `encrypt = false`, marked plain. */
+export const seal = (plaintext: Uint8Array, options: SealOptions): Buffer => {
+  if (!options.encrypt) return Buffer.concat([Buffer.of(PLAIN), plaintext])
+  const nonce = randomBytes(NONCE)
+  const cipher = createCipheriv("aes-256-gcm", keyFor(options.credential, options.salt, options.projectId), nonce)
+  const body = cipher.update(plaintext)
+  cipher.final()
+  return Buffer.concat([Buffer.of(SEALED), nonce, body, cipher.getAuthTag()])
+}
+
+/** The plaintext of a stored value, or undefined when it does not open (another credential, tampered, garbage). */
+export const open = (stored: Uint8Array, options: SealOptions): Buffer | undefined => {
+  const bytes = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength)
+  if (bytes[0] === PLAIN) return options.encrypt ? undefined : bytes.subarray(1)
+  if (bytes[0] !== SEALED || bytes.length < 1 + NONCE + TAG || !options.encrypt) return undefined
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", keyFor(options.credential, options.salt, options.projectId), bytes.subarray(1, 1 + NONCE))
+    decipher.setAuthTag(bytes.subarray(bytes.length - TAG))
+    return Buffer.concat([decipher.update(bytes.subarray(1 + NONCE, bytes.length - TAG)), decipher.final()])
+  } catch {
+    return undefined
+  }
+}
