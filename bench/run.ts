@@ -198,6 +198,7 @@ ${extra}`)
 
   const results: Array<Record<string, unknown>> = []
   let guardrails: Record<string, number> = {}
+  let cache: Record<string, number> = {}
   const pools = new Map<string, Pool>()
   const poolFor = (origin: string) => {
     let pool = pools.get(origin)
@@ -253,6 +254,29 @@ blocklist = [${Array.from({ length: 1000 }, (_, i) => `"blocked-term-${i}"`).joi
     guardrails.gateway_cpu_us_per_request_security_off = offCpu
     guardrails.gateway_cpu_us_per_request_security_on = Math.round(onCpu)
     guardrails.security_cpu_ratio = Math.round((onCpu / offCpu) * 100) / 100
+
+    // The cache: every request the same, so all but the first are hits (a local Redis, database 9).
+    const cached = await startGateway("gateway-cache", `
+[cache]
+enabled = true
+url = "${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/9"
+default_mode = "always"
+encrypt_salt = "bench"
+`)
+    const cachedScenario = { ...nonStream, origin: cached.url }
+    await closedLoop(poolFor(cached.url), cachedScenario, WARMUP)
+    const cacheCpuBefore = cpuMicros(cached.child.pid!)
+    const hits = await closedLoop(poolFor(cached.url), cachedScenario, REQUESTS)
+    const hitCpu = (cpuMicros(cached.child.pid!) - cacheCpuBefore) / hits.requests
+    cached.child.kill("SIGTERM")
+    cache = {
+      direct_rps: results[0].direct_rps as number,
+      miss_rps: results[0].gateway_rps as number,
+      hit_rps: Math.round(hits.rps),
+      miss_cpu_us_per_request: offCpu,
+      hit_cpu_us_per_request: Math.round(hitCpu),
+      hit_p50_ms: round(hits.p50)
+    }
   } finally {
     for (const pool of pools.values()) await pool.close()
     gateway.child.kill("SIGTERM")
@@ -260,7 +284,8 @@ blocklist = [${Array.from({ length: 1000 }, (_, i) => `"blocked-term-${i}"`).joi
   }
   console.table(results)
   console.table(guardrails)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails }
+  console.table(cache)
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }

@@ -1,0 +1,105 @@
+/**
+ * The cache's store going away and coming back: with a redis-server this test
+ * starts on a port of its own, killed mid-run and restarted, every request
+ * keeps succeeding (a store that is down is a miss), the outage is logged
+ * once rather than per request, /readyz stays ready, and hits resume once
+ * the store is back.
+ */
+import { spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
+import { createServer } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
+import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
+import { startGateway } from "./harness.ts"
+import type { RunningGateway } from "./harness.ts"
+
+let port = 0
+let server: ChildProcess | undefined
+let fake: FakeUpstream
+let gateway: RunningGateway
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer()
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+
+const startRedis = async () => {
+  server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" })
+  const deadline = Date.now() + 5000
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = createServer().listen(port, "127.0.0.1")
+      socket.once("error", () => resolve(true))
+      socket.once("listening", () => socket.close(() => resolve(false)))
+    })
+    if (up) return
+    if (Date.now() > deadline) throw new Error("redis-server did not start")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const stopRedis = () =>
+  new Promise<void>((resolve) => {
+    if (server === undefined || server.exitCode !== null) return resolve()
+    server.once("exit", () => resolve())
+    server.kill("SIGKILL")
+  })
+
+beforeAll(async () => {
+  port = await freePort()
+  await startRedis()
+  fake = await startFakeUpstream({ kind: "openai" })
+  gateway = await startGateway({
+    providers: { openai: { base_url: `${fake.url}/v1`, models: ["gpt-4o"], credential: "none" } },
+    cache: { enabled: true, url: `redis://127.0.0.1:${port}`, encrypt_salt: "resilience", default_mode: "always" }
+  })
+})
+afterAll(async () => {
+  await gateway.close()
+  await fake.close()
+  await stopRedis()
+})
+
+const ask = async (text: string) => {
+  const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: text }] })
+  })
+  expect(response.status).toBe(200)
+  await response.text()
+  return response.headers.get("x-gw-cache")
+}
+
+/** Asks until the answer is a hit (the background write landed), within a bound. */
+const untilHit = async (text: string) => {
+  const deadline = Date.now() + 10_000
+  while ((await ask(text)) !== "hit") {
+    if (Date.now() > deadline) throw new Error("no hit")
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+describe("the cache's store down and back", () => {
+  it("requests keep succeeding throughout; the outage is logged once; hits resume", async () => {
+    await ask("before the outage")
+    await untilHit("before the outage")
+
+    await stopRedis()
+    for (let i = 0; i < 20; i++) expect(await ask(`during the outage ${i % 3}`)).toBe("miss")
+    expect(await ask("before the outage")).toBe("miss")
+    const ready = await fetch(`${gateway.url}/readyz`)
+    expect(ready.status).toBe(200)
+    const outage = gateway.logs.filter((line) => line.msg === "cache unavailable")
+    expect(outage.length).toBeGreaterThanOrEqual(1)
+    expect(outage.length).toBeLessThanOrEqual(3) // one per kind (connection, lookup, store), not one per request
+
+    await startRedis()
+    await untilHit("after the outage")
+  }, 40_000)
+})

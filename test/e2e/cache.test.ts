@@ -1,0 +1,213 @@
+/**
+ * The response cache against a real Redis (database 3 of the local server,
+ * emptied first): hits and misses, age, modes and TTLs, oversize entries,
+ * what an operator sees in Redis, and hits replayed as streams the official
+ * SDKs' stream helpers accept, on same-format and translated routes.
+ */
+import Anthropic from "@anthropic-ai/sdk"
+import OpenAI from "openai"
+import { Redacted } from "effect"
+import { Redis } from "ioredis"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { open } from "../../src/pipeline/cache/crypto.ts"
+import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
+import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
+import { startGateway } from "./harness.ts"
+import type { RunningGateway } from "./harness.ts"
+
+const REDIS_URL = `${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/3`
+const SALT = "cache-e2e-salt"
+const CONFIGURED = "sk-configured-openai-key-0123456789"
+
+let redis: Redis
+let openaiUp: FakeUpstream
+let anthropicUp: FakeUpstream
+let gateway: RunningGateway
+
+const openai = (key?: string) =>
+  new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key ?? "unused", maxRetries: 0, ...(key === undefined ? { defaultHeaders: { authorization: null } } : {}) })
+const anthropic = () => new Anthropic({ baseURL: gateway.url, apiKey: "unused", maxRetries: 0, defaultHeaders: { "x-api-key": null } })
+
+beforeAll(async () => {
+  redis = new Redis(REDIS_URL)
+  await redis.flushdb()
+  openaiUp = await startFakeUpstream({ kind: "openai" })
+  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
+  gateway = await startGateway({
+    providers: {
+      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "text-embedding-3-small"], credential: "env::OPENAI_KEY" },
+      anthropic: { base_url: anthropicUp.url, models: ["claude-e2e"], credential: "env::ANTHROPIC_KEY" }
+    },
+    cache: { enabled: true, url: REDIS_URL, encrypt_salt: SALT, max_ttl_seconds: 3600, ttl_seconds: 600, max_entry_size_bytes: 8192, pool_size: 2 }
+  }, { OPENAI_KEY: CONFIGURED, ANTHROPIC_KEY: "sk-ant-configured-key-0123456789" })
+})
+afterAll(async () => {
+  await gateway.close()
+  await Promise.all([openaiUp.close(), anthropicUp.close()])
+  await redis.flushdb()
+  redis.disconnect()
+})
+beforeEach(async () => {
+  openaiUp.reset()
+  anthropicUp.reset()
+  await redis.flushdb()
+})
+
+/** Waits until the background write of the last answer reached Redis. */
+const stored = async (count: number) => {
+  const deadline = Date.now() + 3000
+  while ((await redis.keys("gw:cache:v1:*")).length < count) {
+    if (Date.now() > deadline) throw new Error(`expected ${count} entries`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+let runs = 0
+/** A prompt no other test uses, so each test starts from a miss. */
+const prompt = (text: string) => `${text} #${++runs}`
+
+describe("hits and misses", () => {
+  it("a second identical request is a hit: the provider saw one request, and the age counts up", async () => {
+    const body = { model: "gpt-4o", temperature: 0, messages: [{ role: "user" as const, content: prompt("remember me") }] }
+    const first = await openai().chat.completions.create(body).withResponse()
+    expect(first.response.headers.get("x-gw-cache")).toBe("miss")
+    await stored(1)
+    const second = await openai().chat.completions.create(body).withResponse()
+    expect(second.response.headers.get("x-gw-cache")).toBe("hit")
+    expect(second.response.headers.get("x-gw-upstream-provider")).toBe("openai")
+    expect(second.data).toEqual(first.data)
+    expect(openaiUp.requests.length).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const third = await openai().chat.completions.create(body).withResponse()
+    expect(Number(third.response.headers.get("x-gw-cache-age"))).toBeGreaterThanOrEqual(1)
+  })
+
+  it("a different request, a different caller key, x-gw-cache: never, or a sampled request is a miss", async () => {
+    const text = prompt("distinct")
+    const body = { model: "gpt-4o", temperature: 0, messages: [{ role: "user" as const, content: text }] }
+    await openai().chat.completions.create(body)
+    await stored(1)
+    const outcomes = [
+      await openai().chat.completions.create({ ...body, messages: [{ role: "user", content: `${text}!` }] }).withResponse(),
+      await openai("sk-caller-a-0123456789").chat.completions.create(body).withResponse(),
+      await openai("sk-caller-b-0123456789").chat.completions.create(body).withResponse(),
+      await openai().chat.completions.create(body, { headers: { "x-gw-cache": "never" } }).withResponse(),
+      await openai().chat.completions.create({ ...body, temperature: 0.7 }).withResponse()
+    ]
+    expect(outcomes.map((outcome) => outcome.response.headers.get("x-gw-cache"))).toEqual(["miss", "miss", "miss", "miss", "miss"])
+    expect(openaiUp.requests.length).toBe(6)
+    // The two callers' own keys each got an entry of their own: each hits its own.
+    const again = await openai("sk-caller-a-0123456789").chat.completions.create(body).withResponse()
+    expect(again.response.headers.get("x-gw-cache")).toBe("hit")
+  })
+
+  it("x-gw-cache-ttl sets the entry's lifetime, capped by max_ttl_seconds", async () => {
+    await redis.flushdb()
+    await openai().chat.completions.create({ model: "gpt-4o", temperature: 0, messages: [{ role: "user", content: prompt("short") }] }, { headers: { "x-gw-cache-ttl": "60" } })
+    await stored(1)
+    const [short] = await redis.keys("gw:cache:v1:*")
+    expect(await redis.ttl(short)).toBeGreaterThan(50)
+    expect(await redis.ttl(short)).toBeLessThanOrEqual(60)
+    await redis.flushdb()
+    await openai().chat.completions.create({ model: "gpt-4o", temperature: 0, messages: [{ role: "user", content: prompt("long") }] }, { headers: { "x-gw-cache-ttl": "999999" } })
+    await stored(1)
+    const [long] = await redis.keys("gw:cache:v1:*")
+    expect(await redis.ttl(long)).toBeGreaterThan(3500)
+    expect(await redis.ttl(long)).toBeLessThanOrEqual(3600)
+  })
+
+  it("an answer larger than max_entry_size_bytes is not stored", async () => {
+    await redis.flushdb()
+    const body = { model: "gpt-4o", temperature: 0, messages: [{ role: "user" as const, content: prompt("big ".repeat(3000)) }] }
+    await openai().chat.completions.create(body)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(await redis.keys("gw:cache:v1:*")).toEqual([])
+    expect((await openai().chat.completions.create(body).withResponse()).response.headers.get("x-gw-cache")).toBe("miss")
+  })
+
+  it("embeddings are cached in auto mode", async () => {
+    const input = prompt("embed me")
+    await openai().embeddings.create({ model: "text-embedding-3-small", input })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const second = await openai().embeddings.create({ model: "text-embedding-3-small", input }).withResponse()
+    expect(second.response.headers.get("x-gw-cache")).toBe("hit")
+    expect(openaiUp.requests.length).toBe(1)
+  })
+
+  it("every model answer of the cache-enabled gateway says hit or miss, errors included", async () => {
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "nope", messages: [] }) })
+    expect(response.status).toBe(404)
+    expect(response.headers.get("x-gw-cache")).toBe("miss")
+  })
+})
+
+describe("what an operator sees in Redis", () => {
+  it("neither the prompt nor the answer is in a key or a value; another credential cannot open an entry", async () => {
+    await redis.flushdb()
+    const secret = prompt("the launch code is 1234-ALPHA")
+    await openai().chat.completions.create({ model: "gpt-4o", temperature: 0, messages: [{ role: "user", content: secret }] })
+    await stored(1)
+    const [key] = await redis.keys("gw:cache:v1:*")
+    expect(key).toMatch(/^gw:cache:v1:[0-9a-f]{64}$/)
+    const value = (await redis.getBuffer(key))!
+    expect(value.toString("latin1")).not.toContain("launch code")
+    expect(value.toString("latin1")).not.toContain("echo:")
+    const options = { encrypt: true, salt: SALT, projectId: "default" }
+    expect(open(value, { ...options, credential: Redacted.make(CONFIGURED) })?.toString()).toContain("launch code")
+    expect(open(value, { ...options, credential: Redacted.make("sk-someone-else-0123456789") })).toBeUndefined()
+  })
+})
+
+describe("hits replayed as streams the SDKs accept", () => {
+  it("OpenAI chat: a non-streamed answer replayed as a stream, text and usage intact", async () => {
+    const body = { model: "gpt-4o", temperature: 0, messages: [{ role: "user" as const, content: prompt("stream it later") }] }
+    const first = await openai().chat.completions.create(body)
+    await stored(1)
+    const stream = openai().chat.completions.stream({ ...body, stream_options: { include_usage: true } })
+    const final = await stream.finalChatCompletion()
+    expect(final.choices[0].message.content).toBe(first.choices[0].message.content)
+    expect(final.usage?.completion_tokens).toBe(first.usage?.completion_tokens)
+    expect(openaiUp.requests.length).toBe(1)
+  })
+
+  it("OpenAI chat: a streamed tool call kept and replayed, as a stream and as JSON", async () => {
+    const tools = [{ type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }]
+    const body = { model: "gpt-4o", seed: 1, tools, messages: [{ role: "user" as const, content: prompt("use tool for Paris") }] }
+    const first = await openai().chat.completions.stream(body).finalChatCompletion()
+    await stored(1)
+    const replayed = await openai().chat.completions.stream(body).finalChatCompletion()
+    expect(replayed.choices[0].message.tool_calls).toEqual(first.choices[0].message.tool_calls)
+    const json = await openai().chat.completions.create(body).withResponse()
+    expect(json.response.headers.get("x-gw-cache")).toBe("hit")
+    expect(json.data.choices[0].message.tool_calls?.[0]).toMatchObject({ function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" } })
+    expect(openaiUp.requests.length).toBe(1)
+  })
+
+  it("Anthropic messages, same format: a streamed answer replayed through the stream helper", async () => {
+    const body = { model: "claude-e2e", max_tokens: 100, temperature: 0, messages: [{ role: "user" as const, content: prompt("claude stream") }] }
+    const first = await anthropic().messages.stream(body).finalMessage()
+    await stored(1)
+    const replayed = await anthropic().messages.stream(body).finalMessage()
+    expect(replayed.content).toEqual(first.content)
+    expect(replayed.usage.output_tokens).toBe(first.usage.output_tokens)
+    expect(anthropicUp.requests.length).toBe(1)
+  })
+
+  it("Anthropic caller on an OpenAI model (translated): non-streamed first, replayed as a stream", async () => {
+    const body = { model: "gpt-4o", max_tokens: 100, temperature: 0, messages: [{ role: "user" as const, content: prompt("translate and keep") }] }
+    const first = await anthropic().messages.create(body)
+    await stored(1)
+    const replayed = await anthropic().messages.stream(body).finalMessage()
+    expect(replayed.content).toEqual(first.content)
+    expect(openaiUp.requests.length).toBe(1)
+  })
+
+  it("Responses API: a streamed answer replayed through responses.stream", async () => {
+    const body = { model: "claude-e2e", temperature: 0, input: prompt("responses replay") }
+    const first = await openai().responses.stream(body).finalResponse()
+    await stored(1)
+    const replayed = await openai().responses.stream(body).finalResponse()
+    expect(replayed.output_text).toBe(first.output_text)
+    expect(anthropicUp.requests.length).toBe(1)
+  })
+})
