@@ -79,7 +79,11 @@ interface Scenario {
   readonly path: string
   readonly body: string
   readonly headers: Record<string, string>
+  /** A distinct body per request (the n-th), instead of `body`. */
+  readonly bodyFor?: ((n: number) => string) | undefined
 }
+
+let requestCount = 0
 
 /**
  * One request through undici's low-level dispatch (no body stream objects):
@@ -90,7 +94,8 @@ const oneRequest = (pool: Pool, scenario: Scenario): Promise<number> =>
   new Promise((resolve, reject) => {
     const started = performance.now()
     let status = 0
-    pool.dispatch({ method: "POST", path: scenario.path, headers: scenario.headers, body: scenario.body }, {
+    const body = scenario.bodyFor === undefined ? scenario.body : scenario.bodyFor(requestCount++)
+    pool.dispatch({ method: "POST", path: scenario.path, headers: scenario.headers, body }, {
       onRequestStart() {},
       onResponseStart(_controller: unknown, statusCode: number) {
         status = statusCode
@@ -264,16 +269,26 @@ default_mode = "always"
 encrypt_salt = "bench"
 `)
     const cachedScenario = { ...nonStream, origin: cached.url }
+    // Misses: every body distinct (a lookup that finds nothing, the upstream call, the store).
+    const run = `${process.pid}-${Date.now()}`
+    const missScenario = { ...cachedScenario, bodyFor: (n: number) => JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: `hello ${run} ${n}` }] }) }
+    await closedLoop(poolFor(cached.url), missScenario, WARMUP)
+    const missCpuBefore = cpuMicros(cached.child.pid!)
+    const misses = await closedLoop(poolFor(cached.url), missScenario, REQUESTS)
+    const missCpu = (cpuMicros(cached.child.pid!) - missCpuBefore) / misses.requests
+    // Hits: every request the same.
     await closedLoop(poolFor(cached.url), cachedScenario, WARMUP)
-    const cacheCpuBefore = cpuMicros(cached.child.pid!)
+    const hitCpuBefore = cpuMicros(cached.child.pid!)
     const hits = await closedLoop(poolFor(cached.url), cachedScenario, REQUESTS)
-    const hitCpu = (cpuMicros(cached.child.pid!) - cacheCpuBefore) / hits.requests
+    const hitCpu = (cpuMicros(cached.child.pid!) - hitCpuBefore) / hits.requests
     cached.child.kill("SIGTERM")
     cache = {
       direct_rps: results[0].direct_rps as number,
-      miss_rps: results[0].gateway_rps as number,
+      uncached_rps: results[0].gateway_rps as number,
+      miss_rps: Math.round(misses.rps),
       hit_rps: Math.round(hits.rps),
-      miss_cpu_us_per_request: offCpu,
+      uncached_cpu_us_per_request: offCpu,
+      miss_cpu_us_per_request: Math.round(missCpu),
       hit_cpu_us_per_request: Math.round(hitCpu),
       hit_p50_ms: round(hits.p50)
     }

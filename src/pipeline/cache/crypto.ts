@@ -12,7 +12,8 @@
  * salt alone.
  */
 import { Redacted } from "effect"
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto"
+import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes } from "node:crypto"
+import type { KeyObject } from "node:crypto"
 import { credentialFingerprint } from "./key.ts"
 
 /** The first byte of a stored value. */
@@ -22,9 +23,10 @@ const NONCE = 12
 const TAG = 16
 
 const MAX_KEYS = 1024
-const derived = new Map<string, Buffer>()
+/** Key objects, not raw bytes: a cipher made from bytes builds a key object each time. */
+const derived = new Map<string, KeyObject>()
 
-const keyFor = (credential: Redacted.Redacted<string> | undefined, salt: string, projectId: string): Buffer => {
+const keyFor = (credential: Redacted.Redacted<string> | undefined, salt: string, projectId: string): KeyObject => {
   const id = `${credentialFingerprint(credential)}\n${salt}\n${projectId}`
   const known = derived.get(id)
   if (known !== undefined) {
@@ -33,7 +35,7 @@ const keyFor = (credential: Redacted.Redacted<string> | undefined, salt: string,
     derived.set(id, known)
     return known
   }
-  const key = Buffer.from(hkdfSync("sha256", credential === undefined ? "" : Redacted.value(credential), salt, `gateway-cache/v1|${projectId}`, 32))
+  const key = createSecretKey(Buffer.from(hkdfSync("sha256", credential === undefined ? "" : Redacted.value(credential), salt, `gateway-cache/v1|${projectId}`, 32)))
   derived.set(id, key)
   if (derived.size > MAX_KEYS) derived.delete(derived.keys().next().value!)
   return key

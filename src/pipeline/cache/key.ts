@@ -35,9 +35,19 @@ export const canonicalJson = (value: unknown): string => {
   return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(",")}}`
 }
 
+/** Fingerprints of credential objects (a configured credential is one object for the process's life). */
+const fingerprints = new WeakMap<Redacted.Redacted<string>, string>()
+
 /** A credential's fingerprint: its SHA-256, never the credential itself. */
-export const credentialFingerprint = (credential: Redacted.Redacted<string> | undefined): string =>
-  credential === undefined ? "none" : createHash("sha256").update(Redacted.value(credential)).digest("hex")
+export const credentialFingerprint = (credential: Redacted.Redacted<string> | undefined): string => {
+  if (credential === undefined) return "none"
+  let fingerprint = fingerprints.get(credential)
+  if (fingerprint === undefined) {
+    fingerprint = createHash("sha256").update(Redacted.value(credential)).digest("hex")
+    fingerprints.set(credential, fingerprint)
+  }
+  return fingerprint
+}
 
 /** The request's cache key: 64 hex characters. */
 export const cacheKey = (parts: CacheKeyParts): string => {

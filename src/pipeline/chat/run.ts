@@ -178,11 +178,13 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const caching = yield* planCaching(input, chosen, steps, json)
     if (caching !== undefined) {
       const entry = yield* cache.lookup(caching.scope, caching.key)
-      const request = entry?.kind === "chat" ? canonicalRequest() : undefined
-      if (entry?.kind === "chat" && request !== undefined && !(request instanceof GatewayError)) {
+      const request = () => {
+        const decoded = canonicalRequest()
+        return decoded instanceof GatewayError ? undefined : decoded
+      }
+      if (entry?.kind === "chat" && replayChat(ctx, caller, input.stream, entry, request)) {
         ctx.log.cache = "hit"
         ctx.log.provider = entry.provider
-        replayChat(ctx, caller, input.stream, entry, request)
         return
       }
       ctx.log.cache = "miss"
@@ -302,7 +304,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       if (response !== undefined) {
         yield* cache.store(caching.scope, caching.key, {
           kind: "chat",
-          response,
+          response: () => response,
           body: held === undefined ? undefined : { status: held.status, contentType: String(held.headers["content-type"] ?? JSON_CONTENT_TYPE), bytes: held.body },
           storedAt: Date.now(),
           provider: ctx.log.provider ?? ""

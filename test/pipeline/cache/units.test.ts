@@ -98,12 +98,23 @@ const answer: ChatResponse = {
 
 describe("entries", () => {
   it("round-trip a chat answer with its bytes, and a body", () => {
-    const chat = { kind: "chat" as const, response: answer, body: { status: 200, contentType: "application/json", bytes: Buffer.from("{\"x\":1}") }, storedAt: 5, provider: "openai" }
-    expect(decodeEntry(encodeEntry(chat))).toEqual(chat)
-    const body = { kind: "body" as const, status: 200, contentType: "application/json", bytes: Buffer.from("[1,2]"), storedAt: 6, provider: "azure" }
-    expect(decodeEntry(encodeEntry(body))).toEqual(body)
+    const bytes = Buffer.from("{\"x\":1}")
+    const chat = decodeEntry(encodeEntry({ kind: "chat", response: () => answer, body: { status: 200, contentType: "application/json", bytes }, storedAt: 5, provider: "openai" }))
+    expect(chat?.kind).toBe("chat")
+    if (chat?.kind !== "chat") return
+    expect(chat.response()).toEqual(answer)
+    expect(chat.body).toEqual({ status: 200, contentType: "application/json", bytes: expect.anything() })
+    expect(Buffer.from(chat.body!.bytes).equals(bytes)).toBe(true)
+    expect({ storedAt: chat.storedAt, provider: chat.provider }).toEqual({ storedAt: 5, provider: "openai" })
+    const streamed = decodeEntry(encodeEntry({ kind: "chat", response: () => answer, storedAt: 5, provider: "openai" }))
+    expect(streamed?.kind === "chat" && streamed.body === undefined && streamed.response()).toEqual(answer)
+    const body = decodeEntry(encodeEntry({ kind: "body", status: 200, contentType: "application/json", bytes: Buffer.from("[1,2]"), storedAt: 6, provider: "azure" }))
+    expect(body?.kind === "body" && { ...body, bytes: Buffer.from(body.bytes).toString() }).toEqual({ kind: "body", status: 200, contentType: "application/json", bytes: "[1,2]", storedAt: 6, provider: "azure" })
     expect(decodeEntry(Buffer.from("not json"))).toBeUndefined()
     expect(decodeEntry(Buffer.from("{\"v\":2}"))).toBeUndefined()
+    // Truncated anywhere: not an entry.
+    const whole = encodeEntry({ kind: "body", status: 200, contentType: "application/json", bytes: Buffer.from("[1,2]"), storedAt: 6, provider: "azure" })
+    for (let cut = 0; cut < whole.length - 5; cut++) expect(decodeEntry(whole.subarray(0, cut))).toBeUndefined()
   })
 })
 
