@@ -3,11 +3,13 @@
  * starts on a port of its own, killed mid-run and restarted, every request
  * keeps succeeding (a store that is down is a miss), the outage is logged
  * once rather than per request, /readyz stays ready, and hits resume once
- * the store is back.
+ * the store is back. A store slower than the 50 ms lookup budget (every
+ * client paused with CLIENT PAUSE) is a miss too.
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { createServer } from "node:net"
+import { Redis } from "ioredis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
@@ -84,6 +86,21 @@ const untilHit = async (text: string) => {
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
+
+describe("a slow store", () => {
+  it("a lookup slower than its budget is a miss, and the answer still comes", async () => {
+    await ask("slow store")
+    await untilHit("slow store")
+    const admin = new Redis(`redis://127.0.0.1:${port}`)
+    try {
+      await admin.call("CLIENT", "PAUSE", "1500", "ALL")
+      expect(await ask("slow store")).toBe("miss")
+    } finally {
+      admin.disconnect()
+    }
+    await untilHit("slow store")
+  }, 20_000)
+})
 
 describe("the cache's store down and back", () => {
   it("requests keep succeeding throughout; the outage is logged once; hits resume", async () => {

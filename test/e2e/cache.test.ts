@@ -10,7 +10,7 @@ import { Redacted } from "effect"
 import { Redis } from "ioredis"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { open } from "../../src/pipeline/cache/crypto.ts"
-import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
+import { openAiChunk, startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
 import { startGateway } from "./harness.ts"
 import type { RunningGateway } from "./harness.ts"
@@ -138,6 +138,89 @@ describe("hits and misses", () => {
     const response = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "nope", messages: [] }) })
     expect(response.status).toBe(404)
     expect(response.headers.get("x-gw-cache")).toBe("miss")
+  })
+})
+
+describe("what is never kept", () => {
+  const ask = (content: string, stream = false) =>
+    fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o", temperature: 0, stream, messages: [{ role: "user", content }] })
+    })
+
+  it("an upstream error is not stored: the same request goes upstream again", async () => {
+    const content = prompt("fails first")
+    openaiUp.script({ kind: "error", status: 400, message: "bad" })
+    expect((await ask(content)).status).toBe(400)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(await redis.keys("gw:cache:v1:*")).toEqual([])
+    const second = await ask(content)
+    expect(second.status).toBe(200)
+    expect(second.headers.get("x-gw-cache")).toBe("miss")
+    expect(openaiUp.requests.length).toBe(2)
+  })
+
+  it("a stream that did not finish is not stored", async () => {
+    const content = prompt("cut short")
+    openaiUp.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "half an ans" })], thenError: "close" })
+    await (await ask(content, true)).text().catch(() => "")
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(await redis.keys("gw:cache:v1:*")).toEqual([])
+    const again = await ask(content, true)
+    expect(again.headers.get("x-gw-cache")).toBe("miss")
+    expect(await again.text()).toContain("[DONE]")
+    expect(openaiUp.requests.length).toBe(2)
+  })
+
+  it("an answer the output guardrail refused is not stored", async () => {
+    const guarded = await startGateway({
+      providers: { openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "none" } },
+      security: { enabled: true, output_guardrails: true, blocklist: ["forbidden-word"] },
+      cache: { enabled: true, url: REDIS_URL, encrypt_salt: SALT, default_mode: "always" }
+    })
+    try {
+      // The fake echoes the prompt, so the answer carries the blocked term; the prompt itself is
+      // checked too, so it reaches the upstream spelled apart and comes back whole via the script.
+      openaiUp.script({ kind: "json", body: { id: "c1", object: "chat.completion", created: 1, model: "gpt-4o", choices: [{ index: 0, message: { role: "assistant", content: "the forbidden-word" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } } })
+      const body = JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: prompt("say it") }] })
+      const refused = await fetch(`${guarded.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body })
+      expect(refused.status).toBe(422)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(await redis.keys("gw:cache:v1:*")).toEqual([])
+      const again = await fetch(`${guarded.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body })
+      expect(again.status).toBe(200)
+      expect(again.headers.get("x-gw-cache")).toBe("miss")
+      expect(openaiUp.requests.length).toBe(2)
+    } finally {
+      await guarded.close()
+    }
+  })
+
+  it("a value that is not an entry (garbage in the store) is a miss, logged once", async () => {
+    const content = prompt("garbage later")
+    await ask(content)
+    await stored(1)
+    const [key] = await redis.keys("gw:cache:v1:*")
+    const garbage = Buffer.from("\x01not an entry at all, just bytes")
+    for (let i = 0; i < 3; i++) {
+      await redis.set(key, garbage)
+      const response = await ask(content)
+      expect(response.status).toBe(200)
+      expect(response.headers.get("x-gw-cache")).toBe("miss")
+      await response.text()
+      // The miss writes a good answer over the garbage in the background; wait for it.
+      const deadline = Date.now() + 3000
+      while ((await redis.getBuffer(key))?.equals(garbage) !== false) {
+        if (Date.now() > deadline) throw new Error("the answer was not stored again")
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    expect(openaiUp.requests.length).toBe(4)
+    const unreadable = gateway.logs.filter((line) => line.msg === "cache unavailable" && line.kind === "unreadable entry")
+    expect(unreadable.length).toBe(1)
+    // The miss stored a good answer again: the next request is a hit.
+    expect((await ask(content)).headers.get("x-gw-cache")).toBe("hit")
   })
 })
 
