@@ -65,6 +65,13 @@ export interface TelemetryShape {
 const SCOPE = "gateway"
 const FLUSH_TIMEOUT = "5 seconds"
 
+/**
+ * Waits for an export-side promise, bounded, never failing: its failures were
+ * already reported by the exporter (export-errors.ts).
+ */
+const settle = (run: () => Promise<unknown>): Effect.Effect<void> =>
+  Effect.promise(() => run().then(() => undefined, () => undefined)).pipe(Effect.timeout(FLUSH_TIMEOUT), Effect.ignore)
+
 const resourceOf = (serviceName: string, environment: string): Resource =>
   resourceFromAttributes(OtelResource.configToAttributes({ serviceName, attributes: { "deployment.environment.name": environment } }))
 
@@ -99,8 +106,7 @@ const make = (settings: TelemetrySettings, sinks: TelemetrySinks, errors: Export
             spanProcessors: [serverErrorStatus(sinks.appSpanProcessor())]
           })
         ),
-        (provider) =>
-          Effect.promise(() => provider.forceFlush().finally(() => provider.shutdown())).pipe(Effect.timeout(FLUSH_TIMEOUT), Effect.ignore)
+        (provider) => settle(() => provider.forceFlush().finally(() => provider.shutdown()))
       )
       requestContext = Context.make(Tracer.Tracer, makeAppTracer(appProvider.getTracer(SCOPE)))
     }
@@ -110,7 +116,7 @@ const make = (settings: TelemetrySettings, sinks: TelemetrySinks, errors: Export
         Effect.sync(() =>
           new GenAiRecorder(settings, sinks, resourceOf(genai.service_name, genai.environment), (error) => errors.report("genai record", error))
         ),
-        (recorder) => Effect.promise(() => recorder.shutdown())
+        (recorder) => settle(() => recorder.shutdown())
       )
     }
     const genAiRecorder = recorder
@@ -126,10 +132,7 @@ const make = (settings: TelemetrySettings, sinks: TelemetrySinks, errors: Export
         : (call, credential) =>
           Effect.flatMap(Effect.serviceOption(Tracer.ParentSpan), (parent) =>
             Effect.sync(() => genAiRecorder.record(call, genAiParentOf(parent), credential))),
-      flush: Effect.promise(() => Promise.all([provider?.forceFlush(), genAiRecorder?.flush()])).pipe(
-        Effect.timeout(FLUSH_TIMEOUT),
-        Effect.ignore
-      )
+      flush: settle(() => Promise.all([provider?.forceFlush(), genAiRecorder?.flush()]))
     } satisfies TelemetryShape
   })
 
