@@ -8,7 +8,8 @@
  *   The request program runs with `requestContext` (the tracer, or tracing
  *   switched off so spans are no-ops); `serverSpan` wraps it in the server
  *   span, continuing the caller's trace (`parentOf`). Parent-based sampling at
- *   `sample_ratio`.
+ *   `sample_ratio`, decided as the request starts: an unsampled request runs
+ *   with tracing off and creates no span.
  * - GenAI: `recordModelCall` records one span and its metrics per model call,
  *   exported with the request's platform token (or `otlp_bearer_token`).
  *
@@ -21,7 +22,6 @@
 import * as OtelResource from "@effect/opentelemetry/Resource"
 import { resourceFromAttributes } from "@opentelemetry/resources"
 import type { Resource } from "@opentelemetry/resources"
-import { ParentBasedSampler, TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base"
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node"
 import { Context, Effect, Layer, Option, References, Tracer } from "effect"
 import type { Scope } from "effect"
@@ -36,7 +36,7 @@ import { otlpSinks } from "./sinks.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "./sinks.ts"
 import { withServerSpan } from "./spans.ts"
 import type { ServerSpanRequest } from "./spans.ts"
-import { makeAppTracer, parentFromHeaders, serverErrorStatus } from "./tracer.ts"
+import { appSampler, makeAppTracer, parentFromHeaders, sampleRequest, serverErrorStatus } from "./tracer.ts"
 
 export interface TelemetryShape {
   /** `[telemetry] enabled`: request programs are traced. */
@@ -92,6 +92,20 @@ const TRACING_OFF = Context.make(References.TracerEnabled, false)
 const noParent = (): undefined => undefined
 const untraced = () => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => effect
 
+/**
+ * The server span of a sampled request; an unsampled one runs with tracing
+ * off (its spans are skipped or no-ops), still inside the caller's trace so a
+ * GenAI span can join it.
+ */
+const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const traced = withServerSpan(request)(effect)
+  const untraced = request.parent === undefined
+    ? Effect.withTracerEnabled(effect, false)
+    : Effect.withParentSpan(Effect.withTracerEnabled(effect, false), request.parent)
+  // Drawn each time the program runs, not when it is built.
+  return Effect.suspend(() => (sampleRequest(request.parent, ratio) ? traced : untraced))
+}
+
 const make = (settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog): Effect.Effect<TelemetryShape, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { telemetry, genai } = settings
@@ -102,7 +116,7 @@ const make = (settings: TelemetrySettings, sinks: TelemetrySinks, errors: Export
         Effect.sync(() =>
           new NodeTracerProvider({
             resource: resourceOf(telemetry.service_name, telemetry.environment),
-            sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(telemetry.sample_ratio) }),
+            sampler: appSampler(telemetry.sample_ratio),
             spanProcessors: [serverErrorStatus(sinks.appSpanProcessor())]
           })
         ),
@@ -125,7 +139,7 @@ const make = (settings: TelemetrySettings, sinks: TelemetrySinks, errors: Export
       tracing: telemetry.enabled,
       requestContext,
       parentOf: telemetry.enabled || genai.enabled ? parentFromHeaders : noParent,
-      serverSpan: telemetry.enabled ? withServerSpan : untraced,
+      serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : untraced,
       genAi: { enabled: genai.enabled, captureContent: genai.enabled && genai.capture_content },
       recordModelCall: genAiRecorder === undefined
         ? () => Effect.void

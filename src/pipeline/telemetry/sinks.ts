@@ -4,9 +4,10 @@
  * OTLP gRPC; the test sinks (memory.ts) keep everything in memory.
  *
  * Details
- * - Batching everywhere (bounded queue of 2048 spans, batches of 512, flushed
- *   every second) and an export timeout on every call: a collector that is
- *   down or slow fills a queue that then drops, it never holds a request.
+ * - Batching everywhere (bounded queues: 8192 application spans, 2048 per
+ *   GenAI token; batches of 512, flushed every second) and an export timeout
+ *   on every call: a collector that is down or slow fills a queue that then
+ *   drops, it never holds a request.
  * - GenAI exports carry `authorization: Bearer <token>` gRPC metadata: the
  *   request's platform token when the auth exchange gave one (one exporter per
  *   token, so no export call mixes tokens), else `otlp_bearer_token` if set.
@@ -53,6 +54,8 @@ export interface TelemetrySinks {
 }
 
 const BATCH = { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 1000, exportTimeoutMillis: 10_000 }
+/** The application trace has one queue (GenAI up to one per token): room for bursts of a few thousand requests. */
+const APP_BATCH = { ...BATCH, maxQueueSize: 8192 }
 const TRACE_EXPORT_TIMEOUT_MS = 10_000
 
 const bearer = (token: string): Metadata => {
@@ -75,7 +78,7 @@ export const otlpSinks = (settings: TelemetrySettings, errors: ExportErrorLog): 
     appSpanProcessor: () =>
       new BatchSpanProcessor(
         reportingSpanExporter(new OTLPTraceExporter({ url: telemetry.otlp_endpoint, timeoutMillis: TRACE_EXPORT_TIMEOUT_MS }), "traces", errors),
-        BATCH
+        APP_BATCH
       ),
     genAiSpanProcessor: (credential) => {
       const metadata = metadataFor(credential)

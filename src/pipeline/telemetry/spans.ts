@@ -3,11 +3,11 @@
  * conventions) and child spans for model resolution, each upstream attempt,
  * the guardrail scan and the cache lookup. These are plain `Effect.withSpan`
  * wrappers with fixed names and attribute keys, so every stage names things
- * the same way; with `[telemetry]` off they cost a no-op span each.
+ * the same way; with `[telemetry]` off they run the effect as it is.
  *
  * docs/operations.md lists every name and attribute.
  */
-import { Effect } from "effect"
+import { Effect, References } from "effect"
 import type { Tracer } from "effect"
 import type { ProviderKind } from "../../domain/index.ts"
 import { providerNameOf, serverOf } from "./genai/attributes.ts"
@@ -56,6 +56,13 @@ export const ERROR_BODY_LIMIT = 4096
 
 const decoder = new TextDecoder()
 
+/**
+ * `effect` in the span `name`, with options built only when tracing is on: with
+ * it off the effect runs as it is (no no-op span, no attribute object).
+ */
+const inSpan = <A, E, R>(effect: Effect.Effect<A, E, R>, name: string, options: () => Tracer.SpanOptions): Effect.Effect<A, E, R> =>
+  Effect.flatMap(References.TracerEnabled, (enabled) => (enabled ? Effect.withSpan(effect, name, options()) : effect))
+
 /** What the server span says about the request; `status` is read when the program ends. */
 export interface ServerSpanRequest {
   readonly method: string
@@ -93,7 +100,7 @@ export const withServerSpan = (request: ServerSpanRequest) => <A, E, R>(effect: 
 
 /** Model resolution (and the experiment draw). Annotate the outcome with `resolvedAttributes`. */
 export const withResolveSpan = (requestedModel: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withSpan(effect, SPAN.resolveModel, { attributes: { [ATTR.requestedModel]: requestedModel }, captureStackTrace: false }) as Effect.Effect<A, E, R>
+  inSpan(effect, SPAN.resolveModel, () => ({ attributes: { [ATTR.requestedModel]: requestedModel }, captureStackTrace: false }))
 
 /** What resolution chose, for `Effect.annotateCurrentSpan` inside `withResolveSpan`. */
 export const resolvedAttributes = (plan: string, variant?: string): Record<string, string> =>
@@ -141,32 +148,33 @@ const isAttemptFailure = (error: unknown): error is AttemptFailure =>
  * with `attemptFailureAttributes`; a stream that breaks after its head does
  * not fail the attempt, so annotate it with `Effect.annotateCurrentSpan` there.
  */
-export const withAttemptSpan = (info: AttemptSpanInfo) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const attributes: Record<string, unknown> = {
-    [ATTR.attemptNumber]: info.attempt,
-    [ATTR.providerId]: info.providerId,
-    [ATTR.providerName]: providerNameOf(info.providerId, info.kind),
-    [ATTR.targetId]: info.targetId,
-    [ATTR.upstreamModel]: info.model
-  }
-  const server = serverOf(info.origin)
-  if (server !== undefined) {
-    attributes[ATTR.serverAddress] = server.address
-    attributes[ATTR.serverPort] = server.port
-  }
-  if (info.path !== undefined) attributes[ATTR.path] = info.path
-  if (info.retryDelayMs !== undefined) attributes[ATTR.retryDelayMs] = Math.round(info.retryDelayMs)
-  return Effect.withSpan(
+export const withAttemptSpan = (info: AttemptSpanInfo) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  inSpan(
     Effect.tapError(effect, (error) => (isAttemptFailure(error) ? Effect.annotateCurrentSpan(attemptFailureAttributes(error)) : Effect.void)),
     SPAN.attempt,
-    { kind: "client", attributes, captureStackTrace: false }
-  ) as Effect.Effect<A, E, R>
-}
+    () => {
+      const attributes: Record<string, unknown> = {
+        [ATTR.attemptNumber]: info.attempt,
+        [ATTR.providerId]: info.providerId,
+        [ATTR.providerName]: providerNameOf(info.providerId, info.kind),
+        [ATTR.targetId]: info.targetId,
+        [ATTR.upstreamModel]: info.model
+      }
+      const server = serverOf(info.origin)
+      if (server !== undefined) {
+        attributes[ATTR.serverAddress] = server.address
+        attributes[ATTR.serverPort] = server.port
+      }
+      if (info.path !== undefined) attributes[ATTR.path] = info.path
+      if (info.retryDelayMs !== undefined) attributes[ATTR.retryDelayMs] = Math.round(info.retryDelayMs)
+      return { kind: "client", attributes, captureStackTrace: false }
+    }
+  )
 
 /** The input or output guardrail scan. Annotate `ATTR.guardrailOutcome` (`pass`, or the violation's code; never the matched text). */
 export const withGuardrailSpan = (direction: "input" | "output") => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withSpan(effect, SPAN.guardrail, { attributes: { [ATTR.guardrailDirection]: direction }, captureStackTrace: false }) as Effect.Effect<A, E, R>
+  inSpan(effect, SPAN.guardrail, () => ({ attributes: { [ATTR.guardrailDirection]: direction }, captureStackTrace: false }))
 
 /** The response cache lookup. Annotate `ATTR.cacheOutcome` (`hit`, `miss`, `error`, `bypass`). */
 export const withCacheLookupSpan = (mode: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withSpan(effect, SPAN.cacheLookup, { attributes: { [ATTR.cacheMode]: mode }, captureStackTrace: false }) as Effect.Effect<A, E, R>
+  inSpan(effect, SPAN.cacheLookup, () => ({ attributes: { [ATTR.cacheMode]: mode }, captureStackTrace: false }))
