@@ -1,5 +1,5 @@
 /**
- * The platform auth exchange (spec 5, `[auth]`), for customer-hosted gateways:
+ * The platform auth exchange (docs/reference/gateway-spec.md §5, `[auth]`), for customer-hosted gateways:
  * every request's platform key (`x-gw-authorization: Bearer <key>`) and
  * project (`x-gw-project-id`), or the `api_token` / `project_id` stand-ins,
  * are exchanged at `exchange_url` for a short-lived token, which is the

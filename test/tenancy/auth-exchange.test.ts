@@ -1,5 +1,5 @@
 /**
- * The platform auth exchange (spec 5) against a fake exchange on loopback:
+ * The platform auth exchange (docs/reference/gateway-spec.md §5) against a fake exchange on loopback:
  * what is sent, token caching with the skew, one exchange for concurrent
  * requests, the caller's 401/403/503, and secrets kept out of logs and errors.
  */

@@ -129,7 +129,7 @@ export interface AttemptFailure {
 
 /**
  * The attributes an attempt's failure adds: its classification, the upstream
- * status and, for a 5xx whose body the caller did not get (spec 7.3.6), that
+ * status and, for a 5xx whose body the caller did not get (docs/reference/gateway-spec.md §7.3.6), that
  * body's first 4 KB. This span is the one place the body is recorded.
  */
 export const attemptFailureAttributes = (failure: AttemptFailure): Record<string, string | number> => {

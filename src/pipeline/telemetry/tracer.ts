@@ -12,7 +12,7 @@
  *   copies per operation on the hot path.
  * - Failures are redacted before a span records them: an `UpstreamError`
  *   carries the upstream's own message (for a 5xx, text the caller never
- *   sees, spec 7.3.6), and every span the failure passes through would
+ *   sees, docs/reference/gateway-spec.md §7.3.6), and every span the failure passes through would
  *   otherwise copy it into an exception event. The attempt span records the
  *   withheld body explicitly (spans.ts); no other span does.
  * - A server span whose response is a 5xx gets status ERROR (HTTP semantic

@@ -1,6 +1,6 @@
 /**
  * Upstream failures on the trace: the attempt span says what failed and, for a
- * 5xx the caller did not see (spec 7.3.6), keeps the body's first 4 KB; no
+ * 5xx the caller did not see (docs/reference/gateway-spec.md §7.3.6), keeps the body's first 4 KB; no
  * other span carries the upstream's text.
  */
 import { SpanStatusCode } from "@opentelemetry/api"

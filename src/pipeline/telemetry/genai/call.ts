@@ -22,7 +22,7 @@ export interface GenAiTiming {
   readonly startedAt: number
   /** The answering attempt's request left for the upstream. */
   readonly attemptStartedAt?: number | undefined
-  /** The answering attempt's response head arrived ("the start of the response", spec 6.1.6). */
+  /** The answering attempt's response head arrived ("the start of the response", docs/reference/gateway-spec.md §6.1.6). */
   readonly responseStartedAt?: number | undefined
   /** The first content token of a stream arrived. */
   readonly firstTokenAt?: number | undefined
@@ -109,7 +109,7 @@ export const genAiSpanData = (call: GenAiCall, captureContent: boolean): GenAiSp
   return { name: `${call.operation} ${call.upstream.model}`, attributes, metricAttributes: metric }
 }
 
-/** Seconds from the start of the response to the first content token (spec 6.1.6), for streams that produced one. */
+/** Seconds from the start of the response to the first content token (docs/reference/gateway-spec.md §6.1.6), for streams that produced one. */
 export const timeToFirstTokenOf = (call: GenAiCall): number | undefined => {
   const { timing } = call
   if (!call.stream || timing.firstTokenAt === undefined) return undefined
