@@ -78,3 +78,18 @@ describe("GenAI pipelines", () => {
     void genai.shutdown()
   })
 })
+
+describe("GenAI metrics of a failed call", () => {
+  it("the duration carries error.type; token usage does not", async () => {
+    const memory = new TelemetryMemory()
+    const genai = recorder(memory)
+    genai.record({ ...call, error: "overloaded" }, undefined, undefined)
+    const histograms = await memory.histograms()
+    await genai.shutdown()
+    const duration = histograms.find((point) => point.name === "gen_ai.client.operation.duration")!
+    expect(duration.attributes["error.type"]).toBe("overloaded")
+    const tokens = histograms.filter((point) => point.name === "gen_ai.client.token.usage")
+    expect(tokens).toHaveLength(2)
+    for (const point of tokens) expect(point.attributes["error.type"]).toBeUndefined()
+  })
+})

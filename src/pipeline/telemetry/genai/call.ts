@@ -65,7 +65,7 @@ export interface GenAiCall {
 export interface GenAiSpanData {
   readonly name: string
   readonly attributes: Attributes
-  /** Attributes every metric of the call carries (low cardinality). */
+  /** Attributes every metric of the call carries (low cardinality; `error.type` is added to the duration only). */
   readonly metricAttributes: Attributes
 }
 
@@ -89,9 +89,8 @@ export const genAiSpanData = (call: GenAiCall, captureContent: boolean): GenAiSp
   }
   const responseModel = call.response?.model
   if (responseModel !== undefined && responseModel !== "") metric[GEN_AI.responseModel] = responseModel
-  if (call.error !== undefined) metric[ERROR_TYPE] = call.error
-
   const attributes: Attributes = { ...metric }
+  if (call.error !== undefined) attributes[ERROR_TYPE] = call.error
   if (call.request !== undefined) Object.assign(attributes, chatRequestAttributes(call.request, captureContent))
   if (call.requestAttributes !== undefined) Object.assign(attributes, call.requestAttributes)
   Object.assign(attributes, responseAttributes(call.response, { captureContent, failed: call.error !== undefined }))

@@ -22,7 +22,7 @@ import { MeterProvider } from "@opentelemetry/sdk-metrics"
 import { TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base"
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../sinks.ts"
-import { BUCKETS, GEN_AI, METRIC } from "./attributes.ts"
+import { BUCKETS, ERROR_TYPE, GEN_AI, METRIC } from "./attributes.ts"
 import { genAiSpanData, timeToFirstTokenOf } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
 
@@ -117,7 +117,8 @@ export class GenAiRecorder {
       const instruments = pipeline.instruments
       if (instruments === undefined) return
       const attributes = data.metricAttributes as OtelAttributes
-      instruments.duration.record(Math.max(0, call.timing.endedAt - call.timing.startedAt) / 1000, attributes)
+      const seconds = Math.max(0, call.timing.endedAt - call.timing.startedAt) / 1000
+      instruments.duration.record(seconds, call.error === undefined ? attributes : { ...attributes, [ERROR_TYPE]: call.error })
       const usage = call.response?.usage
       if (usage !== undefined) {
         instruments.tokenUsage.record(usage.inputTokens, { ...attributes, [GEN_AI.tokenType]: "input" })
