@@ -24,7 +24,6 @@ import { resourceFromAttributes } from "@opentelemetry/resources"
 import type { Resource } from "@opentelemetry/resources"
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node"
 import { Context, Effect, Layer, Option, References, Tracer } from "effect"
-import type { Scope } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { ExportErrorLog, installDiagnostics } from "./export-errors.ts"
 import type { GenAiCall } from "./genai/call.ts"
@@ -98,57 +97,56 @@ const untraced = () => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<
  * GenAI span can join it.
  */
 const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const traced = withServerSpan(request)(effect)
-  const untraced = request.parent === undefined
+  const sampled = withServerSpan(request)(effect)
+  const unsampled = request.parent === undefined
     ? Effect.withTracerEnabled(effect, false)
     : Effect.withParentSpan(Effect.withTracerEnabled(effect, false), request.parent)
   // Drawn each time the program runs, not when it is built.
-  return Effect.suspend(() => (sampleRequest(request.parent, ratio) ? traced : untraced))
+  return Effect.suspend(() => (sampleRequest(request.parent, ratio) ? sampled : unsampled))
 }
 
-const make = (settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog): Effect.Effect<TelemetryShape, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const { telemetry, genai } = settings
-    let requestContext = TRACING_OFF
-    let appProvider: NodeTracerProvider | undefined
-    if (telemetry.enabled) {
-      appProvider = yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          new NodeTracerProvider({
-            resource: resourceOf(telemetry.service_name, telemetry.environment),
-            sampler: appSampler(telemetry.sample_ratio),
-            spanProcessors: [serverErrorStatus(sinks.appSpanProcessor())]
-          })
-        ),
-        (provider) => settle(() => provider.forceFlush().finally(() => provider.shutdown()))
-      )
-      requestContext = Context.make(Tracer.Tracer, makeAppTracer(appProvider.getTracer(SCOPE)))
-    }
-    let recorder: GenAiRecorder | undefined
-    if (genai.enabled) {
-      recorder = yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          new GenAiRecorder(settings, sinks, resourceOf(genai.service_name, genai.environment), (error) => errors.report("genai record", error))
-        ),
-        (recorder) => settle(() => recorder.shutdown())
-      )
-    }
-    const genAiRecorder = recorder
-    const provider = appProvider
-    return {
-      tracing: telemetry.enabled,
-      requestContext,
-      parentOf: telemetry.enabled || genai.enabled ? parentFromHeaders : noParent,
-      serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : untraced,
-      genAi: { enabled: genai.enabled, captureContent: genai.enabled && genai.capture_content },
-      recordModelCall: genAiRecorder === undefined
-        ? () => Effect.void
-        : (call, credential) =>
-          Effect.flatMap(Effect.serviceOption(Tracer.ParentSpan), (parent) =>
-            Effect.sync(() => genAiRecorder.record(call, genAiParentOf(parent), credential))),
-      flush: settle(() => Promise.all([provider?.forceFlush(), genAiRecorder?.flush()]))
-    } satisfies TelemetryShape
-  })
+const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog) {
+  const { telemetry, genai } = settings
+  let requestContext = TRACING_OFF
+  let appProvider: NodeTracerProvider | undefined
+  if (telemetry.enabled) {
+    appProvider = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new NodeTracerProvider({
+          resource: resourceOf(telemetry.service_name, telemetry.environment),
+          sampler: appSampler(telemetry.sample_ratio),
+          spanProcessors: [serverErrorStatus(sinks.appSpanProcessor())]
+        })
+      ),
+      (provider) => settle(() => provider.forceFlush().finally(() => provider.shutdown()))
+    )
+    requestContext = Context.make(Tracer.Tracer, makeAppTracer(appProvider.getTracer(SCOPE)))
+  }
+  let recorder: GenAiRecorder | undefined
+  if (genai.enabled) {
+    recorder = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new GenAiRecorder(settings, sinks, resourceOf(genai.service_name, genai.environment), (error) => errors.report("genai record", error))
+      ),
+      (recorder) => settle(() => recorder.shutdown())
+    )
+  }
+  const genAiRecorder = recorder
+  const provider = appProvider
+  return {
+    tracing: telemetry.enabled,
+    requestContext,
+    parentOf: telemetry.enabled || genai.enabled ? parentFromHeaders : noParent,
+    serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : untraced,
+    genAi: { enabled: genai.enabled, captureContent: genai.enabled && genai.capture_content },
+    recordModelCall: genAiRecorder === undefined
+      ? () => Effect.void
+      : (call, credential) =>
+        Effect.flatMap(Effect.serviceOption(Tracer.ParentSpan), (parent) =>
+          Effect.sync(() => genAiRecorder.record(call, genAiParentOf(parent), credential))),
+    flush: settle(() => Promise.all([provider?.forceFlush(), genAiRecorder?.flush()]))
+  } satisfies TelemetryShape
+})
 
 export class Telemetry extends Context.Service<Telemetry, TelemetryShape>()("gateway/pipeline/telemetry/Telemetry") {
   /**
