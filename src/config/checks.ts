@@ -11,6 +11,7 @@ import { parseCredentialLocation, resolveCredential } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
 import type { ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
+import { checkTelemetrySections } from "./telemetry-checks.ts"
 import { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } from "./variant-params.ts"
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -358,6 +359,7 @@ export const checkConfig = (file: ConfigFile, env: Env): CheckResult => {
   if (file.auth.enabled && (file.auth.exchange_url === undefined || file.auth.exchange_url === "")) {
     findings.error("auth.exchange_url", "required when auth.enabled = true")
   }
+  checkTelemetrySections(file, findings)
   if (file.routing.circuit_breaker.enabled) {
     findings.warn("routing.circuit_breaker", "deprecated and ignored; failover is sequential and stateless (strategy = \"fallback\")")
   }

@@ -89,7 +89,15 @@ export const settingsFromDocument = (
   }
   const file = decoded.value
   const checked = checkConfig(file, env)
-  if (checked.errors.length > 0) return { ok: false, error: fail(source, checked.errors, [...warnings, ...checked.warnings]) }
+  if (checked.errors.length > 0) {
+    // A finding about a value an environment variable set names the variable, as schema errors do.
+    const named = checked.errors.map((line) => {
+      const at = line.indexOf(": ")
+      const variable = at === -1 ? undefined : overridden.provenance.get(line.slice(0, at))
+      return variable === undefined ? line : `${line.slice(0, at)} (from ${variable})${line.slice(at)}`
+    })
+    return { ok: false, error: fail(source, named, [...warnings, ...checked.warnings]) }
+  }
   const settled = checked.antiEntropyIntervalSecs === file.tenant_routing.anti_entropy_interval_secs
     ? file
     : { ...file, tenant_routing: { ...file.tenant_routing, anti_entropy_interval_secs: checked.antiEntropyIntervalSecs } }

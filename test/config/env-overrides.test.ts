@@ -1,6 +1,9 @@
 /** Environment variable overrides (docs/reference/gateway-spec.md §2.7 table): each variable beats the TOML value; a bad value fails naming the variable. */
 import { describe, expect, it } from "vitest"
 import { ENV_OVERRIDES } from "../../src/config/index.ts"
+import type { GenAiCall } from "../../src/pipeline/telemetry/genai/call.ts"
+import { startOtlpReceiver } from "../fixtures/otlp-receiver.ts"
+import { requestProgram, settingsOf, startTelemetry } from "../pipeline/telemetry/support.ts"
 import { failure, INVALID, load, warningsOf, withServer } from "./support.ts"
 
 type Section = "telemetry" | "genai_telemetry" | "tenant_routing"
@@ -148,5 +151,60 @@ describe("environment overrides", () => {
     const document = withServer({ telemetry: { service_name: "file-name" } })
     load(document, { SERVICE_NAME: "env-name" })
     expect(document).toEqual(withServer({ telemetry: { service_name: "file-name" } }))
+  })
+})
+
+describe("telemetry overrides reach the exporters", () => {
+  const call: GenAiCall = {
+    operation: "chat",
+    requestedModel: "gpt-4o",
+    upstream: { providerId: "openai", kind: "openai", origin: "https://api.openai.test", model: "gpt-4o" },
+    request: { format: "canonical", request: { model: "gpt-4o", system: [], messages: [{ role: "user", content: [{ type: "text", text: "secret prompt" }] }], stream: false, includeUsage: false, unmapped: {}, untranslatable: [] } },
+    stream: false,
+    timing: { startedAt: 0, endedAt: 1 }
+  }
+
+  it("the [telemetry] variables set the endpoint, the resource and the sample ratio; the [genai_telemetry] ones theirs", async () => {
+    const collector = await startOtlpReceiver()
+    try {
+      const file = {
+        telemetry: { otlp_endpoint: "http://127.0.0.1:1", sample_ratio: 0, service_name: "file-gw" },
+        genai_telemetry: { enabled: false, otlp_endpoint: "http://127.0.0.1:1", sample_ratio: 0, capture_content: true }
+      }
+      const env = {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        SERVICE_NAME: "env-gw",
+        ENVIRONMENT: "env-staging",
+        OTEL_TRACES_SAMPLER_RATIO: "1",
+        GATEWAY_GENAI_TELEMETRY_ENABLED: "true",
+        GATEWAY_GENAI_OTLP_ENDPOINT: collector.url,
+        GATEWAY_GENAI_SERVICE_NAME: "env-genai",
+        GATEWAY_GENAI_ENVIRONMENT: "env-genai-staging",
+        GATEWAY_GENAI_SAMPLE_RATIO: "1",
+        GATEWAY_GENAI_CAPTURE_CONTENT: "false",
+        GATEWAY_GENAI_OTLP_BEARER_TOKEN: "env-collector-token"
+      }
+      const running = await startTelemetry(settingsOf(file, env))
+      await running.run(requestProgram(running.telemetry))
+      await running.run(running.telemetry.recordModelCall(call))
+      await running.run(running.telemetry.flush)
+      await running.close()
+      await collector.waitFor((c) => c.spans().length >= 6)
+      const server = collector.spans().find((span) => span.kind === 2)!
+      expect(server.resource).toMatchObject({ "service.name": "env-gw", "deployment.environment.name": "env-staging" })
+      const genai = collector.spans().find((span) => span.name === "chat gpt-4o")!
+      expect(genai.resource).toMatchObject({ "service.name": "env-genai", "deployment.environment.name": "env-genai-staging" })
+      expect(genai.metadata.authorization).toBe("Bearer env-collector-token")
+      expect(server.metadata.authorization).toBeUndefined()
+      expect(genai.attributes["gen_ai.input.messages"]).toBeUndefined()
+    } finally {
+      await collector.close()
+    }
+  })
+
+  it("GATEWAY_TELEMETRY_ENABLED=false switches the application trace off", async () => {
+    const running = await startTelemetry(settingsOf({ telemetry: { enabled: true } }, { GATEWAY_TELEMETRY_ENABLED: "false" }))
+    expect(running.telemetry.tracing).toBe(false)
+    await running.close()
   })
 })

@@ -1,0 +1,150 @@
+/**
+ * `node bench/telemetry.ts [--quick]`: what tracing costs a request. Runs a
+ * request-shaped program (a server span with three children: model
+ * resolution, cache lookup, one upstream attempt) many times and reports the
+ * CPU time per request of this process, exports included, against an OTLP
+ * receiver in a child process (so decoding there is not counted here):
+ *
+ * - bare: the program with no span wrappers at all;
+ * - off: `[telemetry] enabled = false` (spans are no-ops);
+ * - ratio 0.1 (the default) and ratio 1.0;
+ * - ratio 1.0 plus one GenAI span and its metrics per request.
+ *
+ * `runTelemetryBench()` returns the figures; `npm run bench` can print them
+ * beside the gateway's throughput. Bounded: a fixed request count per scenario.
+ */
+import { spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
+import { createInterface } from "node:readline"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { GatewayConfig } from "../src/config/index.ts"
+import type { GenAiCall } from "../src/pipeline/telemetry/genai/call.ts"
+import { JsonLog, Log } from "../src/pipeline/telemetry/log.ts"
+import { telemetrySettingsOf } from "../src/pipeline/telemetry/sinks.ts"
+import { withAttemptSpan, withCacheLookupSpan, withResolveSpan } from "../src/pipeline/telemetry/spans.ts"
+import { Telemetry } from "../src/pipeline/telemetry/Telemetry.ts"
+import type { TelemetryShape } from "../src/pipeline/telemetry/Telemetry.ts"
+
+const QUICK = process.argv.includes("--quick")
+const REQUESTS = QUICK ? 10_000 : 50_000
+const WARMUP = QUICK ? 2_000 : 10_000
+/** Requests run back to back before yielding to the event loop (where batches are exported). */
+const CHUNK = 50
+
+export interface TelemetryBenchResult {
+  readonly scenario: string
+  /** CPU time (user + system) of this process per request, in microseconds. */
+  readonly cpuMicrosPerRequest: number
+  /** Over the bare program. */
+  readonly overheadMicros: number
+}
+
+const work = Effect.void
+
+const bare = Effect.gen(function*() {
+  yield* work
+  yield* work
+  yield* work
+})
+
+const traced = (telemetry: TelemetryShape) =>
+  Effect.gen(function*() {
+    yield* withResolveSpan("gpt-4o")(work)
+    yield* withCacheLookupSpan("auto")(work)
+    yield* withAttemptSpan({ attempt: 1, providerId: "openai", kind: "openai", origin: "https://api.openai.com", targetId: "openai::gpt-4o", model: "gpt-4o", path: "fast" })(work)
+  }).pipe(telemetry.serverSpan({ method: "POST", route: "/v1/chat/completions", path: "/v1/chat/completions", requestId: "bench", status: () => 200 }))
+
+const call: GenAiCall = {
+  operation: "chat",
+  requestedModel: "gpt-4o",
+  upstream: { providerId: "openai", kind: "openai", origin: "https://api.openai.com", model: "gpt-4o" },
+  request: { format: "openai", json: { model: "gpt-4o", messages: [{ role: "user", content: "Hello" }], temperature: 0.2 }, canonical: () => undefined },
+  stream: true,
+  response: { id: "chatcmpl-1", model: "gpt-4o-2024-08-06", stopReason: "end_turn", usage: { inputTokens: 12, outputTokens: 30 }, text: "Hi there" },
+  timing: { startedAt: 0, attemptStartedAt: 1, responseStartedAt: 20, firstTokenAt: 40, endedAt: 200 }
+}
+
+/** An OTLP receiver in a child process: `node bench/telemetry.ts --receiver` prints its URL. */
+const startReceiverProcess = (): Promise<{ readonly url: string; readonly child: ChildProcess }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [new URL(import.meta.url).pathname, "--receiver"], { stdio: ["ignore", "pipe", "inherit"] })
+    const lines = createInterface({ input: child.stdout! })
+    const timer = setTimeout(() => reject(new Error("the OTLP receiver did not start")), 15_000)
+    lines.once("line", (url) => {
+      clearTimeout(timer)
+      resolve({ url, child })
+    })
+    child.once("exit", (code) => reject(new Error(`the OTLP receiver exited with ${code}`)))
+  })
+
+const measure = async (run: () => void): Promise<number> => {
+  for (let i = 0; i < WARMUP; i++) {
+    run()
+    if (i % CHUNK === 0) await new Promise((resolve) => setImmediate(resolve))
+  }
+  const start = process.cpuUsage()
+  for (let i = 0; i < REQUESTS; i++) {
+    run()
+    if (i % CHUNK === 0) await new Promise((resolve) => setImmediate(resolve))
+  }
+  const used = process.cpuUsage(start)
+  return (used.user + used.system) / REQUESTS
+}
+
+const withTelemetry = async (sections: object, genAi: boolean): Promise<number> => {
+  const settings = telemetrySettingsOf(GatewayConfig.fromDocument({ server: {}, ...sections }).file)
+  const scope = Effect.runSync(Scope.make())
+  // Export problems (spans dropped from a full queue) are printed: they would make a figure too good.
+  const layer = Telemetry.layer(settings).pipe(Layer.provide(Layer.succeed(Log, new JsonLog("warn", process.stderr))))
+  const telemetry = Context.get(await Effect.runPromise(Layer.buildWithScope(layer, scope)), Telemetry)
+  const program = genAi ? Effect.andThen(traced(telemetry), telemetry.recordModelCall(call)) : traced(telemetry)
+  const runSync = Effect.runSyncWith(telemetry.requestContext)
+  // The last batches' export is part of the cost: flush inside the measured window.
+  const micros = await measure(() => runSync(program))
+  const flushStart = process.cpuUsage()
+  await Effect.runPromise(telemetry.flush)
+  const flushed = process.cpuUsage(flushStart)
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  return micros + (flushed.user + flushed.system) / REQUESTS
+}
+
+export const runTelemetryBench = async (): Promise<ReadonlyArray<TelemetryBenchResult>> => {
+  const receiver = await startReceiverProcess()
+  try {
+    const off = { enabled: false }
+    const at = (ratio: number) => ({ otlp_endpoint: receiver.url, sample_ratio: ratio })
+    const genai = { enabled: true, otlp_endpoint: receiver.url, metrics_export_interval_secs: 5, metrics_export_timeout_secs: 5 }
+    const runBare = Effect.runSync
+    // Every code path (sampled, unsampled, GenAI) runs hot before anything is measured:
+    // a scenario measured first would otherwise pay the JIT's warm-up for the others.
+    await withTelemetry({ telemetry: at(0.5), genai_telemetry: genai }, true)
+    const bareMicros = await measure(() => runBare(bare))
+    const figures: Array<[string, number]> = [
+      ["bare (no spans)", bareMicros],
+      ["[telemetry] off", await withTelemetry({ telemetry: off }, false)],
+      ["sample_ratio 0.1", await withTelemetry({ telemetry: at(0.1) }, false)],
+      ["sample_ratio 1.0", await withTelemetry({ telemetry: at(1) }, false)],
+      ["sample_ratio 1.0 + GenAI span and metrics", await withTelemetry({ telemetry: at(1), genai_telemetry: genai }, true)]
+    ]
+    return figures.map(([scenario, micros]) => ({
+      scenario,
+      cpuMicrosPerRequest: Math.round(micros * 100) / 100,
+      overheadMicros: Math.round((micros - bareMicros) * 100) / 100
+    }))
+  } finally {
+    receiver.child.kill("SIGTERM")
+  }
+}
+
+if (process.argv.includes("--receiver")) {
+  const { startOtlpReceiver } = await import("../test/fixtures/otlp-receiver.ts")
+  const receiver = await startOtlpReceiver({ record: false })
+  process.stdout.write(`${receiver.url}\n`)
+  process.on("SIGTERM", () => void receiver.close().then(() => process.exit(0)))
+} else if (import.meta.url === `file://${process.argv[1]}`) {
+  const results = await runTelemetryBench()
+  process.stdout.write(`telemetry cost per request (${REQUESTS} requests, CPU time of the gateway process, exports included)\n`)
+  for (const result of results) {
+    process.stdout.write(`  ${result.scenario.padEnd(44)} ${result.cpuMicrosPerRequest.toFixed(2).padStart(8)} µs   +${result.overheadMicros.toFixed(2)} µs\n`)
+  }
+}

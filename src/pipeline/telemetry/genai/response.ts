@@ -1,0 +1,63 @@
+/**
+ * The response half of a GenAI span: what the answer was (model, id, finish
+ * reason, token usage) and, with content capture, the output messages. Built
+ * from a summary both paths produce: the fast path's tap and the normalized
+ * path's collector see the same canonical events.
+ */
+import type { ChatResponse, StopReason, Usage } from "../../../domain/index.ts"
+import { finishReasonOf, GATEWAY_GENAI, GEN_AI } from "./attributes.ts"
+import { capJson, outputMessagesOf } from "./messages.ts"
+import type { Attributes } from "./request.ts"
+
+/** What a model call answered, as far as it got. */
+export interface GenAiResponseSummary {
+  readonly id?: string | undefined
+  readonly model?: string | undefined
+  readonly stopReason?: StopReason | undefined
+  readonly usage?: Usage | undefined
+  /** The answer's text (the collector keeps at most 64 KB of it). */
+  readonly text?: string | undefined
+  readonly toolCalls?: ReadonlyArray<{ readonly id: string; readonly name: string; readonly arguments: string }> | undefined
+}
+
+/** The summary of a complete canonical response (normalized non-streamed answers, cache hits). */
+export const summaryOfResponse = (response: ChatResponse): GenAiResponseSummary => {
+  let text = ""
+  const toolCalls: Array<{ id: string; name: string; arguments: string }> = []
+  for (const part of response.content) {
+    if (part.type === "text") text += part.text
+    else toolCalls.push({ id: part.id, name: part.name, arguments: part.arguments })
+  }
+  return { id: response.id, model: response.model, stopReason: response.stopReason, usage: response.usage, text, toolCalls }
+}
+
+const usageAttributes = (usage: Usage, attributes: Attributes): void => {
+  attributes[GEN_AI.usageInputTokens] = usage.inputTokens
+  attributes[GEN_AI.usageOutputTokens] = usage.outputTokens
+  if (usage.cacheReadTokens !== undefined) attributes[GEN_AI.usageCacheReadInputTokens] = usage.cacheReadTokens
+  if (usage.cacheWriteTokens !== undefined) attributes[GEN_AI.usageCacheCreationInputTokens] = usage.cacheWriteTokens
+  if (usage.reasoningTokens !== undefined) attributes[GEN_AI.usageReasoningOutputTokens] = usage.reasoningTokens
+}
+
+/**
+ * The response attributes of a GenAI span. `failed`: the call ended in an
+ * error (before or during the answer); output messages then say `error`.
+ */
+export const responseAttributes = (
+  summary: GenAiResponseSummary | undefined,
+  options: { readonly captureContent: boolean; readonly failed: boolean }
+): Attributes => {
+  const attributes: Attributes = {}
+  if (summary === undefined) return attributes
+  if (summary.model !== undefined && summary.model !== "") attributes[GEN_AI.responseModel] = summary.model
+  if (summary.id !== undefined && summary.id !== "") attributes[GEN_AI.responseId] = summary.id
+  if (summary.stopReason !== undefined) attributes[GEN_AI.responseFinishReasons] = [finishReasonOf(summary.stopReason)]
+  if (summary.usage !== undefined) usageAttributes(summary.usage, attributes)
+  const answered = summary.stopReason !== undefined || (summary.text ?? "") !== "" || (summary.toolCalls?.length ?? 0) > 0
+  if (options.captureContent && answered) {
+    const output = capJson(outputMessagesOf({ ...summary, failed: options.failed }))
+    attributes[GEN_AI.outputMessages] = output.json
+    if (output.truncated) attributes[GATEWAY_GENAI.contentTruncated] = true
+  }
+  return attributes
+}

@@ -1,0 +1,34 @@
+/**
+ * The telemetry stage's public face: the `Telemetry` service (application
+ * trace and GenAI telemetry), the span helpers every stage uses, the GenAI
+ * call record and its builders, and the log.
+ */
+export { attemptLogger } from "./attempts.ts"
+export { GATEWAY_GENAI, GEN_AI, providerNameOf } from "./genai/attributes.ts"
+export type { GenAiOperation } from "./genai/attributes.ts"
+export type { GenAiCall, GenAiTiming, GenAiUpstream } from "./genai/call.ts"
+export { embeddingsRequestAttributes } from "./genai/request.ts"
+export type { GenAiRequest } from "./genai/request.ts"
+export { summaryOfResponse } from "./genai/response.ts"
+export type { GenAiResponseSummary } from "./genai/response.ts"
+export { JsonLog, Log } from "./log.ts"
+export type { LogLevel, LogSink } from "./log.ts"
+export { TelemetryMemory } from "./memory.ts"
+export type { RecordedHistogram } from "./memory.ts"
+export { telemetrySettingsOf } from "./sinks.ts"
+export type { ExportCredential, TelemetrySettings } from "./sinks.ts"
+export {
+  ATTR,
+  attemptFailureAttributes,
+  ERROR_BODY_LIMIT,
+  HTTP,
+  resolvedAttributes,
+  SPAN,
+  withAttemptSpan,
+  withCacheLookupSpan,
+  withGuardrailSpan,
+  withResolveSpan
+} from "./spans.ts"
+export type { AttemptSpanInfo, ServerSpanRequest } from "./spans.ts"
+export { Telemetry } from "./Telemetry.ts"
+export type { TelemetryShape } from "./Telemetry.ts"

@@ -1,0 +1,106 @@
+/**
+ * Where telemetry goes: the span processors and metric readers the
+ * `Telemetry` service plugs into its providers. The live sinks export over
+ * OTLP gRPC; the test sinks (memory.ts) keep everything in memory.
+ *
+ * Details
+ * - Batching everywhere (bounded queues: 8192 application spans, 2048 per
+ *   GenAI token; batches of 512, flushed every second) and an export timeout
+ *   on every call: a collector that is down or slow fills a queue that then
+ *   drops, it never holds a request.
+ * - GenAI exports carry `authorization: Bearer <token>` gRPC metadata: the
+ *   request's platform token when the auth exchange gave one (one exporter per
+ *   token, so no export call mixes tokens), else `otlp_bearer_token` if set.
+ */
+import { Metadata } from "@grpc/grpc-js"
+import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-grpc"
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-grpc"
+import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
+import type { MetricReader } from "@opentelemetry/sdk-metrics"
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
+import { Redacted } from "effect"
+import type { ConfigFile } from "../../config/index.ts"
+import { reportingMetricExporter, reportingSpanExporter } from "./export-errors.ts"
+import type { ExportErrorLog } from "./export-errors.ts"
+
+export interface TelemetrySettings {
+  readonly telemetry: ConfigFile["telemetry"]
+  readonly genai: ConfigFile["genai_telemetry"]
+}
+
+/** The telemetry sections of a validated configuration. */
+export const telemetrySettingsOf = (file: ConfigFile): TelemetrySettings => ({ telemetry: file.telemetry, genai: file.genai_telemetry })
+
+/**
+ * The credential a request's GenAI telemetry is exported with (the platform
+ * token from the auth exchange). `fingerprint` names it in maps and memory
+ * without holding the token as a key; `expiresAt` (epoch ms) lets its
+ * exporter be flushed and closed while the token is still valid.
+ */
+export interface ExportCredential {
+  readonly token: Redacted.Redacted<string>
+  readonly fingerprint: string
+  readonly expiresAt?: number | undefined
+}
+
+export interface TelemetrySinks {
+  /** The application trace's span processor (asked once, when `[telemetry]` is enabled). */
+  readonly appSpanProcessor: () => SpanProcessor
+  /** A GenAI span processor for one credential (`undefined`: the configured `otlp_bearer_token`). */
+  readonly genAiSpanProcessor: (credential: ExportCredential | undefined) => SpanProcessor
+  /** A GenAI metric reader for one credential (asked only when metrics are enabled). */
+  readonly genAiMetricReader: (credential: ExportCredential | undefined) => MetricReader
+}
+
+const BATCH = { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 1000, exportTimeoutMillis: 10_000 }
+/** The application trace has one queue (GenAI up to one per token): room for bursts of a few thousand requests. */
+const APP_BATCH = { ...BATCH, maxQueueSize: 8192 }
+const TRACE_EXPORT_TIMEOUT_MS = 10_000
+
+const bearer = (token: string): Metadata => {
+  const metadata = new Metadata()
+  metadata.set("authorization", `Bearer ${token}`)
+  return metadata
+}
+
+/** OTLP gRPC exporters to the configured collectors. */
+export const otlpSinks = (settings: TelemetrySettings, errors: ExportErrorLog): TelemetrySinks => {
+  const { telemetry, genai } = settings
+  const metadataFor = (credential: ExportCredential | undefined): Metadata | undefined => {
+    if (credential !== undefined) return bearer(Redacted.value(credential.token))
+    return genai.otlp_bearer_token === "" ? undefined : bearer(genai.otlp_bearer_token)
+  }
+  const intervalMs = genai.metrics_export_interval_secs * 1000
+  // The SDK refuses a timeout longer than the interval; config checks reject it, this keeps the reader constructible.
+  const timeoutMs = Math.min(genai.metrics_export_timeout_secs * 1000, intervalMs)
+  return {
+    appSpanProcessor: () =>
+      new BatchSpanProcessor(
+        reportingSpanExporter(new OTLPTraceExporter({ url: telemetry.otlp_endpoint, timeoutMillis: TRACE_EXPORT_TIMEOUT_MS }), "traces", errors),
+        APP_BATCH
+      ),
+    genAiSpanProcessor: (credential) => {
+      const metadata = metadataFor(credential)
+      const exporter = new OTLPTraceExporter({
+        url: genai.otlp_endpoint,
+        timeoutMillis: TRACE_EXPORT_TIMEOUT_MS,
+        ...(metadata === undefined ? {} : { metadata })
+      })
+      return new BatchSpanProcessor(reportingSpanExporter(exporter, "genai traces", errors), BATCH)
+    },
+    genAiMetricReader: (credential) => {
+      const metadata = metadataFor(credential)
+      const exporter = new OTLPMetricExporter({
+        url: genai.otlp_endpoint,
+        timeoutMillis: timeoutMs,
+        ...(metadata === undefined ? {} : { metadata })
+      })
+      return new PeriodicExportingMetricReader({
+        exporter: reportingMetricExporter(exporter, "genai metrics", errors),
+        exportIntervalMillis: intervalMs,
+        exportTimeoutMillis: timeoutMs
+      })
+    }
+  }
+}

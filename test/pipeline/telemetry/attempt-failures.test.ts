@@ -1,0 +1,89 @@
+/**
+ * Upstream failures on the trace: the attempt span says what failed and, for a
+ * 5xx the caller did not see (docs/reference/gateway-spec.md §7.3.6), keeps the body's first 4 KB; no
+ * other span carries the upstream's text.
+ */
+import { SpanStatusCode } from "@opentelemetry/api"
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import { UpstreamError } from "../../../src/domain/index.ts"
+import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
+import { ERROR_BODY_LIMIT, withAttemptSpan } from "../../../src/pipeline/telemetry/spans.ts"
+import { ORIGIN, settingsOf, startTelemetry } from "./support.ts"
+
+const SECRET_TEXT = "database password is hunter2"
+const source = { providerId: "openai", family: "openai" as const }
+
+const attempt = (number: number, error: UpstreamError | undefined, retryDelayMs?: number) =>
+  withAttemptSpan({ attempt: number, providerId: "openai", kind: "openai", origin: ORIGIN, targetId: "primary", model: "gpt-4o", retryDelayMs })(
+    error === undefined ? Effect.void : Effect.fail(error)
+  )
+
+/** A request that fails twice with `error`, then succeeds, inside a traced program function and a server span. */
+const retriedRequest = (running: Awaited<ReturnType<typeof startTelemetry>>, error: UpstreamError) => {
+  const program = Effect.fn("ChatProgram.run")(function*() {
+    yield* attempt(1, error).pipe(Effect.ignore)
+    yield* attempt(2, error, 250).pipe(Effect.ignore)
+    // The last failure escapes the program, as a failed plan does.
+    return yield* attempt(3, error, 500)
+  })
+  return running.run(program().pipe(
+    Effect.catch(() => Effect.void),
+    running.telemetry.serverSpan({ method: "POST", route: "/v1/chat/completions", path: "/v1/chat/completions", requestId: "r", status: () => 502 })
+  ))
+}
+
+describe("attempt spans", () => {
+  it("a 5xx body the caller does not see is kept on the attempt span only, cut to 4 KB", async () => {
+    const memory = new TelemetryMemory()
+    const running = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 } }), memory)
+    const body = Buffer.from(JSON.stringify({ error: { message: `${SECRET_TEXT} ${"x".repeat(10_000)}` } }))
+    await retriedRequest(running, UpstreamError.fromResponse(source, 500, body))
+    const spans = memory.appSpans()
+    await running.close()
+
+    const attempts = spans.filter((span) => span.name === "gateway.upstream_attempt")
+    expect(attempts.map((span) => span.attributes["gateway.attempt.number"])).toEqual([1, 2, 3])
+    for (const span of attempts) {
+      const kept = span.attributes["gateway.upstream.error_body"] as string
+      expect(kept).toBe(body.subarray(0, ERROR_BODY_LIMIT).toString("utf8"))
+      expect(span.attributes).toMatchObject({ "error.type": "upstream", "gateway.upstream.status_code": 500 })
+      expect(span.status.code).toBe(SpanStatusCode.ERROR)
+    }
+    expect(attempts.map((span) => span.attributes["gateway.retry.delay_ms"])).toEqual([undefined, 250, 500])
+
+    // Everything a span carries besides that one attribute: names, attributes, events, status messages.
+    const elsewhere = JSON.stringify(spans.map((span) => ({
+      name: span.name,
+      status: span.status,
+      attributes: Object.fromEntries(Object.entries(span.attributes).filter(([key]) => key !== "gateway.upstream.error_body")),
+      events: span.events
+    })))
+    expect(elsewhere).not.toContain(SECRET_TEXT)
+    // The failure is still told, in the gateway's words.
+    expect(elsewhere).toContain("upstream: provider openai returned status 500")
+    expect(spans.some((span) => span.name === "ChatProgram.run" && span.status.code === SpanStatusCode.ERROR)).toBe(true)
+  })
+
+  it("a 4xx (whose body the caller gets) is classified but its body is not copied", async () => {
+    const memory = new TelemetryMemory()
+    const running = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 } }), memory)
+    const body = Buffer.from(JSON.stringify({ error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } }))
+    await running.run(attempt(1, UpstreamError.fromResponse(source, 429, body)).pipe(Effect.ignore))
+    const [span] = memory.appSpans()
+    await running.close()
+    expect(span.attributes).toMatchObject({ "error.type": "rate_limit", "gateway.upstream.status_code": 429 })
+    expect(span.attributes["gateway.upstream.error_body"]).toBeUndefined()
+  })
+
+  it("a timeout is classified, with no body", async () => {
+    const memory = new TelemetryMemory()
+    const running = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 } }), memory)
+    await running.run(attempt(1, UpstreamError.fault(source, "no response head within 30000 ms", { timedOut: true })).pipe(Effect.ignore))
+    const [span] = memory.appSpans()
+    await running.close()
+    expect(span.attributes).toMatchObject({ "error.type": "upstream", "gateway.upstream.status_code": 0 })
+    expect(span.attributes["gateway.upstream.error_body"]).toBeUndefined()
+    expect(JSON.stringify(span.events)).toContain("upstream: provider openai timed out")
+  })
+})

@@ -1,0 +1,77 @@
+/**
+ * A collector that is down or refusing costs requests nothing: recording
+ * returns at once, exports fail in the background, and the failures make one
+ * log line per 10 seconds, never one per request, and nothing on the console.
+ */
+import * as grpc from "@grpc/grpc-js"
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
+import { closedPort, startOtlpReceiver } from "../../fixtures/otlp-receiver.ts"
+import { requestProgram, settingsOf, startTelemetry } from "./support.ts"
+import type { GenAiCall } from "../../../src/pipeline/telemetry/genai/call.ts"
+
+const call: GenAiCall = {
+  operation: "chat",
+  requestedModel: "gpt-4o",
+  upstream: { providerId: "openai", kind: "openai", origin: "http://127.0.0.1:1", model: "gpt-4o" },
+  stream: false,
+  response: { model: "gpt-4o", stopReason: "end_turn", usage: { inputTokens: 3, outputTokens: 4 }, text: "hi" },
+  timing: { startedAt: 0, endedAt: 5 }
+}
+
+const consoleCalls: Array<unknown> = []
+beforeEach(() => {
+  consoleCalls.length = 0
+  for (const method of ["error", "warn", "log", "info"] as const) vi.spyOn(console, method).mockImplementation((...args) => void consoleCalls.push(args))
+})
+afterEach(() => vi.restoreAllMocks())
+
+const exportFailures = (logs: ReadonlyArray<Record<string, unknown>>) => logs.filter((line) => line.msg === "telemetry export failed")
+
+describe("a collector that is down", () => {
+  it("requests complete, the failures are logged once, nothing reaches the console", async () => {
+    const port = await closedPort()
+    const endpoint = `http://127.0.0.1:${port}`
+    const running = await startTelemetry(settingsOf({
+      telemetry: { otlp_endpoint: endpoint, sample_ratio: 1 },
+      genai_telemetry: { enabled: true, otlp_endpoint: endpoint, otlp_bearer_token: "collector-secret" }
+    }))
+    for (let i = 0; i < 50; i++) {
+      await running.run(requestProgram(running.telemetry))
+      await running.run(running.telemetry.recordModelCall(call))
+    }
+    // Each flush makes three failed exports (application spans, GenAI spans, GenAI metrics).
+    await running.run(running.telemetry.flush)
+    await running.run(running.telemetry.flush)
+    await running.close()
+    const failures = exportFailures(running.logs)
+    expect(failures).toHaveLength(1)
+    expect(failures[0]).toMatchObject({ level: "warn" })
+    expect(String(failures[0].error)).toMatch(/UNAVAILABLE|ECONNREFUSED|connect/i)
+    expect(JSON.stringify(running.logs)).not.toContain("collector-secret")
+    expect(consoleCalls).toEqual([])
+  })
+})
+
+describe("a collector that refuses", () => {
+  it("refused exports are logged once with the count held back, and exporting resumes when it accepts again", async () => {
+    const collector = await startOtlpReceiver()
+    try {
+      collector.refuse(grpc.status.RESOURCE_EXHAUSTED)
+      const running = await startTelemetry(settingsOf({ genai_telemetry: { enabled: true, otlp_endpoint: collector.url, metrics_enabled: false }, telemetry: { enabled: false } }))
+      for (let round = 0; round < 3; round++) {
+        await running.run(running.telemetry.recordModelCall(call))
+        await running.run(running.telemetry.flush)
+      }
+      expect(exportFailures(running.logs)).toHaveLength(1)
+      expect(collector.calls).toEqual([])
+      collector.refuse(grpc.status.OK)
+      await running.run(running.telemetry.recordModelCall(call))
+      await running.run(running.telemetry.flush)
+      await running.close()
+      await collector.waitFor((c) => c.spans().length >= 1)
+      expect(consoleCalls).toEqual([])
+    } finally {
+      await collector.close()
+    }
+  })
+})

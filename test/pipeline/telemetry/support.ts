@@ -1,0 +1,61 @@
+/**
+ * Shared pieces of the telemetry tests: settings from a configuration
+ * document, a live `Telemetry` run in its own scope, and a request-shaped
+ * program (a server span with the gateway's child spans).
+ */
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { GatewayConfig } from "../../../src/config/index.ts"
+import { Log } from "../../../src/pipeline/telemetry/log.ts"
+import { telemetrySettingsOf } from "../../../src/pipeline/telemetry/sinks.ts"
+import type { TelemetrySettings } from "../../../src/pipeline/telemetry/sinks.ts"
+import { Telemetry } from "../../../src/pipeline/telemetry/Telemetry.ts"
+import type { TelemetryShape } from "../../../src/pipeline/telemetry/Telemetry.ts"
+import type { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
+import { withAttemptSpan, withCacheLookupSpan, withGuardrailSpan, withResolveSpan } from "../../../src/pipeline/telemetry/spans.ts"
+
+/** The telemetry sections of a configuration document, validated like the file. */
+export const settingsOf = (sections: { readonly telemetry?: object; readonly genai_telemetry?: object }, env: Record<string, string> = {}): TelemetrySettings =>
+  telemetrySettingsOf(GatewayConfig.fromDocument({ server: {}, ...sections }, env).file)
+
+export interface RunningTelemetry {
+  readonly telemetry: TelemetryShape
+  readonly logs: Array<Record<string, unknown>>
+  /** Runs an effect the way the HTTP edge runs a request program: with the telemetry's request context. */
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  /** Releases the layer (flushes and shuts the providers down). */
+  readonly close: () => Promise<void>
+}
+
+export const startTelemetry = async (settings: TelemetrySettings, memory?: TelemetryMemory): Promise<RunningTelemetry> => {
+  const logs: Array<Record<string, unknown>> = []
+  const layer = (memory === undefined ? Telemetry.layer(settings) : Telemetry.layerTest(settings, memory)).pipe(Layer.provide(Log.layerTest(logs)))
+  const scope = Effect.runSync(Scope.make())
+  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
+  const telemetry = Context.get(context, Telemetry)
+  return {
+    telemetry,
+    logs,
+    run: (effect) => Effect.runPromiseWith(telemetry.requestContext)(effect),
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
+
+export const ORIGIN = "https://api.openai.test:8443"
+
+/** A request program as the lead's pipeline will shape it: resolution, guardrail, cache lookup, one attempt. */
+export const requestProgram = (telemetry: TelemetryShape, headers: Record<string, string> = {}, status = 200) =>
+  Effect.gen(function*() {
+    yield* withResolveSpan("gpt-4o")(Effect.void)
+    yield* withGuardrailSpan("input")(Effect.void)
+    yield* withCacheLookupSpan("auto")(Effect.void)
+    yield* withAttemptSpan({ attempt: 1, providerId: "openai", kind: "openai", origin: ORIGIN, targetId: "openai::gpt-4o", model: "gpt-4o", path: "fast" })(Effect.void)
+  }).pipe(
+    telemetry.serverSpan({
+      method: "POST",
+      route: "/v1/chat/completions",
+      path: "/v1/chat/completions",
+      requestId: "req-1",
+      parent: telemetry.parentOf(headers),
+      status: () => status
+    })
+  )
