@@ -307,6 +307,21 @@ const checkFunction = (
   }
 }
 
+const checkTenantRouting = (section: ConfigFile["tenant_routing"], findings: Findings) => {
+  if (!/^rediss?:\/\/[^/]/.test(section.redis_url)) {
+    findings.error("tenant_routing.redis_url", `expected a redis:// or rediss:// URL`)
+  }
+  const fallback = section.api_fallback_url
+  if (fallback !== undefined && fallback !== "") {
+    if (normalizeBaseUrl(fallback) === undefined) {
+      findings.error("tenant_routing.api_fallback_url", `expected an http(s) URL, got ${JSON.stringify(fallback)}`)
+    }
+  }
+  if (section.private_key_path === undefined) {
+    findings.warn("tenant_routing.private_key_path", "not set: snapshots are read as plaintext JSON (development only)")
+  }
+}
+
 export const checkConfig = (file: ConfigFile, credentials: CredentialSource): CheckResult => {
   const findings = new Findings()
   const providers = checkProviders(file, credentials, findings)
@@ -324,9 +339,7 @@ export const checkConfig = (file: ConfigFile, credentials: CredentialSource): Ch
     findings.warn("tenant_routing.anti_entropy_interval_secs", `must be > 0, got ${antiEntropyIntervalSecs}; using 300`)
     antiEntropyIntervalSecs = 300
   }
-  if (file.tenant_routing.enabled && file.tenant_routing.private_key_path === undefined) {
-    findings.warn("tenant_routing.private_key_path", "not set: snapshots are read as plaintext JSON (development only)")
-  }
+  if (file.tenant_routing.enabled) checkTenantRouting(file.tenant_routing, findings)
   if (file.cache.enabled && file.cache.encrypt && file.cache.encrypt_salt === "") {
     findings.error("cache.encrypt_salt", "must be non-empty when cache.encrypt = true")
   }

@@ -1,0 +1,157 @@
+/**
+ * The snapshot store in Redis (`redis://` or `rediss://`), read with
+ * single-key commands only (GET, SMEMBERS, SUBSCRIBE, PING) so a Redis
+ * Cluster serves it as well as one server.
+ *
+ * Details
+ * - Every command is bounded by `commandTimeoutMs`, and the command client
+ *   has no offline queue: while Redis is down a command fails at once
+ *   instead of waiting for a reconnect, so a cold tenant goes to the
+ *   fallback API without delay.
+ * - Updates arrive on a second connection (a subscriber cannot run other
+ *   commands), which re-subscribes by itself after a reconnect; the caller
+ *   hears of each reconnect so it can sweep for what it missed meanwhile.
+ * - Logs name the host and port only; the password in the URL is scrubbed
+ *   from any error text.
+ */
+import { Effect } from "effect"
+import type { Scope } from "effect"
+import { Redis } from "ioredis"
+import type { RedisOptions } from "ioredis"
+import type { SnapshotLookup, SnapshotSource, TenantLog } from "./contracts.ts"
+import { SourceUnavailable } from "./contracts.ts"
+import { RateLimitedLog } from "./log.ts"
+import { environmentsKey, UPDATES_CHANNEL } from "./selection.ts"
+
+/** Default bound on one Redis command (beyond spec: a cold load waits at most this long before the fallback). */
+export const REDIS_COMMAND_TIMEOUT_MS = 250
+/** How long startup waits for a first connection before serving through the fallback. */
+const STARTUP_WAIT_MS = 2_000
+
+export interface RedisSnapshotStore {
+  readonly source: SnapshotSource
+  /** PING within the command timeout. */
+  readonly ping: Effect.Effect<boolean>
+  /** `host:port`, for logs. */
+  readonly target: string
+}
+
+export interface RedisStoreOptions {
+  readonly url: string
+  readonly commandTimeoutMs: number
+  readonly log: TenantLog
+  /** Each message on `gw:routing:updates`. */
+  readonly onMessage: (message: string) => void
+  /** The subscriber connected again after a disconnect: messages may have been missed. */
+  readonly onReconnect: () => void
+}
+
+/** The URL's `host:port` and password (to scrub), without parsing failures becoming exceptions. */
+const describeUrl = (url: string): { readonly target: string; readonly password: string | undefined } => {
+  try {
+    const parsed = new URL(url)
+    const password = parsed.password === "" ? undefined : decodeURIComponent(parsed.password)
+    return { target: `${parsed.hostname}:${parsed.port === "" ? "6379" : parsed.port}`, password }
+  } catch {
+    return { target: "(unparsable redis_url)", password: undefined }
+  }
+}
+
+const reconnectDelay = (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2_000)
+
+export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<RedisSnapshotStore, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { target, password } = describeUrl(options.url)
+    const scrub = (text: string) => (password === undefined ? text : text.split(password).join("[redacted]"))
+    const limited = new RateLimitedLog(options.log)
+    const common: RedisOptions = {
+      connectTimeout: Math.max(options.commandTimeoutMs, 1_000),
+      retryStrategy: reconnectDelay,
+      connectionName: "gateway-tenancy"
+    }
+
+    const { client, subscriber } = yield* Effect.acquireRelease(
+      Effect.sync(() => ({
+        client: new Redis(options.url, {
+          ...common,
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 0,
+          commandTimeout: options.commandTimeoutMs
+        }),
+        subscriber: new Redis(options.url, { ...common, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true })
+      })),
+      ({ client, subscriber }) => Effect.sync(() => {
+        client.disconnect()
+        subscriber.disconnect()
+      })
+    )
+
+    for (const [name, connection] of [["commands", client], ["updates", subscriber]] as const) {
+      connection.on("error", (error: Error) =>
+        limited.emit(`redis-error:${name}`, "warn", "tenant redis error", { redis: target, connection: name, error: scrub(error.message) })
+      )
+    }
+    let subscribedOnce = false
+    subscriber.on("ready", () => {
+      if (subscribedOnce) {
+        options.log.log("info", "tenant redis reconnected", { redis: target })
+        options.onReconnect()
+      }
+      subscribedOnce = true
+    })
+    subscriber.on("message", (channel: string, message: string) => {
+      if (channel === UPDATES_CHANNEL) options.onMessage(message)
+    })
+    subscriber.subscribe(UPDATES_CHANNEL).catch((error: Error) =>
+      limited.emit("redis-subscribe", "warn", "tenant redis subscribe failed", { redis: target, error: scrub(error.message) })
+    )
+
+    const command = <A>(name: string, run: () => Promise<A>): Effect.Effect<A, SourceUnavailable> =>
+      Effect.tryPromise({
+        try: run,
+        catch: (error) => new SourceUnavailable({ source: "redis", message: `${name}: ${scrub(error instanceof Error ? error.message : String(error))}` })
+      }).pipe(
+        // ioredis bounds the reply too; this also bounds a connection that never writes.
+        Effect.timeoutOrElse({
+          duration: options.commandTimeoutMs,
+          orElse: () => Effect.fail(new SourceUnavailable({ source: "redis", message: `${name}: timed out after ${options.commandTimeoutMs} ms` }))
+        })
+      )
+
+    const source: SnapshotSource = {
+      lookup: (tenant) =>
+        Effect.flatMap(command("GET", () => client.get(tenant.key)), (raw): Effect.Effect<SnapshotLookup, SourceUnavailable> => {
+          if (raw !== null) return Effect.succeed({ _tag: "Found", raw })
+          return Effect.map(command("SMEMBERS", () => client.smembers(environmentsKey(tenant.projectId))), (environments) => ({
+            _tag: "Missing",
+            code: environments.length > 0 ? "ENVIRONMENT_NOT_FOUND" : "ROUTING_NOT_CONFIGURED"
+          }))
+        })
+    }
+
+    const ping = command("PING", () => client.ping()).pipe(
+      Effect.map((reply) => reply === "PONG"),
+      Effect.catch(() => Effect.succeed(false))
+    )
+
+    // Bounded wait for the first connection: a gateway may start while Redis is down.
+    const connected = yield* Effect.callback<boolean>((resume) => {
+      if (client.status === "ready") return resume(Effect.succeed(true))
+      const finish = (ok: boolean) => {
+        clearTimeout(timer)
+        client.off("ready", onReady)
+        resume(Effect.succeed(ok))
+      }
+      const onReady = () => finish(true)
+      const timer = setTimeout(() => finish(false), STARTUP_WAIT_MS)
+      client.once("ready", onReady)
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        client.off("ready", onReady)
+      })
+    })
+    if (!connected) {
+      options.log.log("warn", "tenant redis not reachable at startup; cold tenants go to the fallback API until it is", { redis: target })
+    }
+    return { source, ping, target }
+  })
