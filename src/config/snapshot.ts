@@ -33,7 +33,16 @@ export interface ValidatedSnapshot {
 
 export type SnapshotValidation =
   | { readonly ok: true; readonly snapshot: ValidatedSnapshot }
-  | { readonly ok: false; readonly error: ConfigError }
+  | {
+    readonly ok: false
+    /** The `check-config` message, for the operator who published the snapshot. */
+    readonly error: ConfigError
+    /**
+     * Only the key paths of the problems: what the gateway may log. A message can
+     * quote a value, and in a snapshot a misplaced value can be a key.
+     */
+    readonly problems: ReadonlyArray<string>
+  }
 
 const decode = documentDecoder(SnapshotFile)
 
@@ -95,8 +104,14 @@ const extractCredentials = (
  * the Redis key); `gateway` is the gateway's own file, whose sections the
  * resolved settings carry (their defaults when absent, as in the CLI).
  */
+const refuse = (source: string, lines: ReadonlyArray<string>, warnings: ReadonlyArray<string>): SnapshotValidation => ({
+  ok: false,
+  error: configFailure(source, lines, warnings),
+  problems: [...new Set(lines.map((line) => line.split(": ")[0]))]
+})
+
 export const snapshotFromDocument = (document: unknown, source: string, gateway: ConfigFile = DEFAULT_FILE): SnapshotValidation => {
-  if (!isRecord(document)) return { ok: false, error: configFailure(source, ["expected a JSON object at the top level"]) }
+  if (!isRecord(document)) return { ok: false, error: configFailure(source, ["expected a JSON object at the top level"]), problems: ["(top level)"] }
   const errors: Array<string> = []
   const rest: Record<string, unknown> = { ...document }
   for (const section of GATEWAY_ONLY_SECTIONS) {
@@ -112,7 +127,7 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   const warnings = unknownKeyWarnings(rest, SnapshotFile)
   const decoded = decode(rest)
   if (!decoded.ok) errors.push(...decoded.lines)
-  if (!decoded.ok || errors.length > 0) return { ok: false, error: configFailure(source, errors, warnings) }
+  if (!decoded.ok || errors.length > 0) return refuse(source, errors, warnings)
 
   const { version, disabled_endpoints, ...sections } = decoded.value
   const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {
@@ -121,7 +136,7 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
     targets: targets.credentials
   })
   if (checked.errors.length > 0) {
-    return { ok: false, error: configFailure(source, checked.errors, [...warnings, ...checked.warnings]) }
+    return refuse(source, checked.errors, [...warnings, ...checked.warnings])
   }
   return {
     ok: true,

@@ -3,7 +3,8 @@
  * snapshot: JSON, then the envelope opened with the gateway's key when one is
  * configured, then the rules of the configuration file. Every refusal says
  * why without quoting the snapshot: a JSON parser's message can contain a
- * piece of the text, and the text holds keys.
+ * piece of the text, a validation message can quote a value, and the text
+ * holds keys. Validation failures are reported by key path only.
  */
 import type { KeyObject } from "node:crypto"
 import { snapshotFromDocument } from "../config/index.ts"
@@ -54,5 +55,9 @@ export const openSnapshot = (
     return { ok: false, reason: "plaintext snapshot refused: tenant_routing.private_key_path is set, so snapshots must be sealed" }
   }
   const validated = snapshotFromDocument(document, source, gateway)
-  return validated.ok ? validated : { ok: false, reason: validated.error.message }
+  if (validated.ok) return validated
+  return {
+    ok: false,
+    reason: `does not validate (problems at ${validated.problems.join(", ")}); \`gateway snapshot seal\` on its plaintext shows the messages`
+  }
 }

@@ -140,14 +140,19 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
       const finish = (ok: boolean) => {
         clearTimeout(timer)
         client.off("ready", onReady)
+        client.off("error", onError)
         resume(Effect.succeed(ok))
       }
       const onReady = () => finish(true)
+      // A refused connection answers at once; only a silent one waits out the bound.
+      const onError = () => finish(false)
       const timer = setTimeout(() => finish(false), STARTUP_WAIT_MS)
       client.once("ready", onReady)
+      client.once("error", onError)
       return Effect.sync(() => {
         clearTimeout(timer)
         client.off("ready", onReady)
+        client.off("error", onError)
       })
     })
     if (!connected) {
