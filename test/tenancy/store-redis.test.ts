@@ -94,6 +94,16 @@ describe("tenant store on Redis", () => {
     expect(store.compiles(project)).toBe(2)
   })
 
+  it("one publish reaches every replica sharing the Redis", async () => {
+    const project = uniqueProject("replicas")
+    await redis.put(project, "production", snapshotDocument(1))
+    const replicas = [await startStore(), await startStore(), await startStore()]
+    for (const replica of replicas) expect(await versionOf(replica, project)).toBe("1")
+    await redis.put(project, "production", snapshotDocument(2))
+    await redis.announce(project, "production", 2)
+    await eventually(async () => (await Promise.all(replicas.map((replica) => versionOf(replica, project)))).every((version) => version === "2"), 5_000, "every replica on version 2")
+  })
+
   it("a publish whose message was lost is caught by the anti-entropy sweep", async () => {
     const project = uniqueProject("sweep")
     await redis.put(project, "production", snapshotDocument(1))
