@@ -102,6 +102,7 @@ export const makeTenantCache = <P>(options: TenantCacheOptions<P>): Effect.Effec
     const lru = new LRUCache<string, Entry<P>>({ max: options.capacity, ttl: options.idleTimeoutMs, updateAgeOnGet: true })
     const loading = new Map<string, Deferred.Deferred<P, InfraError>>()
     const reloading = new Set<string>()
+    const announcedWhileLoading = new Set<string>()
 
     const fields = (tenant: TenantId) => ({ project_id: tenant.projectId, env: tenant.envSlug })
 
@@ -179,6 +180,11 @@ export const makeTenantCache = <P>(options: TenantCacheOptions<P>): Effect.Effec
             loading.delete(tenant.key)
             return Deferred.done(deferred, exit)
           }),
+          // An update announced while this load was reading may be newer than what it read.
+          Effect.andThen(Effect.suspend(() => {
+            const entry = announcedWhileLoading.delete(tenant.key) ? lru.peek(tenant.key) : undefined
+            return entry === undefined ? Effect.void : reload(entry, "update")
+          })),
           Effect.forkIn(scope)
         )
         return Effect.andThen(run, Deferred.await(deferred))
@@ -189,33 +195,39 @@ export const makeTenantCache = <P>(options: TenantCacheOptions<P>): Effect.Effec
       return entry === undefined ? loadOnce(tenant) : settle(entry)
     }
 
-    /** Reloads a cached tenant from the primary source; an unreachable source keeps what is cached. */
-    const reload = (entry: Entry<P>, during: string): Effect.Effect<void> => {
+    /**
+     * Reloads a cached tenant from the primary source. An unreachable source
+     * keeps what is cached; the result says whether the source answered.
+     */
+    const reload = (entry: Entry<P>, during: "update" | "sweep"): Effect.Effect<boolean> => {
       const { tenant } = entry
-      if (reloading.has(tenant.key)) return Effect.void
+      if (reloading.has(tenant.key)) return Effect.succeed(true)
       reloading.add(tenant.key)
       return primary.lookup(tenant).pipe(
         Effect.map((found) => {
           // Evicted meanwhile: nothing to refresh.
-          if (lru.peek(tenant.key) !== entry) return
+          if (lru.peek(tenant.key) !== entry) return true
           if (found._tag === "Missing") {
             lru.delete(tenant.key)
             log.log("info", "tenant snapshot removed", fields(tenant))
-            return
+            return true
           }
           const next = build(tenant, found.raw, entry)
           entry.digest = next.digest
           entry.state = next.state
+          return true
         }),
         Effect.catch((error: SourceUnavailable) =>
           Effect.sync(() => {
-            noteUnavailable(error, during)
-            if (entry.state._tag === "Ready") {
+            // A sweep reports once for all its tenants (below), not once per tenant.
+            if (during === "update" && entry.state._tag === "Ready") {
+              noteUnavailable(error, during)
               limited.emit(`stale:${tenant.key}`, "warn", "tenant snapshot reload failed; serving the last good version", {
                 ...fields(tenant),
                 version: entry.state.version
               })
             }
+            return false
           })
         ),
         Effect.ensuring(Effect.sync(() => reloading.delete(tenant.key)))
@@ -226,16 +238,32 @@ export const makeTenantCache = <P>(options: TenantCacheOptions<P>): Effect.Effec
       Effect.suspend(() => {
         const checked = tenantId(update.projectId, update.envSlug)
         if (checked._tag === "Failure") return Effect.void
-        const entry = lru.peek(checked.success.key)
+        const { key } = checked.success
+        if (loading.has(key)) {
+          announcedWhileLoading.add(key)
+          return Effect.void
+        }
+        const entry = lru.peek(key)
         if (entry === undefined) return Effect.void
         if (entry.state._tag === "Ready" && entry.state.version === update.version) return Effect.void
-        return reload(entry, "update")
+        return Effect.asVoid(reload(entry, "update"))
       })
 
     const sweep = Effect.suspend(() => {
       lru.purgeStale()
       const entries = [...lru.values()]
-      return Effect.forEach(entries, (entry) => reload(entry, "sweep"), { concurrency: SWEEP_CONCURRENCY, discard: true })
+      return Effect.map(
+        Effect.forEach(entries, (entry) => reload(entry, "sweep"), { concurrency: SWEEP_CONCURRENCY }),
+        (answered) => {
+          const missed = answered.filter((ok) => !ok).length
+          if (missed > 0) {
+            limited.emit("stale:sweep", "warn", "anti-entropy sweep could not reach the snapshot store; cached versions are kept", {
+              tenants: entries.length,
+              unreached: missed
+            })
+          }
+        }
+      )
     })
 
     // Idle entries are refused on read at once; purging also frees their memory.

@@ -42,7 +42,7 @@ export interface RedisStoreOptions {
   readonly log: TenantLog
   /** Each message on `gw:routing:updates`. */
   readonly onMessage: (message: string) => void
-  /** The subscriber connected again after a disconnect: messages may have been missed. */
+  /** The subscriber is connected (again): messages may have been missed while it was not. */
   readonly onReconnect: () => void
 }
 
@@ -93,13 +93,12 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
         limited.emit(`redis-error:${name}`, "warn", "tenant redis error", { redis: target, connection: name, error: scrub(error.message) })
       )
     }
-    let subscribedOnce = false
+    let connectedBefore = false
     subscriber.on("ready", () => {
-      if (subscribedOnce) {
-        options.log.log("info", "tenant redis reconnected", { redis: target })
-        options.onReconnect()
-      }
-      subscribedOnce = true
+      if (connectedBefore) options.log.log("info", "tenant redis reconnected", { redis: target })
+      connectedBefore = true
+      // Whatever was announced while we were away, or loaded from the fallback meanwhile, is checked now.
+      options.onReconnect()
     })
     subscriber.on("message", (channel: string, message: string) => {
       if (channel === UPDATES_CHANNEL) options.onMessage(message)
