@@ -57,6 +57,28 @@ const describeUrl = (url: string): { readonly target: string; readonly password:
   }
 }
 
+/** Whether a connection becomes ready before it fails or `STARTUP_WAIT_MS` passes. */
+const firstReady = (connection: Redis): Effect.Effect<boolean> =>
+  Effect.callback<boolean>((resume) => {
+    if (connection.status === "ready") return resume(Effect.succeed(true))
+    const finish = (ok: boolean) => {
+      cleanup()
+      resume(Effect.succeed(ok))
+    }
+    const onReady = () => finish(true)
+    // A refused connection answers at once; only a silent one waits out the bound.
+    const onError = () => finish(false)
+    const timer = setTimeout(() => finish(false), STARTUP_WAIT_MS)
+    const cleanup = () => {
+      clearTimeout(timer)
+      connection.off("ready", onReady)
+      connection.off("error", onError)
+    }
+    connection.once("ready", onReady)
+    connection.once("error", onError)
+    return Effect.sync(cleanup)
+  })
+
 const reconnectDelay = (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2_000)
 
 export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<RedisSnapshotStore, never, Scope.Scope> =>
@@ -93,18 +115,24 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
         limited.emit(`redis-error:${name}`, "warn", "tenant redis error", { redis: target, connection: name, error: scrub(error.message) })
       )
     }
-    let connectedBefore = false
+    // Set once startup is over: a connection made after it may have missed announcements.
+    let started = false
     subscriber.on("ready", () => {
-      if (connectedBefore) options.log.log("info", "tenant redis reconnected", { redis: target })
-      connectedBefore = true
+      if (!started) return
+      options.log.log("info", "tenant redis connected", { redis: target })
       // Whatever was announced while we were away, or loaded from the fallback meanwhile, is checked now.
       options.onReconnect()
     })
     subscriber.on("message", (channel: string, message: string) => {
       if (channel === UPDATES_CHANNEL) options.onMessage(message)
     })
-    subscriber.subscribe(UPDATES_CHANNEL).catch((error: Error) =>
-      limited.emit("redis-subscribe", "warn", "tenant redis subscribe failed", { redis: target, error: scrub(error.message) })
+    // Queued until the subscriber connects; later reconnections re-subscribe by themselves.
+    const subscribed = subscriber.subscribe(UPDATES_CHANNEL).then(
+      () => true,
+      (error: Error) => {
+        limited.emit("redis-subscribe", "warn", "tenant redis subscribe failed", { redis: target, error: scrub(error.message) })
+        return false
+      }
     )
 
     const command = <A>(name: string, run: () => Promise<A>): Effect.Effect<A, SourceUnavailable> =>
@@ -135,27 +163,12 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
       Effect.catch(() => Effect.succeed(false))
     )
 
-    // Bounded wait for the first connection: a gateway may start while Redis is down.
-    const connected = yield* Effect.callback<boolean>((resume) => {
-      if (client.status === "ready") return resume(Effect.succeed(true))
-      const finish = (ok: boolean) => {
-        clearTimeout(timer)
-        client.off("ready", onReady)
-        client.off("error", onError)
-        resume(Effect.succeed(ok))
-      }
-      const onReady = () => finish(true)
-      // A refused connection answers at once; only a silent one waits out the bound.
-      const onError = () => finish(false)
-      const timer = setTimeout(() => finish(false), STARTUP_WAIT_MS)
-      client.once("ready", onReady)
-      client.once("error", onError)
-      return Effect.sync(() => {
-        clearTimeout(timer)
-        client.off("ready", onReady)
-        client.off("error", onError)
-      })
-    })
+    // Bounded wait for the first connections: a gateway may start while Redis is down.
+    // Listening before the store serves: nothing published after startup goes unheard.
+    const connected = (yield* firstReady(client)) && (yield* Effect.promise(() => subscribed).pipe(
+      Effect.timeoutOrElse({ duration: STARTUP_WAIT_MS, orElse: () => Effect.succeed(false) })
+    ))
+    started = true
     if (!connected) {
       options.log.log("warn", "tenant redis not reachable at startup; cold tenants go to the fallback API until it is", { redis: target })
     }
