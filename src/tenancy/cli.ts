@@ -19,6 +19,7 @@ import { Redis } from "ioredis"
 import { snapshotFromDocument } from "../config/index.ts"
 import type { ValidatedSnapshot } from "../config/index.ts"
 import { parseJson } from "./open-snapshot.ts"
+import { redisTarget } from "./redis.ts"
 import { generateKeyPair, isEnvelope, keyBytes, publicKeyFromBytes, seal } from "./sealing.ts"
 import { environmentsKey, tenantId, UPDATES_CHANNEL } from "./selection.ts"
 
@@ -85,19 +86,6 @@ const keygen = (out: string): void => {
     `private key: ${privatePath} (mode 0600; the gateway's tenant_routing.private_key_path)\n` +
       `public key:  ${publicPath} (for seal and publish --public-key)\n`
   )
-}
-
-const redisTarget = (url: string): { readonly target: string; readonly scrub: (text: string) => string } => {
-  try {
-    const parsed = new URL(url)
-    const password = parsed.password === "" ? undefined : decodeURIComponent(parsed.password)
-    return {
-      target: `${parsed.hostname}:${parsed.port === "" ? "6379" : parsed.port}`,
-      scrub: (text) => (password === undefined ? text : text.split(password).join("[redacted]"))
-    }
-  } catch {
-    throw new CliFailure(`--redis: expected a redis:// or rediss:// URL`)
-  }
 }
 
 const publish = async (options: { redis: string; project: string; env: string; publicKey?: string | undefined }, path: string) => {

@@ -46,14 +46,20 @@ export interface RedisStoreOptions {
   readonly onReconnect: () => void
 }
 
-/** The URL's `host:port` and password (to scrub), without parsing failures becoming exceptions. */
-const describeUrl = (url: string): { readonly target: string; readonly password: string | undefined } => {
+/**
+ * A Redis URL as logs may show it: `host:port`, and a function that replaces
+ * the URL's password wherever an error message might repeat it.
+ */
+export const redisTarget = (url: string): { readonly target: string; readonly scrub: (text: string) => string } => {
   try {
     const parsed = new URL(url)
     const password = parsed.password === "" ? undefined : decodeURIComponent(parsed.password)
-    return { target: `${parsed.hostname}:${parsed.port === "" ? "6379" : parsed.port}`, password }
+    return {
+      target: `${parsed.hostname}:${parsed.port === "" ? "6379" : parsed.port}`,
+      scrub: (text) => (password === undefined ? text : text.split(password).join("[redacted]"))
+    }
   } catch {
-    return { target: "(unparsable redis_url)", password: undefined }
+    return { target: "(unparsable redis URL)", scrub: (text) => text }
   }
 }
 
@@ -83,8 +89,7 @@ const reconnectDelay = (times: number): number => Math.min(100 * 2 ** Math.min(t
 
 export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<RedisSnapshotStore, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { target, password } = describeUrl(options.url)
-    const scrub = (text: string) => (password === undefined ? text : text.split(password).join("[redacted]"))
+    const { target, scrub } = redisTarget(options.url)
     const limited = new RateLimitedLog(options.log)
     const common: RedisOptions = {
       connectTimeout: Math.max(options.commandTimeoutMs, 1_000),

@@ -10,9 +10,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { generateKeyPair, makeTenantStore, publicKeyFromBytes, seal } from "../../src/tenancy/index.ts"
-import type { TenantStore, TenantStoreOptions } from "../../src/tenancy/index.ts"
+import type { TenantStore } from "../../src/tenancy/index.ts"
 import type { Compiled, OpenStore } from "./support.ts"
-import { capturedLog, eventually, openStore, recordingCompile, REDIS_URL, redisFixture, snapshotDocument, uniqueProject } from "./support.ts"
+import { capturedLog, eventually, liveStores, REDIS_URL, redisFixture, snapshotDocument, uniqueProject } from "./support.ts"
 
 const SECRET = "sk-tenant-SECRET-never-logged-4242"
 const redis = redisFixture()
@@ -23,30 +23,15 @@ const keyPath = join(dir, "gateway.key")
 writeFileSync(keyPath, `${gatewayKeys.privateKey.toString("base64")}\n`, { mode: 0o600 })
 const gatewayPublic = publicKeyFromBytes(gatewayKeys.publicKey)
 
-const open: Array<OpenStore<TenantStore<unknown>>> = []
+const stores = liveStores({ privateKeyPath: keyPath })
+const startStore = stores.start
 afterEach(async () => {
-  await Promise.all(open.splice(0).map((store) => store.close()))
+  await stores.closeAll()
 })
 afterAll(async () => {
   await redis.cleanup()
   rmSync(dir, { recursive: true, force: true })
 })
-
-const startStore = async (overrides: Partial<TenantStoreOptions> = {}) => {
-  const recorder = recordingCompile()
-  const logs = capturedLog()
-  const store = await openStore(makeTenantStore<Compiled>({
-    redisUrl: REDIS_URL,
-    capacity: 100,
-    idleTimeoutMs: 60_000,
-    antiEntropyIntervalMs: 60_000,
-    privateKeyPath: keyPath,
-    log: logs.log,
-    ...overrides
-  }, recorder.compile))
-  open.push(store)
-  return { ...store, ...recorder, logs }
-}
 
 const sealed = (document: Record<string, unknown>, key = gatewayPublic) => JSON.stringify(seal(JSON.stringify(document), key))
 
@@ -142,16 +127,8 @@ describe("sealed snapshots", () => {
     expect(store.logs.text()).not.toContain(gatewayKeys.privateKey.toString("base64"))
 
     const password = "redis-PASSWORD-never-logged"
-    const down = capturedLog()
-    const unreachable = await openStore(makeTenantStore<Compiled>({
-      redisUrl: `redis://:${password}@127.0.0.1:1`,
-      capacity: 10,
-      idleTimeoutMs: 60_000,
-      antiEntropyIntervalMs: 60_000,
-      privateKeyPath: keyPath,
-      log: down.log
-    }, recordingCompile().compile))
-    open.push(unreachable)
+    const unreachable = await startStore({ redisUrl: `redis://:${password}@127.0.0.1:1` })
+    const down = unreachable.logs
     const result = await unreachable.resolve(good)
     expect(result.ok ? "ok" : result.error.code).toBe("INFRA_UNAVAILABLE")
     expect(down.lines.some((line) => line.msg.includes("redis"))).toBe(true)

@@ -59,17 +59,19 @@ describe("gateway snapshot", () => {
 
   it("seal prints an envelope that only the private key opens, to the same snapshot", async () => {
     const path = write("seal.json", snapshot(11))
-    const sealed = await runCli(["snapshot", "seal", "--public-key", publicPath, path], env)
+    const [sealed, inline] = await Promise.all([
+      runCli(["snapshot", "seal", "--public-key", publicPath, path], env),
+      // The public key may also be given as its base64 text.
+      runCli(["snapshot", "seal", "--public-key", readFileSync(publicPath, "utf8").trim(), path], env)
+    ])
     expect(sealed.code).toBe(0)
+    expect(inline.code).toBe(0)
     expect(sealed.stdout + sealed.stderr).not.toContain(SECRET)
     const envelope = JSON.parse(sealed.stdout) as Record<string, unknown>
     expect(Object.keys(envelope)).toEqual(["v", "alg", "epk", "nonce", "ct"])
     const privateKey = privateKeyFromBytes(Buffer.from(readFileSync(privatePath, "utf8").trim(), "base64"))
     const opened = openSnapshot(sealed.stdout.trim(), privateKey, "test")
     expect(opened.ok && [opened.snapshot.version, [...opened.snapshot.settings.providers.keys()]]).toEqual(["11", ["openai"]])
-    // The public key may also be given as its base64 text.
-    const inline = await runCli(["snapshot", "seal", "--public-key", readFileSync(publicPath, "utf8").trim(), path], env)
-    expect(inline.code).toBe(0)
   }, PROCESS_TIMEOUT_MS)
 
   it("an invalid snapshot is refused with the messages check-config gives the same sections, and no secret", async () => {
@@ -157,15 +159,17 @@ describe("gateway snapshot", () => {
     const project = uniqueProject("plain")
     redis.forget(project)
     const path = write("plain.json", snapshot(1))
-    const plain = await runCli(["snapshot", "publish", "--redis", REDIS_URL, "--project", project, "--env", "dev", path], env)
     redis.forget(project, "dev")
+    const [plain, unreachable, badProject] = await Promise.all([
+      runCli(["snapshot", "publish", "--redis", REDIS_URL, "--project", project, "--env", "dev", path], env),
+      runCli(["snapshot", "publish", "--redis", "redis://:redis-PASSWORD-x@127.0.0.1:1", "--project", project, "--env", "dev", "--public-key", publicPath, path], env),
+      runCli(["snapshot", "publish", "--redis", REDIS_URL, "--project", "a:b", "--env", "dev", path], env)
+    ])
     expect(plain.code).toBe(0)
     expect(plain.stderr).toBe("warning: publishing a plaintext snapshot (development only); a gateway with tenant_routing.private_key_path refuses it\n")
-    const unreachable = await runCli(["snapshot", "publish", "--redis", "redis://:redis-PASSWORD-x@127.0.0.1:1", "--project", project, "--env", "dev", "--public-key", publicPath, path], env)
     expect(unreachable.code).toBe(1)
     expect(unreachable.stderr).toBe("publish to 127.0.0.1:1 failed: connect ECONNREFUSED 127.0.0.1:1\n")
     expect(unreachable.stdout + unreachable.stderr).not.toContain("redis-PASSWORD-x")
-    const badProject = await runCli(["snapshot", "publish", "--redis", REDIS_URL, "--project", "a:b", "--env", "dev", path], env)
     expect([badProject.code, badProject.stderr]).toEqual([1, `--project must be 1 to 128 letters, digits, ".", "_" or "-", starting with a letter or digit\n`])
   }, PROCESS_TIMEOUT_MS)
 })

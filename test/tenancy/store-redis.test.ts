@@ -7,34 +7,17 @@
  * key written is deleted afterwards.
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { makeTenantStore } from "../../src/tenancy/index.ts"
-import type { TenantStore, TenantStoreOptions } from "../../src/tenancy/index.ts"
+import type { TenantStore } from "../../src/tenancy/index.ts"
 import type { Compiled, OpenStore } from "./support.ts"
-import { capturedLog, eventually, openStore, recordingCompile, REDIS_URL, redisFixture, sleep, snapshotDocument, uniqueProject } from "./support.ts"
+import { eventually, liveStores, redisFixture, sleep, snapshotDocument, uniqueProject } from "./support.ts"
 
 const redis = redisFixture()
-const open: Array<OpenStore<TenantStore<unknown>>> = []
+const stores = liveStores()
+const startStore = stores.start
 afterEach(async () => {
-  await Promise.all(open.splice(0).map((store) => store.close()))
+  await stores.closeAll()
 })
 afterAll(() => redis.cleanup())
-
-const startStore = async (overrides: Partial<TenantStoreOptions> = {}) => {
-  const recorder = recordingCompile()
-  const logs = capturedLog()
-  const store = await openStore(
-    makeTenantStore<Compiled>({
-      redisUrl: REDIS_URL,
-      capacity: 100,
-      idleTimeoutMs: 60_000,
-      antiEntropyIntervalMs: 60_000,
-      log: logs.log,
-      ...overrides
-    }, recorder.compile)
-  )
-  open.push(store)
-  return { ...store, ...recorder, logs }
-}
 
 const versionOf = async (store: OpenStore<TenantStore<Compiled>>, projectId: string, envSlug?: string) => {
   const result = await store.resolve(projectId, envSlug)

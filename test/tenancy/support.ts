@@ -10,7 +10,8 @@ import { randomBytes } from "node:crypto"
 import type { ValidatedSnapshot } from "../../src/config/index.ts"
 import type { InfraError } from "../../src/domain/index.ts"
 import { environmentsKey, tenantId } from "../../src/tenancy/index.ts"
-import type { SnapshotIdentity, TenantId, TenantLog, TenantStore } from "../../src/tenancy/index.ts"
+import { makeTenantStore } from "../../src/tenancy/index.ts"
+import type { SnapshotIdentity, TenantId, TenantLog, TenantStore, TenantStoreOptions } from "../../src/tenancy/index.ts"
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 
@@ -98,6 +99,32 @@ export const openStore = async <S extends TenantStore<any>, E>(make: Effect.Effe
     },
     ready: () => Effect.runPromise(store.ready),
     close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
+
+/**
+ * Live stores on the shared Redis, with a recording compile and a captured
+ * log each; `closeAll` (afterEach) ends every store started.
+ */
+export const liveStores = (defaults: Partial<TenantStoreOptions> = {}) => {
+  const open: Array<OpenStore<TenantStore<unknown>>> = []
+  return {
+    start: async (overrides: Partial<TenantStoreOptions> = {}) => {
+      const recorder = recordingCompile()
+      const logs = capturedLog()
+      const store = await openStore(makeTenantStore<Compiled>({
+        redisUrl: REDIS_URL,
+        capacity: 100,
+        idleTimeoutMs: 60_000,
+        antiEntropyIntervalMs: 60_000,
+        log: logs.log,
+        ...defaults,
+        ...overrides
+      }, recorder.compile))
+      open.push(store)
+      return { ...store, ...recorder, logs }
+    },
+    closeAll: () => Promise.all(open.splice(0).map((store) => store.close()))
   }
 }
 
