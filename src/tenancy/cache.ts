@@ -158,13 +158,14 @@ export const makeTenantCache = <P>(options: TenantCacheOptions<P>): Effect.Effec
         })
       )
 
+    // A span on the cold path only: a warm resolve is a map lookup and stays untraced.
     const load = (tenant: TenantId): Effect.Effect<P, InfraError> =>
       Effect.flatMap(lookup(tenant), (found) => {
         if (found._tag === "Missing") return Effect.fail(missing(tenant, found.code))
         const entry = build(tenant, found.raw)
         lru.set(tenant.key, entry)
         return settle(entry)
-      })
+      }).pipe(Effect.withSpan("TenantStore.load", { attributes: { "gateway.project_id": tenant.projectId, "gateway.environment": tenant.envSlug } }))
 
     /** One load per cold tenant: later callers wait for the first one's result. */
     const loadOnce = (tenant: TenantId): Effect.Effect<P, InfraError> =>
