@@ -20,11 +20,16 @@ import { TenantStore } from "./tenancy/TenantStore.ts"
 /** The services the running gateway needs. */
 export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth
 
-/** The configuration file's one project, compiled with the stages' own compilers. */
-const staticProjects = (settings: GatewaySettings): Layer.Layer<TenantStore, never, Guardrail> =>
+/**
+ * Where projects come from, compiled with the stages' own compilers: the
+ * configuration file's one project, or (`[tenant_routing]`) snapshots in Redis.
+ */
+const projects = (settings: GatewaySettings): Layer.Layer<TenantStore, StartError, Guardrail | Log> =>
   Layer.unwrap(Effect.gen(function*() {
     const guardrail = yield* Guardrail
-    return TenantStore.layerStatic(compileProject(settings, STATIC_IDENTITY, { guard: guardrail.compile }))
+    const stages = { guard: guardrail.compile }
+    if (!settings.file.tenant_routing.enabled) return TenantStore.layerStatic(compileProject(settings, STATIC_IDENTITY, stages))
+    return TenantStore.layer(settings, stages, (message) => new StartError({ message }))
   }))
 
 /**
@@ -41,7 +46,7 @@ export const liveLayer = (
     readonly telemetry?: Layer.Layer<Telemetry, never, Log>
     readonly auth?: Layer.Layer<PlatformAuth, never, Log>
   }
-): Layer.Layer<GatewayServices> => {
+): Layer.Layer<GatewayServices, StartError> => {
   const logLayer = Layer.succeed(Log, log)
   const guardrail = overrides?.guardrail ?? Guardrail.layer
   return Layer.mergeAll(
@@ -52,7 +57,7 @@ export const liveLayer = (
     (overrides?.cache ?? ResponseCache.layer).pipe(Layer.provide(logLayer)),
     (overrides?.telemetry ?? Telemetry.layer(telemetrySettingsOf(settings.file))).pipe(Layer.provide(logLayer)),
     (overrides?.auth ?? PlatformAuth.layer(settings.file.auth)).pipe(Layer.provide(logLayer)),
-    staticProjects(settings).pipe(Layer.provide(guardrail))
+    projects(settings).pipe(Layer.provide([guardrail, logLayer]))
   )
 }
 
@@ -60,11 +65,6 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
   const settings = yield* GatewayConfig
   const log = yield* Log
   for (const warning of settings.warnings) log.log("warn", "config warning", { source: settings.source, warning })
-  const { file } = settings
-  // Sections this version validates but does not act on yet.
-  if (file.tenant_routing.enabled) {
-    log.log("warn", "config warning", { source: settings.source, warning: "tenant_routing.enabled: not available in this version; the section is validated and ignored" })
-  }
   const router = yield* makeRouter
   const telemetry = yield* Telemetry
   const { server } = settings.file

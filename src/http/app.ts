@@ -30,7 +30,7 @@ export const makeRouter = Effect.gen(function*() {
   const runChat = makeChatProgram({ client, log, cache, telemetry })
   const runProxy = makeProxyProgram({ client, log, cache, telemetry })
   return new Router<never>([
-    ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: "projects", check: store.ready }]),
+    ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }]),
     ...modelRoutes(project),
     ...chatRoutes(project, runChat, server.max_body_bytes),
     ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes),

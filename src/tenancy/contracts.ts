@@ -17,7 +17,7 @@ import type { TenantId } from "./selection.ts"
 export interface TenantStore<P> {
   /**
    * The tenant's compiled configuration: from memory when cached, else loaded
-   * once however many requests wait for it. Fails with the spec 7.4 codes:
+   * once however many requests wait for it. Fails with the codes of docs/reference/gateway-spec.md §7.4:
    * `ROUTING_NOT_CONFIGURED`, `ENVIRONMENT_NOT_FOUND` (404),
    * `SNAPSHOT_DECRYPT_FAILED` and `INFRA_UNAVAILABLE` (503).
    */

@@ -1,5 +1,5 @@
 /**
- * The fallback snapshot API (spec 5), asked for a cold tenant when Redis
+ * The fallback snapshot API (docs/reference/gateway-spec.md §5), asked for a cold tenant when Redis
  * cannot answer. The contract (docs/multi-tenant.md "The fallback API"):
  *
  * 1. `POST {api_fallback_url}/v1/routing/mint-read-token` with

@@ -189,9 +189,9 @@ describe("GenAI telemetry", () => {
   it("the same span, attribute for attribute, on the fast path and the normalized path", async () => {
     const messages = [{ role: "user" as const, content: "same on both paths" }]
     const fastId = requestId()
-    await openai().chat.completions.create({ model: "gpt-4o", max_tokens: 64, temperature: 0, messages }, { headers: { "x-request-id": fastId } })
+    await openai().chat.completions.create({ model: "gpt-4o", max_tokens: 64, stop: ["THE END"], messages }, { headers: { "x-request-id": fastId } })
     const normalizedId = requestId()
-    await anthropic().messages.create({ model: "gpt-4o", max_tokens: 64, temperature: 0, messages }, { headers: { "x-request-id": normalizedId } })
+    await anthropic().messages.create({ model: "gpt-4o", max_tokens: 64, stop_sequences: ["THE END"], messages }, { headers: { "x-request-id": normalizedId } })
     const fast = await genAiSpanOf((await traceOf(fastId)).server.traceId)
     const normalized = await genAiSpanOf((await traceOf(normalizedId)).server.traceId)
     expect(fast.attributes["gateway.path"]).toBe("fast")

@@ -22,7 +22,7 @@ const outcome = async (store: OpenStore<TenantStore<Compiled>>, projectId: strin
 }
 
 describe("in-memory tenant store", () => {
-  it("serves each project its own snapshot and the spec 7.4 failures for the rest", async () => {
+  it("serves each project its own snapshot and the gateway-side failures (docs/reference/gateway-spec.md §7.4) for the rest", async () => {
     const recorder = recordingCompile()
     const store = await openStore(makeTenantStoreFromSnapshots<Compiled>({
       acme: { production: snapshotDocument(1, { baseUrl: "http://127.0.0.1:9101/v1" }), staging: snapshotDocument("s1") },
