@@ -16,7 +16,9 @@ import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "n
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Pool } from "undici"
+import { Redis } from "ioredis"
 import { runGuardrailBench } from "./guardrail.ts"
+import { runTenancyBench } from "./tenancy.ts"
 
 const QUICK = process.argv.includes("--quick")
 const REQUESTS = QUICK ? 2_000 : 10_000
@@ -39,7 +41,13 @@ const PIN = cpus().length >= 2 && spawnSync("taskset", ["-c", "0", "true"]).stat
  * load generator would make the child's synchronous stdout writes wait) and
  * resolves with the first line it writes (its address).
  */
-const startProcess = (args: Array<string>, cpu: number, dir: string, name: string): Promise<{ child: ChildProcess; line: string }> =>
+const startProcess = (
+  args: Array<string>,
+  cpu: number,
+  dir: string,
+  name: string,
+  ready: (line: string) => boolean = () => true
+): Promise<{ child: ChildProcess; line: string }> =>
   new Promise((resolve, reject) => {
     const [command, argv] = PIN ? ["taskset", ["-c", String(cpu), process.execPath, ...args]] : [process.execPath, args]
     const logPath = join(dir, `${name}.log`)
@@ -48,10 +56,11 @@ const startProcess = (args: Array<string>, cpu: number, dir: string, name: strin
     closeSync(out)
     const deadline = Date.now() + 15_000
     const poll = setInterval(() => {
-      const first = readFileSync(logPath, "utf8").split("\n")[0]
-      if (first !== "" && readFileSync(logPath, "utf8").includes("\n")) {
+      const complete = readFileSync(logPath, "utf8").split("\n").slice(0, -1)
+      const line = complete.find(ready)
+      if (line !== undefined) {
         clearInterval(poll)
-        resolve({ child, line: first })
+        resolve({ child, line })
       } else if (Date.now() > deadline) {
         clearInterval(poll)
         reject(new Error(`${args.join(" ")} did not start`))
@@ -148,12 +157,18 @@ const pacedLoop = async (pool: Pool, scenario: Scenario) => {
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
 }
 
+/** An OTLP receiver (accepting and forgetting exports) in its own process on core 1, like the upstream. */
+const startReceiver = async (dir: string): Promise<{ readonly url: string; readonly child: ChildProcess }> => {
+  const started = await startProcess(["bench/telemetry.ts", "--receiver"], 1, dir, "otlp-receiver")
+  return { url: started.line.trim(), child: started.child }
+}
+
 const main = async () => {
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
   const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], 1, dir, "upstream")
   const upstreamUrl = JSON.parse(upstream.line).url as string
-  /** A gateway on core 0 with the base configuration plus `extra` TOML. */
-  const startGateway = async (name: string, extra = "") => {
+  /** A gateway on core 0 with the base configuration plus `extra` TOML (`telemetry` replaces the [telemetry] table). */
+  const startGateway = async (name: string, extra = "", telemetry = "[telemetry]\nenabled = false\nlog_level = \"info\"") => {
     const configPath = join(dir, `${name}.toml`)
     writeFileSync(configPath, `[server]
 host = "127.0.0.1"
@@ -164,11 +179,9 @@ base_url = "${upstreamUrl}/v1"
 models = ["gpt-4o"]
 credential = "none"
 
-[telemetry]
-enabled = false
-log_level = "info"
+${telemetry}
 ${extra}`)
-    const started = await startProcess(["src/main.ts", "serve", "--config", configPath], 0, dir, name)
+    const started = await startProcess(["src/main.ts", "serve", "--config", configPath], 0, dir, name, (line) => line.includes("\"port\""))
     return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
   }
   const gateway = await startGateway("gateway")
@@ -204,6 +217,8 @@ ${extra}`)
   const results: Array<Record<string, unknown>> = []
   let guardrails: Record<string, number> = {}
   let cache: Record<string, number> = {}
+  let telemetry: Record<string, number> = {}
+  let tenancy: Record<string, unknown> = {}
   const pools = new Map<string, Pool>()
   const poolFor = (origin: string) => {
     let pool = pools.get(origin)
@@ -212,6 +227,21 @@ ${extra}`)
       pools.set(origin, pool)
     }
     return pool
+  }
+  /**
+   * Stops a gateway and forgets its connections: a later gateway may get the
+   * same port, and a pooled connection to the old one would send it requests.
+   */
+  const stopGateway = async (running: { readonly child: ChildProcess; readonly url: string }) => {
+    const pool = pools.get(running.url)
+    pools.delete(running.url)
+    await pool?.destroy()
+    if (running.child.exitCode !== null) return
+    const exited = new Promise((resolve) => running.child.once("exit", resolve))
+    running.child.kill("SIGTERM")
+    const timer = setTimeout(() => running.child.kill("SIGKILL"), 10_000)
+    await exited
+    clearTimeout(timer)
   }
   try {
     for (const { label, direct, viaGateway } of scenarios) {
@@ -238,7 +268,7 @@ ${extra}`)
         saturated_gateway_p50_ms: round(gatewayRun.p50)
       })
     }
-    gateway.child.kill("SIGTERM")
+    await stopGateway(gateway)
 
     // Guardrails: the scan alone, and the standard chat request's CPU with [security] on against off.
     guardrails = await runGuardrailBench()
@@ -255,7 +285,7 @@ blocklist = [${Array.from({ length: 1000 }, (_, i) => `"blocked-term-${i}"`).joi
     const cpuBefore = cpuMicros(secured.child.pid!)
     const securedRun = await closedLoop(poolFor(secured.url), securedScenario, REQUESTS)
     const onCpu = (cpuMicros(secured.child.pid!) - cpuBefore) / securedRun.requests
-    secured.child.kill("SIGTERM")
+    await stopGateway(secured)
     guardrails.gateway_cpu_us_per_request_security_off = offCpu
     guardrails.gateway_cpu_us_per_request_security_on = Math.round(onCpu)
     guardrails.security_cpu_ratio = Math.round((onCpu / offCpu) * 100) / 100
@@ -267,6 +297,7 @@ enabled = true
 url = "${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/9"
 default_mode = "always"
 encrypt_salt = "bench"
+ttl_seconds = 120
 `)
     const cachedScenario = { ...nonStream, origin: cached.url }
     // Misses: every body distinct (a lookup that finds nothing, the upstream call, the store).
@@ -281,7 +312,7 @@ encrypt_salt = "bench"
     const hitCpuBefore = cpuMicros(cached.child.pid!)
     const hits = await closedLoop(poolFor(cached.url), cachedScenario, REQUESTS)
     const hitCpu = (cpuMicros(cached.child.pid!) - hitCpuBefore) / hits.requests
-    cached.child.kill("SIGTERM")
+    await stopGateway(cached)
     cache = {
       direct_rps: results[0].direct_rps as number,
       uncached_rps: results[0].gateway_rps as number,
@@ -292,6 +323,74 @@ encrypt_salt = "bench"
       hit_cpu_us_per_request: Math.round(hitCpu),
       hit_p50_ms: round(hits.p50)
     }
+
+    // Telemetry: both sections at ratio 1.0, and the defaults (application 0.1, GenAI 1.0), exporting
+    // to an OTLP receiver in its own process, against the same gateway with telemetry off.
+    const receiver = await startReceiver(dir)
+    try {
+      const measure = async (name: string, telemetryTable: string, extra = "") => {
+        const running = await startGateway(name, extra, telemetryTable)
+        const scenario = { ...nonStream, origin: running.url }
+        await closedLoop(poolFor(running.url), scenario, WARMUP)
+        const before = cpuMicros(running.child.pid!)
+        const run = await closedLoop(poolFor(running.url), scenario, REQUESTS)
+        const cpu = (cpuMicros(running.child.pid!) - before) / run.requests
+        await stopGateway(running)
+        return { rps: run.rps, cpu }
+      }
+      const genai = (ratio: number) => `[genai_telemetry]
+enabled = true
+otlp_endpoint = "${receiver.url}"
+sample_ratio = ${ratio}
+metrics_export_interval_secs = 5
+metrics_export_timeout_secs = 5`
+      const off = await measure("gateway-telemetry-off", "[telemetry]\nenabled = false")
+      const full = await measure("gateway-telemetry-full", `[telemetry]\nenabled = true\notlp_endpoint = "${receiver.url}"\nsample_ratio = 1.0`, genai(1))
+      const defaults = await measure("gateway-telemetry-defaults", `[telemetry]\nenabled = true\notlp_endpoint = "${receiver.url}"\nsample_ratio = 0.1`, genai(1))
+      telemetry = {
+        off_rps: Math.round(off.rps),
+        all_at_1_rps: Math.round(full.rps),
+        defaults_rps: Math.round(defaults.rps),
+        all_at_1_throughput_ratio: Math.round((full.rps / off.rps) * 100) / 100,
+        defaults_throughput_ratio: Math.round((defaults.rps / off.rps) * 100) / 100,
+        off_cpu_us_per_request: Math.round(off.cpu),
+        all_at_1_cpu_us_per_request: Math.round(full.cpu),
+        defaults_cpu_us_per_request: Math.round(defaults.cpu)
+      }
+    } finally {
+      receiver.child.kill("SIGTERM")
+    }
+
+    // Tenant mode: one project's snapshot in Redis (database 9), a warm LRU, against the static file.
+    const redisUrl = `${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/9`
+    const redis = new Redis(redisUrl)
+    const project = `bench-${process.pid}`
+    try {
+      await redis.set(`gw:routing:${project}:production`, JSON.stringify({ version: 1, providers: { openai: { kind: "openai", base_url: `${upstreamUrl}/v1`, models: ["gpt-4o"], credential: "none" } } }))
+      await redis.sadd(`gw:routing:${project}:envs`, "production")
+      const tenant = await startGateway("gateway-tenant", `[tenant_routing]\nenabled = true\nredis_url = "${redisUrl}"`)
+      const tenantScenario = { ...nonStream, origin: tenant.url, headers: { ...nonStream.headers, "x-gw-project-id": project } }
+      await closedLoop(poolFor(tenant.url), tenantScenario, WARMUP)
+      const before = cpuMicros(tenant.child.pid!)
+      const run = await closedLoop(poolFor(tenant.url), tenantScenario, REQUESTS)
+      const tenantCpu = (cpuMicros(tenant.child.pid!) - before) / run.requests
+      await stopGateway(tenant)
+      const store = await runTenancyBench()
+      tenancy = {
+        static_cpu_us_per_request: offCpu,
+        tenant_cpu_us_per_request: Math.round(tenantCpu),
+        tenant_cpu_ratio: Math.round((tenantCpu / offCpu) * 100) / 100,
+        tenant_rps: Math.round(run.rps),
+        warm_resolve_ns: Math.round(store.warmResolveNs),
+        cold_load_us: Math.round(store.coldLoadUs),
+        rss_mib_lru_full: store.memoryMiB.lruFull.rss,
+        rss_mib_after_10k_projects: store.memoryMiB.afterOnePass.rss,
+        rss_mib_after_20k_loads: store.memoryMiB.afterTwoPasses.rss
+      }
+    } finally {
+      await redis.del(`gw:routing:${project}:production`, `gw:routing:${project}:envs`)
+      redis.disconnect()
+    }
   } finally {
     for (const pool of pools.values()) await pool.close()
     gateway.child.kill("SIGTERM")
@@ -300,7 +399,9 @@ encrypt_salt = "bench"
   console.table(results)
   console.table(guardrails)
   console.table(cache)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache }
+  console.table(telemetry)
+  console.table(tenancy)
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }

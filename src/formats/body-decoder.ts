@@ -5,7 +5,7 @@
  * Shared by every wire family's request decoder; built once per schema.
  */
 import { Schema, SchemaIssue } from "effect"
-import type { DecodeResult } from "./index.ts"
+import type { DecodeResult } from "./contract.ts"
 
 const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 

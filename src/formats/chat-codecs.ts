@@ -17,7 +17,7 @@ import {
   makeAnthropicStreamDecoder,
   makeAnthropicStreamEncoder
 } from "./anthropic/index.ts"
-import type { DecodeResult, EncodedRequest, RequestEncodeOptions, StreamDecoder, StreamEncoder } from "./index.ts"
+import type { DecodeResult, EncodedRequest, RequestEncodeOptions, StreamDecoder, StreamEncoder } from "./contract.ts"
 import {
   decodeOpenAiChatRequest,
   decodeOpenAiChatResponse,

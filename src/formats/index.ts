@@ -3,9 +3,8 @@
  * between its wire shapes and the canonical chat model (src/domain/chat.ts).
  *
  * A cross-family call is always "decode the caller's family, encode the
- * provider's family" and back; no family knows another. The types below are
- * the contract every family implements, so the pipeline can hold a decoder or
- * an encoder without knowing which family it came from.
+ * provider's family" and back; no family knows another. The contract every
+ * family implements is in contract.ts; this barrel only re-exports.
  *
  * Conventions every family follows:
  * - `ChatRequest.unmapped` holds the caller's top-level wire fields that have
@@ -19,67 +18,11 @@
  *   throw: malformed input becomes an `error` event, and a stream that ends
  *   without its terminal event ends with an `error` event, never a normal stop.
  */
-import type { ChatStreamEvent } from "../domain/chat.ts"
-import type { WireFamily } from "../domain/sdk.ts"
-
 export * as Anthropic from "./anthropic/index.ts"
 export * as OpenAiChat from "./openai-chat/index.ts"
 export * as OpenAiResponses from "./openai-responses/index.ts"
 
-/**
- * Outcome of decoding untrusted input. `message` names the offending field
- * (`messages[2].content: expected string or array of content parts`); `param`
- * is that field's path alone, for OpenAI's `error.param`.
- */
-export type DecodeResult<A> =
-  | { readonly ok: true; readonly value: A }
-  | { readonly ok: false; readonly message: string; readonly param?: string | undefined }
-
-export interface RequestEncodeOptions {
-  /** Upstream model name to put in the body. */
-  readonly model: string
-  /**
-   * Family the request was decoded from. `unmapped` fields are passed through
-   * only when it is the encoder's own family; otherwise (and when absent) they
-   * are reported in `dropped`.
-   */
-  readonly callerFamily?: WireFamily | undefined
-  /** Anthropic only: `max_tokens` when the request has none (default 4096). */
-  readonly defaultMaxTokens?: number | undefined
-  /**
-   * Chat Completions only: the field that carries the output limit.
-   * `max_completion_tokens` for OpenAI and Azure (their reasoning models refuse
-   * `max_tokens`); `max_tokens` (the default) for other compatible servers.
-   */
-  readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
-}
-
-export interface EncodedRequest {
-  /** The upstream wire body, ready for `JSON.stringify`. */
-  readonly body: Record<string, unknown>
-  /** Caller wire names of request fields (or content notes) the body could not carry. */
-  readonly dropped: ReadonlyArray<string>
-}
-
-/** One parsed SSE event: its `event:` name (if any) and its joined `data:` lines. */
-export interface SseEvent {
-  readonly event?: string | undefined
-  readonly data: string
-}
-
-/** Upstream SSE events in, canonical stream events out. One instance per stream. */
-export interface StreamDecoder {
-  push(event: SseEvent): ReadonlyArray<ChatStreamEvent>
-  /** At EOF: an `error` event if the stream never reached its terminal event. */
-  end(): ReadonlyArray<ChatStreamEvent>
-}
-
-/** Canonical stream events in, complete SSE frames for the caller out. One instance per stream. */
-export interface StreamEncoder {
-  /** Zero or more complete frames (`""` when the event produces none). */
-  push(event: ChatStreamEvent): string
-}
-
+export type { DecodeResult, EncodedRequest, RequestEncodeOptions, SseEvent, StreamDecoder, StreamEncoder } from "./contract.ts"
 export { CALLER_CODECS, PROVIDER_CODECS } from "./chat-codecs.ts"
 export type { CallerCodec, CallerFormat, ProviderCodec } from "./chat-codecs.ts"
 export { ResponseAssembler, responseEvents } from "./replay.ts"

@@ -22,7 +22,7 @@ import type {
   ToolChoice,
   ToolDefinition
 } from "../../domain/chat.ts"
-import type { DecodeResult } from "../index.ts"
+import type { DecodeResult } from "../contract.ts"
 import { contentNotes } from "../notes.ts"
 import type { Note } from "../notes.ts"
 import { isRecord } from "./mapping.ts"

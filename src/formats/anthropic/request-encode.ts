@@ -27,7 +27,7 @@
  *   reject the field); for others it is reported as dropped.
  */
 import type { ChatRequest, ContentPart, MediaSource, ToolChoice, ToolDefinition } from "../../domain/chat.ts"
-import type { EncodedRequest, RequestEncodeOptions } from "../index.ts"
+import type { EncodedRequest, RequestEncodeOptions } from "../contract.ts"
 import { cleanToolId, toolInput } from "./mapping.ts"
 
 export const DEFAULT_MAX_TOKENS = 4096

@@ -7,7 +7,7 @@
  * reach the caller as an error.
  */
 import type { ChatResponse, TextPart, ToolCallPart } from "../../domain/chat.ts"
-import type { DecodeResult } from "../index.ts"
+import type { DecodeResult } from "../contract.ts"
 import {
   cleanToolId,
   encodeUsage,

@@ -17,7 +17,7 @@
  * name. Hot path: `JSON.parse` and property checks only.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { SseEvent, StreamDecoder } from "../index.ts"
+import type { SseEvent, StreamDecoder } from "../contract.ts"
 import { statusOfAnthropicError } from "./error.ts"
 import { isRecord, readUsageCounts, stopReasonOfWire, type UsageCounts, usageOfCounts } from "./mapping.ts"
 

@@ -27,7 +27,7 @@
 import type { ChatStreamEvent, StopReason, StreamError, Usage } from "../../domain/chat.ts"
 import { streamErrorFrame } from "../../domain/envelope.ts"
 import { classifyStreamError } from "../../domain/errors.ts"
-import type { StreamEncoder } from "../index.ts"
+import type { StreamEncoder } from "../contract.ts"
 import { cleanToolId, encodeUsage, messageId, wireStopReason } from "./mapping.ts"
 
 export interface AnthropicStreamEncodeOptions {

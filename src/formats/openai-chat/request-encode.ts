@@ -24,7 +24,7 @@ import type {
   ToolChoice,
   ToolDefinition
 } from "../../domain/chat.ts"
-import type { EncodedRequest, RequestEncodeOptions } from "../index.ts"
+import type { EncodedRequest, RequestEncodeOptions } from "../contract.ts"
 
 /** OpenAI accepts at most four stop sequences. */
 const MAX_STOP_SEQUENCES = 4

@@ -7,7 +7,7 @@
  * crash: a malformed upstream success must reach the caller as an error.
  */
 import type { ChatResponse, TextPart, ToolCallPart } from "../../domain/chat.ts"
-import type { DecodeResult } from "../index.ts"
+import type { DecodeResult } from "../contract.ts"
 import { completionId, decodeUsage, encodeUsage, finishReasonOf, isRecord, stopReasonOfFinish } from "./mapping.ts"
 
 export interface ResponseDecodeOptions {

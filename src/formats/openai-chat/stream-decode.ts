@@ -18,7 +18,7 @@
  * - Hot path: `JSON.parse` and property checks only.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { SseEvent, StreamDecoder } from "../index.ts"
+import type { SseEvent, StreamDecoder } from "../contract.ts"
 import { statusOfOpenAiError } from "./error.ts"
 import { decodeUsage, isRecord, stopReasonOfFinish } from "./mapping.ts"
 

@@ -17,7 +17,7 @@
 import type { ChatStreamEvent, StreamError, Usage } from "../../domain/chat.ts"
 import { streamErrorFrame } from "../../domain/envelope.ts"
 import { classifyStreamError } from "../../domain/errors.ts"
-import type { StreamEncoder } from "../index.ts"
+import type { StreamEncoder } from "../contract.ts"
 import { completionId, encodeUsage, finishReasonOf } from "./mapping.ts"
 
 export interface OpenAiStreamEncodeOptions {

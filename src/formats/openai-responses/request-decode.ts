@@ -36,7 +36,7 @@ import type {
 } from "../../domain/chat.ts"
 import { REASONING_EFFORTS } from "../../domain/chat.ts"
 import type { ReasoningEffort } from "../../domain/chat.ts"
-import type { DecodeResult } from "../index.ts"
+import type { DecodeResult } from "../contract.ts"
 import { contentNotes } from "../notes.ts"
 import type { Note } from "../notes.ts"
 import { isRecord } from "../openai-chat/mapping.ts"

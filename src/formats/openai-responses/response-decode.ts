@@ -6,7 +6,7 @@
  * calls) are left out.
  */
 import type { ChatResponse, TextPart, ToolCallPart } from "../../domain/chat.ts"
-import type { DecodeResult } from "../index.ts"
+import type { DecodeResult } from "../contract.ts"
 import { isRecord } from "../openai-chat/mapping.ts"
 import { decodeUsage, stopReasonOfResponse } from "./mapping.ts"
 

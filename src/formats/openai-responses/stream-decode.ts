@@ -13,7 +13,7 @@
  *   ends without one of them was cut off.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { SseEvent, StreamDecoder } from "../index.ts"
+import type { SseEvent, StreamDecoder } from "../contract.ts"
 import { statusOfOpenAiError } from "../openai-chat/error.ts"
 import { isRecord } from "../openai-chat/mapping.ts"
 import { decodeUsage, stopReasonOfResponse } from "./mapping.ts"

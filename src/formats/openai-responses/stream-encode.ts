@@ -35,7 +35,7 @@
 import type { ChatStreamEvent, StreamError, Usage } from "../../domain/chat.ts"
 import { openAiTypeAndCode } from "../../domain/envelope.ts"
 import { classifyStreamError } from "../../domain/errors.ts"
-import type { StreamEncoder } from "../index.ts"
+import type { StreamEncoder } from "../contract.ts"
 import { functionCallItemId, messageItemId, type Outcome, outcomeOf } from "./mapping.ts"
 import {
   functionCallItem,
