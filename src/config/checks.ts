@@ -326,6 +326,33 @@ const checkSecurity = (file: ConfigFile, findings: Findings) => {
   }
 }
 
+/** `redis://` (plaintext) or `rediss://` (TLS) with a host: what the cache's ioredis pools accept. */
+const isRedisUrl = (value: string): boolean => {
+  try {
+    const url = new URL(value)
+    return (url.protocol === "redis:" || url.protocol === "rediss:") && url.hostname !== ""
+  } catch {
+    return false
+  }
+}
+
+const checkCache = (file: ConfigFile, findings: Findings) => {
+  const cache = file.cache
+  if (cache.enabled && !isRedisUrl(cache.url)) {
+    // Not echoed: a Redis URL may carry a password.
+    findings.error("cache.url", "expected a redis:// or rediss:// URL with a host")
+  }
+  if (cache.enabled && cache.encrypt && cache.encrypt_salt === "") {
+    findings.error("cache.encrypt_salt", "must be non-empty when cache.encrypt = true")
+  }
+  if (cache.enabled && !cache.encrypt) {
+    findings.warn("cache.encrypt", "false: answers are stored in clear; anyone who can read the store can read prompts' answers")
+  }
+  if (cache.ttl_seconds > cache.max_ttl_seconds) {
+    findings.error("cache.ttl_seconds", `${cache.ttl_seconds} exceeds cache.max_ttl_seconds (${cache.max_ttl_seconds})`)
+  }
+}
+
 export const checkConfig = (file: ConfigFile, env: Env): CheckResult => {
   const findings = new Findings()
   const providers = checkProviders(file, env, findings)
@@ -347,15 +374,7 @@ export const checkConfig = (file: ConfigFile, env: Env): CheckResult => {
   if (file.tenant_routing.enabled && file.tenant_routing.private_key_path === undefined) {
     findings.warn("tenant_routing.private_key_path", "not set: snapshots are read as plaintext JSON (development only)")
   }
-  if (file.cache.enabled && file.cache.encrypt && file.cache.encrypt_salt === "") {
-    findings.error("cache.encrypt_salt", "must be non-empty when cache.encrypt = true")
-  }
-  if (file.cache.enabled && !file.cache.encrypt) {
-    findings.warn("cache.encrypt", "false: answers are stored in clear; anyone who can read the store can read prompts' answers")
-  }
-  if (file.cache.ttl_seconds > file.cache.max_ttl_seconds) {
-    findings.error("cache.ttl_seconds", `${file.cache.ttl_seconds} exceeds cache.max_ttl_seconds (${file.cache.max_ttl_seconds})`)
-  }
+  checkCache(file, findings)
   if (file.auth.enabled && (file.auth.exchange_url === undefined || file.auth.exchange_url === "")) {
     findings.error("auth.exchange_url", "required when auth.enabled = true")
   }
