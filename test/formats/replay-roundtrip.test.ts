@@ -45,7 +45,7 @@ const ANSWER: ChatResponse = {
 }
 
 describe("recorded upstream streams assemble into their final answer", () => {
-  it("Anthropic text then tool_use (anthropic-messages.md §5.4)", () => {
+  it("Anthropic text then tool_use (docs/reference/anthropic-messages.md §5.4)", () => {
     const answer = assemble(decodeAll(Anthropic.makeAnthropicStreamDecoder(), parseSse(ANTHROPIC_TOOL_STREAM)))
     expect(answer).toMatchObject({
       id: "msg_014p7gG3wDgGV9EUtLvnow3U",
