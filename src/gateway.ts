@@ -3,7 +3,7 @@
  * router and listens until the scope closes. `main.ts` runs it for `serve`;
  * end-to-end tests run it on port 0 with their own configuration.
  */
-import { Context, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import type { Scope } from "effect"
 import type * as Http from "node:http"
 import { GatewayConfig } from "./config/index.ts"
@@ -11,19 +11,25 @@ import type { GatewaySettings } from "./config/index.ts"
 import { listen, makeInFlight, makeRequestListener, makeRouter } from "./http/index.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./pipeline/telemetry/log.ts"
-import { Guardrail, ResponseCache } from "./pipeline/index.ts"
+import { Guardrail, ResponseCache, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
 import { ProviderClient } from "./providers/transport.ts"
+import { PlatformAuth } from "./tenancy/auth-exchange.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
 import { TenantStore } from "./tenancy/TenantStore.ts"
 
 /** The services the running gateway needs. */
-export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache
+export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth
 
-/** The configuration file's one project, compiled with the stages' own compilers. */
-const staticProjects = (settings: GatewaySettings): Layer.Layer<TenantStore, never, Guardrail> =>
+/**
+ * Where projects come from, compiled with the stages' own compilers: the
+ * configuration file's one project, or (`[tenant_routing]`) snapshots in Redis.
+ */
+const projects = (settings: GatewaySettings): Layer.Layer<TenantStore, StartError, Guardrail | Log> =>
   Layer.unwrap(Effect.gen(function*() {
     const guardrail = yield* Guardrail
-    return TenantStore.layerStatic(compileProject(settings, STATIC_IDENTITY, { guard: guardrail.compile }))
+    const stages = { guard: guardrail.compile }
+    if (!settings.file.tenant_routing.enabled) return TenantStore.layerStatic(compileProject(settings, STATIC_IDENTITY, stages))
+    return TenantStore.layer(settings, stages, (message) => new StartError({ message }))
   }))
 
 /**
@@ -37,8 +43,10 @@ export const liveLayer = (
     readonly client?: Layer.Layer<ProviderClient>
     readonly guardrail?: Layer.Layer<Guardrail>
     readonly cache?: Layer.Layer<ResponseCache, never, Log>
+    readonly telemetry?: Layer.Layer<Telemetry, never, Log>
+    readonly auth?: Layer.Layer<PlatformAuth, never, Log>
   }
-): Layer.Layer<GatewayServices> => {
+): Layer.Layer<GatewayServices, StartError> => {
   const logLayer = Layer.succeed(Log, log)
   const guardrail = overrides?.guardrail ?? Guardrail.layer
   return Layer.mergeAll(
@@ -47,7 +55,9 @@ export const liveLayer = (
     overrides?.client ?? ProviderClient.layer,
     guardrail,
     (overrides?.cache ?? ResponseCache.layer).pipe(Layer.provide(logLayer)),
-    staticProjects(settings).pipe(Layer.provide(guardrail))
+    (overrides?.telemetry ?? Telemetry.layer(telemetrySettingsOf(settings.file))).pipe(Layer.provide(logLayer)),
+    (overrides?.auth ?? PlatformAuth.layer(settings.file.auth)).pipe(Layer.provide(logLayer)),
+    projects(settings).pipe(Layer.provide([guardrail, logLayer]))
   )
 }
 
@@ -55,19 +65,14 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
   const settings = yield* GatewayConfig
   const log = yield* Log
   for (const warning of settings.warnings) log.log("warn", "config warning", { source: settings.source, warning })
-  const { file } = settings
-  // Sections this version validates but does not act on yet.
-  for (const [key, enabled] of [
-    ["tenant_routing.enabled", file.tenant_routing.enabled],
-    ["auth.enabled", file.auth.enabled],
-    ["genai_telemetry.enabled", file.genai_telemetry.enabled]
-  ] as const) {
-    if (enabled) log.log("warn", "config warning", { source: settings.source, warning: `${key}: not available in this version; the section is validated and ignored` })
-  }
   const router = yield* makeRouter
+  const telemetry = yield* Telemetry
   const { server } = settings.file
   const inFlight = makeInFlight()
-  const listener = makeRequestListener(router, Context.empty(), log, inFlight, { bodyIdleMs: server.body_idle_timeout_secs * 1000 })
+  const listener = makeRequestListener(router, telemetry.requestContext, log, inFlight, {
+    bodyIdleMs: server.body_idle_timeout_secs * 1000,
+    tracing: telemetry
+  })
   return yield* listen(
     {
       host: server.host,

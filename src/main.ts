@@ -4,6 +4,7 @@
  *
  *   gateway [serve] [[--config] PATH]   run the gateway (default)
  *   gateway check-config [PATH]       validate the configuration and print it, secrets redacted
+ *   gateway snapshot …                tenant snapshots: keygen, seal, publish (src/tenancy/cli.ts)
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Exit, Layer } from "effect"
@@ -13,10 +14,12 @@ import { StartError } from "./http/server.ts"
 import { JsonLog } from "./pipeline/telemetry/log.ts"
 import { superviseWorkers, workerCount, workerNumber } from "./workers.ts"
 import cluster from "node:cluster"
+import { runSnapshotCli } from "./tenancy/index.ts"
 
 const USAGE = `usage:
   gateway [serve] [[--config] PATH] run the gateway (config: PATH, $GATEWAY_CONFIG or config/gateway.toml)
-  gateway check-config [PATH]       validate the configuration and print it with secrets redacted`
+  gateway check-config [PATH]       validate the configuration and print it with secrets redacted
+  gateway snapshot keygen|seal|publish …  tenant snapshots (gateway snapshot --help)`
 
 const checkConfig = (path: string | undefined): number => {
   const source = configPath(path, process.env)
@@ -66,6 +69,10 @@ const main = (argv: ReadonlyArray<string>): void => {
   }
   if (command === "check-config") {
     process.exitCode = checkConfig(rest[0])
+    return
+  }
+  if (command === "snapshot") {
+    void runSnapshotCli(rest).then((code) => (process.exitCode = code))
     return
   }
   if (command === undefined || command === "serve" || command === "--config") {

@@ -16,6 +16,24 @@ import { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } 
 
 type Env = Readonly<Record<string, string | undefined>>
 
+/**
+ * Where credentials come from: the gateway's own file reads `env::VAR`
+ * locations and convention variables from its environment; a tenant snapshot
+ * carries its keys itself and must never reach the host's environment, so its
+ * credentials are extracted before these checks and handed in resolved.
+ */
+export type CredentialSource =
+  | { readonly kind: "environment"; readonly env: Env }
+  | {
+    readonly kind: "snapshot"
+    /** A provider absent here has no credential (callers bring their own key). */
+    readonly providers: ReadonlyMap<string, ResolvedCredential>
+    /** A target absent here uses its provider's credential. */
+    readonly targets: ReadonlyMap<string, ResolvedCredential>
+  }
+
+const NO_CREDENTIAL: ResolvedCredential = { location: { kind: "none" }, value: undefined }
+
 export interface CheckResult {
   readonly errors: ReadonlyArray<string>
   readonly warnings: ReadonlyArray<string>
@@ -69,7 +87,7 @@ const credentialAt = (
 const isOfficialOpenAi = (id: string, kind: ProviderKind, baseUrl: string): boolean =>
   kind === "azure" || (kind === "openai" && (id === "openai" || new URL(baseUrl).hostname === "api.openai.com"))
 
-const checkProviders = (file: ConfigFile, env: Env, findings: Findings): Map<string, ResolvedProvider> => {
+const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Findings): Map<string, ResolvedProvider> => {
   const providers = new Map<string, ResolvedProvider>()
   for (const [id, provider] of Object.entries(file.providers)) {
     const path = `providers.${id}`
@@ -99,9 +117,11 @@ const checkProviders = (file: ConfigFile, env: Env, findings: Findings): Map<str
       findings.error(`${path}.base_url`, `expected an http(s) URL, got ${JSON.stringify(rawUrl)}`)
       continue
     }
-    const credential = provider.credential === undefined
-      ? resolveCredential({ kind: "env", variable: conventionEnvFor(id, kind), convention: true }, env)
-      : credentialAt(`${path}.credential`, provider.credential, env, findings)
+    const credential = source.kind === "snapshot"
+      ? source.providers.get(id) ?? NO_CREDENTIAL
+      : provider.credential === undefined
+      ? resolveCredential({ kind: "env", variable: conventionEnvFor(id, kind), convention: true }, source.env)
+      : credentialAt(`${path}.credential`, provider.credential, source.env, findings)
     if (credential === undefined) continue
     if (credential.location.kind === "env" && !credential.location.convention && credential.value === undefined) {
       findings.warn(`${path}.credential`, `${credential.location.variable} is not set; requests need the caller's own key`)
@@ -169,7 +189,7 @@ export const resolveModelReference = (
 const checkTargets = (
   file: ConfigFile,
   providers: ReadonlyMap<string, ResolvedProvider>,
-  env: Env,
+  source: CredentialSource,
   findings: Findings
 ): Map<string, ResolvedTarget> => {
   const targets = new Map<string, ResolvedTarget>()
@@ -181,8 +201,10 @@ const checkTargets = (
       continue
     }
     let credential: ResolvedCredential | undefined
-    if (target.credential !== undefined) {
-      credential = credentialAt(`${path}.credential`, target.credential, env, findings)
+    if (source.kind === "snapshot") {
+      credential = source.targets.get(id)
+    } else if (target.credential !== undefined) {
+      credential = credentialAt(`${path}.credential`, target.credential, source.env, findings)
       if (credential === undefined) continue
       if (credential.location.kind === "env" && credential.value === undefined) {
         findings.error(`${path}.credential`, `environment variable ${credential.location.variable} is not set`)
@@ -353,10 +375,25 @@ const checkCache = (file: ConfigFile, findings: Findings) => {
   }
 }
 
-export const checkConfig = (file: ConfigFile, env: Env): CheckResult => {
+const checkTenantRouting = (section: ConfigFile["tenant_routing"], findings: Findings) => {
+  if (!/^rediss?:\/\/[^/]/.test(section.redis_url)) {
+    findings.error("tenant_routing.redis_url", `expected a redis:// or rediss:// URL`)
+  }
+  const fallback = section.api_fallback_url
+  if (fallback !== undefined && fallback !== "") {
+    if (normalizeBaseUrl(fallback) === undefined) {
+      findings.error("tenant_routing.api_fallback_url", `expected an http(s) URL, got ${JSON.stringify(fallback)}`)
+    }
+  }
+  if (section.private_key_path === undefined) {
+    findings.warn("tenant_routing.private_key_path", "not set: snapshots are read as plaintext JSON (development only)")
+  }
+}
+
+export const checkConfig = (file: ConfigFile, credentials: CredentialSource): CheckResult => {
   const findings = new Findings()
-  const providers = checkProviders(file, env, findings)
-  const targets = checkTargets(file, providers, env, findings)
+  const providers = checkProviders(file, credentials, findings)
+  const targets = checkTargets(file, providers, credentials, findings)
   for (const [id, route] of Object.entries(file.routes)) checkRoute(id, route, file, findings)
   for (const [name, fn] of Object.entries(file.functions)) checkFunction(name, fn, file, providers, findings)
   checkSecurity(file, findings)
@@ -371,9 +408,7 @@ export const checkConfig = (file: ConfigFile, env: Env): CheckResult => {
     findings.warn("tenant_routing.anti_entropy_interval_secs", `must be > 0, got ${antiEntropyIntervalSecs}; using 300`)
     antiEntropyIntervalSecs = 300
   }
-  if (file.tenant_routing.enabled && file.tenant_routing.private_key_path === undefined) {
-    findings.warn("tenant_routing.private_key_path", "not set: snapshots are read as plaintext JSON (development only)")
-  }
+  if (file.tenant_routing.enabled) checkTenantRouting(file.tenant_routing, findings)
   checkCache(file, findings)
   if (file.auth.enabled && (file.auth.exchange_url === undefined || file.auth.exchange_url === "")) {
     findings.error("auth.exchange_url", "required when auth.enabled = true")

@@ -1,13 +1,16 @@
 /**
  * Credential locations (docs/reference/gateway-spec.md §2.7, 5): `env::VAR`, `none`, or omitted (the
  * provider's convention variable, docs/reference/DESIGN.md). Resolved once at start; values
- * are held as `Redacted` so they never print.
+ * are held as `Redacted` so they never print. A tenant snapshot carries its
+ * keys in the snapshot itself (`inline`) and never reads the environment.
  */
 import { Redacted } from "effect"
 
 export type CredentialLocation =
   | { readonly kind: "env"; readonly variable: string; readonly convention: boolean }
   | { readonly kind: "none" }
+  /** The key travels inside a tenant snapshot (multi-tenant mode). */
+  | { readonly kind: "inline" }
 
 const ENV_PREFIX = "env::"
 const VARIABLE = /^[A-Za-z_][A-Za-z0-9_]*$/
@@ -32,7 +35,7 @@ export const resolveCredential = (
   location: CredentialLocation,
   env: Readonly<Record<string, string | undefined>>
 ): ResolvedCredential => {
-  if (location.kind === "none") return { location, value: undefined }
+  if (location.kind !== "env") return { location, value: undefined }
   const value = env[location.variable]
   return { location, value: value === undefined || value === "" ? undefined : Redacted.make(value) }
 }
@@ -41,6 +44,7 @@ export const resolveCredential = (
 export const describeCredential = (credential: ResolvedCredential): string => {
   const { location } = credential
   if (location.kind === "none") return "none"
+  if (location.kind === "inline") return `inline ${credential.value === undefined ? "[unset]" : "[set, redacted]"}`
   const origin = location.convention ? " (convention)" : ""
   return `env::${location.variable}${origin} ${credential.value === undefined ? "[unset]" : "[set, redacted]"}`
 }

@@ -5,18 +5,15 @@
  * Every failure is one `ConfigError` whose message names the file, the key
  * path and what is wrong; `main.ts` prints it and exits non-zero.
  */
-import { Exit, Schema, SchemaIssue } from "effect"
 import { readFileSync } from "node:fs"
 import { parse, TomlError } from "smol-toml"
 import { checkConfig } from "./checks.ts"
+import { ConfigError, configFailure as fail, documentDecoder, unknownKeyWarnings } from "./decode.ts"
 import { applyEnvOverrides } from "./env.ts"
 import type { GatewaySettings } from "./resolved.ts"
 import { ConfigFile } from "./schema.ts"
-import { findUnknownKeys } from "./unknown-keys.ts"
 
-export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
-  message: Schema.String
-}) {}
+export { ConfigError }
 
 export const DEFAULT_CONFIG_PATH = "config/gateway.toml"
 
@@ -26,39 +23,12 @@ type Env = Readonly<Record<string, string | undefined>>
 export const configPath = (explicit: string | undefined, env: Env): string =>
   explicit ?? (env.GATEWAY_CONFIG !== undefined && env.GATEWAY_CONFIG !== "" ? env.GATEWAY_CONFIG : DEFAULT_CONFIG_PATH)
 
-const decode = Schema.decodeUnknownExit(ConfigFile)
-const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
-
-const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (out, key) => (typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`),
-    ""
-  )
-
-const valueAt = (raw: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>(
-    (value, key) => (typeof value === "object" && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined),
-    raw
-  )
-
-const describeIssue = (raw: unknown, path: ReadonlyArray<PropertyKey>, message: string): string => {
-  if (message === "Missing key") return "is required"
-  const value = valueAt(raw, path)
-  const shown = value === undefined || message.includes(", got ") ? "" : `, got ${JSON.stringify(value)}`
-  return `${message.charAt(0).toLowerCase()}${message.slice(1)}${shown}`
-}
-
-const fail = (source: string, lines: ReadonlyArray<string>, hints: ReadonlyArray<string> = []): ConfigError =>
-  new ConfigError({
-    message: (lines.length === 1
-      ? `invalid configuration in ${source}: ${lines[0]}`
-      : `invalid configuration in ${source}:\n${lines.map((line) => `  - ${line}`).join("\n")}`) +
-      (hints.length === 0 ? "" : `\nwarnings:\n${hints.map((line) => `  - ${line}`).join("\n")}`)
-  })
+const decode = documentDecoder(ConfigFile)
 
 /**
  * Validates an already-parsed configuration document. Used for the TOML file,
- * for tests (`GatewayConfig.layerTest`) and for tenant snapshots.
+ * and for tests (`GatewayConfig.layerTest`); tenant snapshots go through
+ * `snapshotFromDocument` (snapshot.ts), which shares its rules.
  */
 export const settingsFromDocument = (
   document: unknown,
@@ -68,27 +38,14 @@ export const settingsFromDocument = (
   if (typeof document !== "object" || document === null || Array.isArray(document)) {
     return { ok: false, error: fail(source, ["expected a TOML table at the top level"]) }
   }
-  const warnings: Array<string> = findUnknownKeys(document, ConfigFile.ast).map(({ path, suggestion }) =>
-    `${path}: unknown key${suggestion === undefined ? "" : `; did you mean "${suggestion}"?`}`
-  )
+  const warnings = unknownKeyWarnings(document, ConfigFile)
   const overridden = applyEnvOverrides(document as Record<string, unknown>, env)
   if (overridden.errors.length > 0) return { ok: false, error: fail(source, overridden.errors, warnings) }
 
-  const decoded = decode(overridden.raw, { errors: "all" })
-  if (Exit.isFailure(decoded)) {
-    const issue = decoded.cause.reasons.find((reason) => reason._tag === "Fail")
-    const lines = issue === undefined
-      ? [String(decoded.cause)]
-      : formatter(issue.error.issue).issues.map(({ path: rawPath, message }) => {
-        const path = (rawPath ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))
-        const key = formatPath(path)
-        const variable = overridden.provenance.get(key)
-        return `${key}${variable === undefined ? "" : ` (from ${variable})`}: ${describeIssue(overridden.raw, path, message)}`
-      })
-    return { ok: false, error: fail(source, lines, warnings) }
-  }
+  const decoded = decode(overridden.raw, overridden.provenance)
+  if (!decoded.ok) return { ok: false, error: fail(source, decoded.lines, warnings) }
   const file = decoded.value
-  const checked = checkConfig(file, env)
+  const checked = checkConfig(file, { kind: "environment", env })
   if (checked.errors.length > 0) {
     // A finding about a value an environment variable set names the variable, as schema errors do.
     const named = checked.errors.map((line) => {

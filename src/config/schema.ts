@@ -227,3 +227,29 @@ export const ConfigFile = Schema.Struct({
   cache: Cache.pipe(withDefault({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
+
+/** The sections of the gateway's own file that a tenant snapshot may not set. */
+export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing"] as const
+
+/**
+ * A tenant snapshot (multi-tenant mode, docs/multi-tenant.md): a project's
+ * routing sections, with the same schemas as the file, plus its `version`
+ * (opaque: any change is a new version; an integer is read as its decimal
+ * text) and the endpoint types switched off for the project. Provider and
+ * target `credential`s are taken out before decoding (snapshot.ts), so the
+ * schema never sees a key.
+ */
+export const SnapshotFile = Schema.Struct({
+  version: Schema.Union([Schema.NonEmptyString.check(Schema.isMaxLength(128)), NonNegativeInt]),
+  disabled_endpoints: Schema.Array(EndpointType).pipe(withDefault([])),
+  defaults: ConfigFile.fields.defaults,
+  providers: ConfigFile.fields.providers,
+  models: ConfigFile.fields.models,
+  targets: ConfigFile.fields.targets,
+  routes: ConfigFile.fields.routes,
+  functions: ConfigFile.fields.functions,
+  routing: ConfigFile.fields.routing,
+  security: ConfigFile.fields.security,
+  cache: ConfigFile.fields.cache
+})
+export type SnapshotFile = typeof SnapshotFile.Type

@@ -4,8 +4,9 @@
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
-import { Log, makeChatProgram, makeProxyProgram, ResponseCache } from "../pipeline/index.ts"
+import { Log, makeChatProgram, makeProxyProgram, ResponseCache, Telemetry } from "../pipeline/index.ts"
 import { ProviderClient } from "../providers/transport.ts"
+import { PlatformAuth } from "../tenancy/auth-exchange.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
 import { chatRoutes } from "./chat.ts"
 import { jsonEndpointRoutes } from "./endpoints.ts"
@@ -22,13 +23,14 @@ export const makeRouter = Effect.gen(function*() {
   const client = yield* ProviderClient
   const log = yield* Log
   const store = yield* TenantStore
-  const project = makeProjectResolver(store, settings.file.auth.project_id)
+  const project = makeProjectResolver(store, yield* PlatformAuth, settings.file.auth.project_id)
   const { server } = settings.file
   const cache = yield* ResponseCache
-  const runChat = makeChatProgram({ client, log, cache })
-  const runProxy = makeProxyProgram({ client, log, cache })
+  const telemetry = yield* Telemetry
+  const runChat = makeChatProgram({ client, log, cache, telemetry })
+  const runProxy = makeProxyProgram({ client, log, cache, telemetry })
   return new Router<never>([
-    ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: "projects", check: store.ready }]),
+    ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }]),
     ...modelRoutes(project),
     ...chatRoutes(project, runChat, server.max_body_bytes),
     ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes),

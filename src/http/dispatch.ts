@@ -10,7 +10,7 @@ import type * as Http from "node:http"
 import { randomUUID } from "node:crypto"
 import { clip } from "../domain/index.ts"
 import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/index.ts"
-import type { JsonLog, RequestContext } from "../pipeline/index.ts"
+import type { JsonLog, RequestContext, TelemetryShape } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { Router } from "./router.ts"
 
@@ -39,12 +39,16 @@ export const callerOf = (headers: Http.IncomingHttpHeaders, path: string): "open
   return path.startsWith("/v1/messages") ? "anthropic" : "openai"
 }
 
+/** How the edge traces a request: the telemetry's server span and the caller's trace context. */
+export type EdgeTracing = Pick<TelemetryShape, "tracing" | "serverSpan" | "parentOf">
+
 /**
  * The request's program: 404 or 405 when no route takes it, else its handler
- * with failures rendered. It never fails; after it the response has an answer
- * (or was cut, for a failure in the middle of a stream).
+ * with failures rendered, in its server span when tracing is on (outermost, so
+ * the status it records is the one written). It never fails; after it the
+ * response has an answer (or was cut, for a failure in the middle of a stream).
  */
-export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log: JsonLog): Effect.Effect<void, never, R> => {
+export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log: JsonLog, tracing?: EdgeTracing): Effect.Effect<void, never, R> => {
   const { res, path } = ctx
   const match = router.match(ctx.method, path)
   if (match._tag === "NotFound") {
@@ -58,7 +62,7 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
     )
   }
   ctx.params = match.params
-  return match.handler(ctx).pipe(
+  const program = match.handler(ctx).pipe(
     Effect.catchCause((cause) =>
       Effect.sync(() => {
         const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
@@ -78,4 +82,13 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
       }
     }))
   )
+  if (tracing === undefined || !tracing.tracing) return program
+  return tracing.serverSpan({
+    method: ctx.method,
+    route: match.route,
+    path,
+    requestId: ctx.requestId,
+    parent: tracing.parentOf(ctx.req.headers),
+    status: () => res.statusCode
+  })(program)
 }

@@ -3,20 +3,37 @@
  * `x-gw-project-id` (or `[auth] project_id` standing in for it) and
  * `x-gw-environment`. In single-team mode the store answers with the
  * configuration file's project whatever the headers say.
+ *
+ * With `[auth]` on, the platform exchange comes first (docs/reference/gateway-spec.md §5): a request
+ * without a good platform key is answered 401/403 (503 when the exchange is
+ * down) before anything else, the project is the one the token was issued
+ * for, and the token becomes the request's telemetry export credential.
  */
 import { Effect } from "effect"
 import type { GatewayError, InfraError } from "../domain/index.ts"
 import { header } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
+import type { PlatformAuthShape } from "../tenancy/auth-exchange.ts"
 import type { Project } from "../tenancy/project.ts"
 import type { TenantStore } from "../tenancy/TenantStore.ts"
 
 export type ProjectResolver = (ctx: HttpRequestContext) => Effect.Effect<Project, GatewayError | InfraError>
 
-export const makeProjectResolver = (store: TenantStore["Service"], defaultProjectId: string | undefined): ProjectResolver =>
-  (ctx) =>
-    Effect.map(store.resolve({ projectId: header(ctx, "x-gw-project-id") ?? defaultProjectId, environment: header(ctx, "x-gw-environment") }), (project) => {
+export const makeProjectResolver = (
+  store: TenantStore["Service"],
+  auth: PlatformAuthShape,
+  defaultProjectId: string | undefined
+): ProjectResolver => {
+  const resolve = (ctx: HttpRequestContext, projectId: string | undefined, authenticated?: string) =>
+    Effect.map(store.resolve({ projectId, environment: header(ctx, "x-gw-environment"), authenticated }), (project) => {
       // Every answer of a project with a cache says whether it came from it (a hit overrides this).
       if (project.settings.file.cache.enabled) ctx.res.setHeader("x-gw-cache", "miss")
       return project
     })
+  if (!auth.enabled) return (ctx) => resolve(ctx, header(ctx, "x-gw-project-id") ?? defaultProjectId)
+  return (ctx) =>
+    Effect.flatMap(auth.authenticate(ctx.req.headers), (token) => {
+      ctx.exportCredential = token
+      return resolve(ctx, header(ctx, "x-gw-project-id") ?? defaultProjectId, token?.projectId)
+    })
+}

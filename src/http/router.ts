@@ -18,11 +18,18 @@ export interface RouteDef<R> {
 }
 
 export type Match<R> =
-  | { readonly _tag: "Found"; readonly handler: Handler<R>; readonly params: Readonly<Record<string, string>> }
+  | {
+    readonly _tag: "Found"
+    readonly handler: Handler<R>
+    readonly params: Readonly<Record<string, string>>
+    /** The matched route's template (`/v1/files/{file_id}`): the server span's `http.route`, never the raw ids. */
+    readonly route: string
+  }
   | { readonly _tag: "NotFound" }
   | { readonly _tag: "MethodNotAllowed"; readonly allow: string }
 
 interface Pattern<R> {
+  readonly template: string
   readonly segments: ReadonlyArray<string>
   readonly rest: boolean
   readonly methods: Map<string, Handler<R>>
@@ -50,17 +57,18 @@ export class Router<R> {
       const existing = this.patterns.find((p) => p.rest === rest && p.segments.join("/") === segments.join("/"))
       const methods = existing?.methods ?? new Map()
       methods.set(route.method, route.handler)
-      if (existing === undefined) this.patterns.push({ segments, rest, methods })
+      if (existing === undefined) this.patterns.push({ template: route.path, segments, rest, methods })
     }
   }
 
   match(method: string, path: string): Match<R> {
-    const exact = this.exact.get(path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path)
+    const route = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path
+    const exact = this.exact.get(route)
     if (exact !== undefined) {
       const handler = byMethod(exact, method)
       return handler === undefined
         ? { _tag: "MethodNotAllowed", allow: [...exact.keys()].join(", ") }
-        : { _tag: "Found", handler, params: EMPTY }
+        : { _tag: "Found", handler, params: EMPTY, route }
     }
     const parts = path.split("/").slice(1)
     for (const pattern of this.patterns) {
@@ -69,7 +77,7 @@ export class Router<R> {
       const handler = byMethod(pattern.methods, method)
       return handler === undefined
         ? { _tag: "MethodNotAllowed", allow: [...pattern.methods.keys()].join(", ") }
-        : { _tag: "Found", handler, params }
+        : { _tag: "Found", handler, params, route: pattern.template }
     }
     return { _tag: "NotFound" }
   }

@@ -21,6 +21,7 @@ import { JSON_CONTENT_TYPE, sendBody } from "../pipeline/index.ts"
 import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { callerOf, errorBody, requestIdOf, routeProgram } from "./dispatch.ts"
+import type { EdgeTracing } from "./dispatch.ts"
 import type { Router } from "./router.ts"
 
 const ignore = (): void => {}
@@ -53,9 +54,11 @@ export interface InFlight {
 
 export const makeInFlight = (): InFlight => ({ count: 0, idle: [], active: new Set(), draining: false })
 
-export interface EdgeLimits {
+export interface EdgeOptions {
   /** A request body that makes no progress this long is answered 408 and its connection closed. */
   readonly bodyIdleMs: number
+  /** The server span of each request (the `Telemetry` service); untraced without it. */
+  readonly tracing?: EdgeTracing | undefined
 }
 
 /** Whether a request has a body still to come (declared, or chunked). */
@@ -91,7 +94,7 @@ export const makeRequestListener = <R>(
   context: Context.Context<R>,
   log: JsonLog,
   inFlight: InFlight = makeInFlight(),
-  limits: EdgeLimits = { bodyIdleMs: 30_000 }
+  options: EdgeOptions = { bodyIdleMs: 30_000 }
 ): Http.RequestListener => {
   const run = Effect.runCallbackWith(context)
   const finished = (active: ActiveRequest) => {
@@ -145,17 +148,17 @@ export const makeRequestListener = <R>(
       }
     })
     if (hasBody(req)) {
-      watchBody(req, limits.bodyIdleMs, () => {
+      watchBody(req, options.bodyIdleMs, () => {
         ctx.log.error_code = "body_timeout"
         const midResponse = res.headersSent
         // The 408 closes the connection (the body is still pending); a response already under way is cut.
-        sendBody(ctx, 408, errorBody(ctx, 408, "request_timeout", `the request body made no progress for ${limits.bodyIdleMs / 1000} s`), JSON_CONTENT_TYPE)
+        sendBody(ctx, 408, errorBody(ctx, 408, "request_timeout", `the request body made no progress for ${options.bodyIdleMs / 1000} s`), JSON_CONTENT_TYPE)
         active.interrupt?.()
         if (midResponse) res.destroy()
       })
     }
 
-    const program = routeProgram(router, ctx, log)
+    const program = routeProgram(router, ctx, log, options.tracing)
     let exited = false
     const interrupt = run(program, {
       onExit: () => {

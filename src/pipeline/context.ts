@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from "node:http"
 import type { Socket } from "node:net"
 import type { CallerFormat, WireFamily } from "../domain/index.ts"
+import type { ExportCredential } from "./telemetry/sinks.ts"
 
 /** Everything the per-request log line reports beyond method, path, status and latency. */
 export interface RequestLogFields {
@@ -75,6 +76,8 @@ export interface RequestContext {
   caller: WireFamily
   /** The format of the event stream being written, once one is committed (its error frame's format). */
   streamFormat?: CallerFormat | undefined
+  /** The platform token of the request (`[auth]`): the credential its GenAI telemetry is exported with. */
+  exportCredential?: ExportCredential | undefined
   readonly log: RequestLogFields
 }
 

@@ -31,6 +31,7 @@ import {
   forwardHeld,
   forwardStream,
   isEventStream,
+  isJson,
   OPEN_GATE,
   passThroughHeaders,
   requestCredential,
@@ -42,7 +43,10 @@ import { choosePlan } from "./choose-plan.ts"
 import { inputViolationError } from "./security/Guardrail.ts"
 import type { Surface } from "./security/surfaces.ts"
 import type { RequestContext } from "./context.ts"
+import { failureOf, ModelCallTrace } from "./model-call.ts"
 import { attemptLogger } from "./telemetry/attempts.ts"
+import { embeddingsRequestAttributes } from "./telemetry/index.ts"
+import type { GenAiOperation, GenAiResponseSummary, TelemetryShape } from "./telemetry/index.ts"
 import type { JsonLog } from "./telemetry/log.ts"
 
 export interface ProxyBody {
@@ -84,18 +88,47 @@ const NO_OVERRIDES: Readonly<Record<string, unknown>> = Object.freeze({})
 export interface ProxyDependencies {
   readonly client: ProviderClient["Service"]
   readonly cache: ResponseCache["Service"]
+  readonly telemetry: TelemetryShape
   readonly log: JsonLog
 }
 
-export const makeProxyProgram = ({ client, log, cache }: ProxyDependencies) =>
+/** The GenAI operation of each model operation the proxy serves (count_tokens is not a model call). */
+const GENAI_OPERATION: Partial<Record<Operation, GenAiOperation>> = {
+  embeddings: "embeddings",
+  image_generation: "image_generation",
+  audio_speech: "audio_speech",
+  audio_transcription: "audio_transcription",
+  audio_translation: "audio_translation",
+  rerank: "rerank"
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const count = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
+
+/** What a JSON answer of a non-chat endpoint says of itself: model and token usage (OpenAI and Cohere shapes). */
+const bodySummary = (json: unknown): GenAiResponseSummary => {
+  if (!isRecord(json)) return {}
+  const usage = isRecord(json.usage) ? json.usage : isRecord(json.meta) && isRecord(json.meta.billed_units) ? json.meta.billed_units : undefined
+  const input = count(usage?.prompt_tokens) ?? count(usage?.input_tokens)
+  const output = count(usage?.completion_tokens) ?? count(usage?.output_tokens) ?? 0
+  return {
+    id: typeof json.id === "string" ? json.id : undefined,
+    model: typeof json.model === "string" ? json.model : undefined,
+    usage: input === undefined ? undefined : { inputTokens: input, outputTokens: output }
+  }
+}
+
+export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDependencies) =>
   Effect.fnUntraced(function*(input: ProxyInput) {
     const { ctx } = input
-    const chosen = yield* choosePlan(ctx, input.project, input.model, input.endpoint)
+    const trace = new ModelCallTrace(telemetry, ctx, input.project.projectId)
+    const chosen = yield* trace.resolve(input.model, choosePlan(ctx, input.project, input.model, input.endpoint))
     const { plan, steps: planSteps, overrides: drawn } = chosen
     const overrides = drawn ?? NO_OVERRIDES
     const { guard } = input.project
     if (guard.enabled && input.scan !== undefined) {
-      const violation = guard.scanRequest(input.scan.surface, drawn === undefined ? input.scan.json : { ...input.scan.json, ...drawn })
+      const { scan } = input
+      const violation = yield* trace.guardrail("input", () => guard.scanRequest(scan.surface, drawn === undefined ? scan.json : { ...scan.json, ...drawn }))
       if (violation !== undefined) {
         ctx.log.guardrail = violation
         return yield* inputViolationError(violation)
@@ -109,7 +142,7 @@ export const makeProxyProgram = ({ client, log, cache }: ProxyDependencies) =>
     // Embeddings are cached (in auto mode always): a hit answers with the stored body.
     const caching = yield* planBodyCaching(input, chosen.resolved, drawn, steps)
     if (caching !== undefined) {
-      const entry = yield* cache.lookup(caching.scope, caching.key)
+      const entry = yield* trace.cacheLookup(caching.mode, cache.lookup(caching.scope, caching.key))
       if (entry?.kind === "body") {
         ctx.log.cache = "hit"
         ctx.log.provider = entry.provider
@@ -119,7 +152,13 @@ export const makeProxyProgram = ({ client, log, cache }: ProxyDependencies) =>
     }
 
     const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
-    const forwarded = yield* executePlan(plan, steps, ({ target }) => {
+    const genAiOperation = telemetry.genAi.enabled ? GENAI_OPERATION[input.operation] : undefined
+    let summary: GenAiResponseSummary | undefined
+    const inspect = genAiOperation === undefined ? undefined : (json: unknown): undefined => {
+      summary = bodySummary(json)
+    }
+    const forwarded = yield* executePlan(plan, steps, (info) => {
+      const { target } = info
       const provider = target.provider
       const { path, headers: auth, secret } = provider.request(input.operation, target.model, keyFor(provider.origin))
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
@@ -140,15 +179,27 @@ export const makeProxyProgram = ({ client, log, cache }: ProxyDependencies) =>
         secret
       }).pipe(
         Effect.flatMap((response) => {
+          trace.responded()
           const source = { providerId: provider.id, family: provider.family }
           const extra = { "x-gw-upstream-provider": provider.id }
           return isEventStream(response)
             ? forwardStream(ctx, input.family, source, response, extra, OPEN_GATE)
-            : forwardHeld(ctx, source, response, extra)
+            : forwardHeld(ctx, source, response, extra, isJson(response) && response.status < 300 ? inspect : undefined)
         }),
-        Effect.scoped
+        Effect.scoped,
+        trace.attempt(info, undefined, () => ctx.log.error_code)
       )
-    }, attemptLogger(ctx, log))
+    }, attemptLogger(ctx, log)).pipe(
+      Effect.onExit((exit) =>
+        genAiOperation === undefined ? Effect.void : trace.record({
+          operation: genAiOperation,
+          requestedModel: input.model,
+          requestAttributes: genAiOperation === "embeddings" && input.scan !== undefined ? embeddingsRequestAttributes(input.scan.json) : undefined,
+          stream: false,
+          response: summary,
+          error: failureOf(exit)
+        }))
+    )
     if (forwarded._tag === "Held") {
       sendHeld(ctx, forwarded)
       if (caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
@@ -180,5 +231,5 @@ const planBodyCaching = (
   const credential = requestCredential(callerKey(ctx.req.headers), steps)
   const scope: CacheScope = { section, projectId: project.projectId, credential }
   const key = cacheKey({ projectId: project.projectId, credential, plan: resolved, overrides, format: "embeddings", body: input.scan.json })
-  return Effect.succeed({ scope, key, ttlSeconds: use.ttlSeconds })
+  return Effect.succeed({ scope, key, ttlSeconds: use.ttlSeconds, mode: use.mode })
 }

@@ -49,7 +49,8 @@ describe("summaries of verbatim chat bodies (the fast path's log, telemetry and 
       model: "claude-sonnet-4-5-20250929",
       stopReason: "tool_use",
       usage: { inputTokens: 15, outputTokens: 7, cacheReadTokens: 5, cacheWriteTokens: 0 },
-      text: "Let me check. "
+      text: "Let me check. ",
+      toolCalls: [{ id: "toolu_1", name: "f", arguments: "{\"usage\":{\"input_tokens\":1}}" }]
     })
   })
   it("reads a Responses object: incomplete by max_output_tokens is max_tokens, text of message items", () => {
@@ -58,8 +59,15 @@ describe("summaries of verbatim chat bodies (the fast path's log, telemetry and 
       model: "gpt-4.1",
       stopReason: "max_tokens",
       usage: { inputTokens: 12, outputTokens: 3, cacheReadTokens: 2, reasoningTokens: 1 },
-      text: "Hello"
+      text: "Hello",
+      toolCalls: []
     })
+  })
+  it("reads tool calls of each format, arguments as JSON text", () => {
+    const completion = { ...openAi, choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" } }] }, finish_reason: "tool_calls" }] }
+    expect(summarizeChatJson("openai", completion).toolCalls).toEqual([{ id: "call_1", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }])
+    const response = { ...responses, status: "completed", output: [{ type: "function_call", id: "fc_1", call_id: "call_2", name: "lookup", arguments: "{}" }] }
+    expect(summarizeChatJson("responses", response)).toMatchObject({ stopReason: "tool_use", toolCalls: [{ id: "call_2", name: "lookup", arguments: "{}" }] })
   })
   it("a body without those fields gives nothing rather than failing", () => {
     expect(summarizeChatJson("openai", { error: { message: "x" } })).toEqual({ id: undefined, model: undefined, stopReason: undefined, usage: undefined, text: "" })

@@ -14,6 +14,8 @@ export type CacheSection = ConfigFile["cache"]
 
 export interface CacheUse {
   readonly ttlSeconds: number
+  /** The mode that applied (`auto`, `always`): the header's, else `default_mode`. */
+  readonly mode: string
 }
 
 const MODES = new Set(["auto", "always", "never"])
@@ -40,5 +42,5 @@ export const cacheUse = (
   ttlSeconds = Math.min(ttlSeconds, section.max_ttl_seconds)
   if (mode === "never") return undefined
   if (mode === "auto" && endpoint === "chat" && json.temperature !== 0 && json.seed == null) return undefined
-  return { ttlSeconds }
+  return { ttlSeconds, mode }
 }

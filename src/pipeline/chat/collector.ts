@@ -1,10 +1,13 @@
 /**
  * What the gateway learns from a chat response it forwards, on either path:
- * model, finish reason, token usage and the response text (capped at 64 KB,
- * docs/reference/gateway-spec.md §6.1.4) for the output guardrail and telemetry. Fed canonical events
- * (streams) or a canonical response; never holds a chunk back.
+ * id, model, finish reason, token usage, the response text and tool calls
+ * (capped at 64 KB each, docs/reference/gateway-spec.md §6.1.4) for the log line, the output guardrail and
+ * telemetry, and when the first content token came. Fed canonical events
+ * (streams), a verbatim body's summary or a canonical response; never holds a
+ * chunk back.
  */
 import { classifyStreamError } from "../../domain/index.ts"
+import type { ToolCallSummary } from "../../formats/summary.ts"
 import type { ChatResponse, ChatStreamEvent, StopReason, Usage } from "../../domain/index.ts"
 import { ResponseAssembler } from "../../formats/index.ts"
 import type { ChatSummary } from "../../formats/summary.ts"
@@ -16,11 +19,17 @@ export class ResponseCollector {
   readonly assembler: ResponseAssembler | undefined
   /** The whole answer of a non-streamed response, when the cache will keep it. */
   final: ChatResponse | undefined
+  id: string | undefined
   model: string | undefined
   stopReason: StopReason | undefined
   usage: Usage | undefined
   text = ""
   truncated = false
+  /** Tool calls in order, their arguments within one 64 KB budget. */
+  readonly toolCalls: Array<{ id: string; name: string; arguments: string }> = []
+  private toolRoom = TEXT_CAP
+  /** `performance.now()` when the first content (text, a tool call, other output) arrived. */
+  firstTokenAt: number | undefined
   /** The classification of a failure the stream reported or suffered after its head. */
   error: string | undefined
 
@@ -32,6 +41,21 @@ export class ResponseCollector {
       this.truncated = true
     } else {
       this.text += text
+    }
+  }
+
+  private appendArguments(index: number, text: string): void {
+    const call = this.toolCalls[index]
+    if (call === undefined || this.toolRoom <= 0) return
+    const kept = text.length > this.toolRoom ? text.slice(0, this.toolRoom) : text
+    this.toolRoom -= kept.length
+    call.arguments += kept
+  }
+
+  private addToolCalls(calls: ReadonlyArray<ToolCallSummary>): void {
+    for (const call of calls) {
+      this.toolCalls.push({ id: call.id, name: call.name, arguments: "" })
+      this.appendArguments(this.toolCalls.length - 1, call.arguments)
     }
   }
 
@@ -49,11 +73,23 @@ export class ResponseCollector {
     this.assembler?.event(event)
     switch (event.type) {
       case "message_start":
+        if (event.id !== "") this.id = event.id
         if (event.model !== "") this.model = event.model
         if (event.usage !== undefined) this.usage = event.usage
         return
       case "text_delta":
+        this.firstTokenAt ??= performance.now()
         this.appendText(event.text)
+        return
+      case "tool_call_start":
+        this.firstTokenAt ??= performance.now()
+        this.toolCalls[event.index] = { id: event.id, name: event.name, arguments: "" }
+        return
+      case "tool_call_delta":
+        this.appendArguments(event.index, event.argumentsDelta)
+        return
+      case "other_content":
+        this.firstTokenAt ??= performance.now()
         return
       case "message_delta":
         this.stopReason = event.stopReason
@@ -71,17 +107,23 @@ export class ResponseCollector {
 
   /** What a verbatim JSON body told. */
   summary(summary: ChatSummary): void {
+    if (summary.id !== undefined) this.id = summary.id
     if (summary.model !== undefined) this.model = summary.model
     if (summary.stopReason !== undefined) this.stopReason = summary.stopReason
     if (summary.usage !== undefined) this.usage = summary.usage
     this.appendText(summary.text)
+    if (summary.toolCalls !== undefined) this.addToolCalls(summary.toolCalls)
   }
 
   response(response: ChatResponse): void {
     if (this.keeping) this.final = response
+    this.id = response.id
     this.model = response.model
     this.stopReason = response.stopReason
     this.usage = response.usage
-    for (const part of response.content) if (part.type === "text") this.appendText(part.text)
+    for (const part of response.content) {
+      if (part.type === "text") this.appendText(part.text)
+      else this.addToolCalls([part])
+    }
   }
 }

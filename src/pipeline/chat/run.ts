@@ -28,6 +28,8 @@ import { header } from "../context.ts"
 import { JSON_CONTENT_TYPE } from "../reply.ts"
 import { replayChat } from "./replay.ts"
 import { inputViolationError, outputViolationError } from "../security/Guardrail.ts"
+import { failureOf, ModelCallTrace } from "../model-call.ts"
+import type { TelemetryShape } from "../telemetry/index.ts"
 import type { Surface } from "../security/surfaces.ts"
 import type { RequestContext } from "../context.ts"
 import type { JsonLog } from "../telemetry/log.ts"
@@ -64,6 +66,7 @@ export interface ChatInput {
 export interface ChatDependencies {
   readonly client: ProviderClient["Service"]
   readonly cache: ResponseCache["Service"]
+  readonly telemetry: TelemetryShape
   readonly log: JsonLog
 }
 
@@ -122,13 +125,14 @@ const RESPONSE_FORMAT_PARAM: Readonly<Record<CallerFormat, string>> = {
 }
 
 export const makeChatProgram = (deps: ChatDependencies) => {
-  const { client, log, cache } = deps
+  const { client, log, cache, telemetry } = deps
 
   return Effect.fnUntraced(function*(input: ChatInput) {
     const { ctx, caller } = input
     const callerCodec = CALLER_CODECS[caller]
     const headers = ctx.req.headers
-    const chosen = yield* choosePlan(ctx, input.project, input.model, "chat")
+    const trace = new ModelCallTrace(telemetry, ctx, input.project.projectId)
+    const chosen = yield* trace.resolve(input.model, choosePlan(ctx, input.project, input.model, "chat"))
     const plan = chosen.plan
     ctx.log.stream = input.stream
     let steps = chosen.steps
@@ -136,7 +140,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const json = overridden ? { ...input.json, ...chosen.overrides } : input.json
     const { guard } = input.project
     if (guard.enabled) {
-      const violation = guard.scanRequest(SURFACE[caller], json)
+      const violation = yield* trace.guardrail("input", () => guard.scanRequest(SURFACE[caller], json))
       if (violation !== undefined) {
         ctx.log.guardrail = violation
         return yield* inputViolationError(violation)
@@ -177,7 +181,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     // The response cache: a hit answers here; a miss notes where the answer will be kept.
     const caching = yield* planCaching(input, chosen, steps, json)
     if (caching !== undefined) {
-      const entry = yield* cache.lookup(caching.scope, caching.key)
+      const entry = yield* trace.cacheLookup(caching.mode, cache.lookup(caching.scope, caching.key))
       const request = () => {
         const decoded = canonicalRequest()
         return decoded instanceof GatewayError ? undefined : decoded
@@ -210,6 +214,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
         Effect.flatMap((response): Effect.Effect<Forwarded, UpstreamError> => {
+          trace.responded()
           const source = { providerId: provider.id, family: provider.family }
           if (fast) {
             return isEventStream(response)
@@ -232,7 +237,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         Effect.scoped
       )
 
-    const attempt = ({ target }: AttemptInfo): Effect.Effect<Forwarded, UpstreamError> => {
+    const attempt = (info: AttemptInfo): Effect.Effect<Forwarded, UpstreamError> => {
+      const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
       collector = new ResponseCollector(keepUpTo)
@@ -275,10 +281,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         idleTimeoutMs: target.timeoutMs,
         decode: true,
         secret
-      }, fast, extra)
+      }, fast, extra).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
     }
 
-    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.ensuring(Effect.sync(() => {
+    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.onExit((exit) => {
       if (collector.stopReason !== undefined) ctx.log.finish_reason = collector.stopReason
       if (collector.usage !== undefined) {
         ctx.log.input_tokens = collector.usage.inputTokens
@@ -287,10 +293,28 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       if (collector.model !== undefined) ctx.log.upstream_model = collector.model
       // A stream that failed after its head keeps status 200; the log line still says it failed.
       if (collector.error !== undefined) ctx.log.error_code ??= collector.error
-    })))
+      return trace.record({
+        operation: "chat",
+        requestedModel: input.model,
+        request: { format: caller, json, canonical: () => {
+          const request = canonicalRequest()
+          return request instanceof GatewayError ? undefined : request
+        } },
+        stream: input.stream,
+        response: {
+          id: collector.id,
+          model: collector.model,
+          stopReason: collector.stopReason,
+          usage: collector.usage,
+          text: collector.text,
+          toolCalls: collector.toolCalls
+        },
+        error: failureOf(exit) ?? collector.error
+      }, collector.firstTokenAt)
+    }))
     if (guard.output) {
       // The answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4): a held answer is withheld; a stream already went out, so it is recorded.
-      const violation = collector.text === "" ? undefined : guard.scanText(collector.text)
+      const violation = collector.text === "" ? undefined : yield* trace.guardrail("output", () => guard.scanText(collector.text))
       if (violation !== undefined) {
         ctx.log.guardrail_output = violation
         if (forwarded._tag === "Held") return yield* outputViolationError(violation)
@@ -325,5 +349,5 @@ const planCaching = (input: ChatInput, chosen: ChosenPlan, steps: ReadonlyArray<
   const credential = requestCredential(callerKey(ctx.req.headers), steps)
   const scope: CacheScope = { section, projectId: project.projectId, credential }
   const key = cacheKey({ projectId: project.projectId, credential, plan: chosen.resolved, overrides: chosen.overrides, format: input.caller, body: json })
-  return Effect.succeed({ scope, key, ttlSeconds: use.ttlSeconds })
+  return Effect.succeed({ scope, key, ttlSeconds: use.ttlSeconds, mode: use.mode })
 }

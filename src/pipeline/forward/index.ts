@@ -12,6 +12,7 @@ export {
   HOLD_LIMIT,
   inBandFailure,
   isEventStream,
+  isJson,
   OPEN_GATE,
   sendHeld,
   SENT

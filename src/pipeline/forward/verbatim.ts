@@ -224,7 +224,8 @@ export const forwardStream = (
 /** A held body is decoded (for its check) to at most this many bytes. */
 const MAX_DECODED = 8 * HOLD_LIMIT
 
-const isJson = (response: UpstreamResponse): boolean => {
+/** Whether the upstream labelled its body JSON (`application/json`, `…+json`). */
+export const isJson = (response: UpstreamResponse): boolean => {
   const type = response.headers["content-type"]
   return typeof type === "string" && /[/+]json\b/i.test(type)
 }

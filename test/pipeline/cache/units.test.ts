@@ -69,21 +69,21 @@ describe("encryption at rest", () => {
 describe("modes and headers", () => {
   const section = { enabled: true, url: "redis://x", default_mode: "auto" as const, ttl_seconds: 600, max_ttl_seconds: 3600, max_entry_size_bytes: 1024, pool_size: 1, encrypt: true, encrypt_salt: "s" }
   it("auto: embeddings always, chat only with temperature 0 or a seed", () => {
-    expect(cacheUse(section, "embeddings", {}, undefined, undefined)).toEqual({ ttlSeconds: 600 })
+    expect(cacheUse(section, "embeddings", {}, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
     expect(cacheUse(section, "chat", {}, undefined, undefined)).toBeUndefined()
     expect(cacheUse(section, "chat", { temperature: 0.7 }, undefined, undefined)).toBeUndefined()
-    expect(cacheUse(section, "chat", { temperature: 0 }, undefined, undefined)).toEqual({ ttlSeconds: 600 })
-    expect(cacheUse(section, "chat", { seed: 7 }, undefined, undefined)).toEqual({ ttlSeconds: 600 })
+    expect(cacheUse(section, "chat", { temperature: 0 }, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
+    expect(cacheUse(section, "chat", { seed: 7 }, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
   })
   it("always, never and the per-request header", () => {
-    expect(cacheUse({ ...section, default_mode: "always" }, "chat", {}, undefined, undefined)).toEqual({ ttlSeconds: 600 })
+    expect(cacheUse({ ...section, default_mode: "always" }, "chat", {}, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "always" })
     expect(cacheUse({ ...section, default_mode: "never" }, "embeddings", {}, undefined, undefined)).toBeUndefined()
-    expect(cacheUse(section, "chat", {}, "always", undefined)).toEqual({ ttlSeconds: 600 })
+    expect(cacheUse(section, "chat", {}, "always", undefined)).toEqual({ ttlSeconds: 600, mode: "always" })
     expect(cacheUse(section, "embeddings", {}, "NEVER", undefined)).toBeUndefined()
   })
   it("x-gw-cache-ttl overrides the TTL up to max_ttl_seconds; malformed headers are a 400 naming them", () => {
-    expect(cacheUse(section, "embeddings", {}, undefined, "60")).toEqual({ ttlSeconds: 60 })
-    expect(cacheUse(section, "embeddings", {}, undefined, "999999")).toEqual({ ttlSeconds: 3600 })
+    expect(cacheUse(section, "embeddings", {}, undefined, "60")).toEqual({ ttlSeconds: 60, mode: "auto" })
+    expect(cacheUse(section, "embeddings", {}, undefined, "999999")).toEqual({ ttlSeconds: 3600, mode: "auto" })
     expect(cacheUse(section, "embeddings", {}, "sometimes", undefined)).toMatchObject({ status: 400, message: expect.stringContaining("x-gw-cache") })
     expect(cacheUse(section, "embeddings", {}, undefined, "-5")).toMatchObject({ status: 400, message: expect.stringContaining("x-gw-cache-ttl") })
     expect(cacheUse(section, "embeddings", {}, undefined, "0")).toMatchObject({ status: 400 })

@@ -71,6 +71,7 @@ export type GenAiOperation =
   | "image_generation"
   | "audio_speech"
   | "audio_transcription"
+  | "audio_translation"
   | "rerank"
 
 export const METRIC = {

@@ -94,6 +94,7 @@ export const genAiSpanData = (call: GenAiCall, captureContent: boolean): GenAiSp
   if (call.request !== undefined) Object.assign(attributes, chatRequestAttributes(call.request, captureContent))
   if (call.requestAttributes !== undefined) Object.assign(attributes, call.requestAttributes)
   Object.assign(attributes, responseAttributes(call.response, { captureContent, failed: call.error !== undefined }))
+  if (call.operation === "embeddings") delete attributes[GEN_AI.usageOutputTokens]
   const { timing } = call
   if (call.stream && timing.firstTokenAt !== undefined && timing.attemptStartedAt !== undefined) {
     attributes[GEN_AI.responseTimeToFirstChunk] = (timing.firstTokenAt - timing.attemptStartedAt) / 1000

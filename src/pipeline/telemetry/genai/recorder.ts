@@ -122,7 +122,8 @@ export class GenAiRecorder {
       const usage = call.response?.usage
       if (usage !== undefined) {
         instruments.tokenUsage.record(usage.inputTokens, { ...attributes, [GEN_AI.tokenType]: "input" })
-        instruments.tokenUsage.record(usage.outputTokens, { ...attributes, [GEN_AI.tokenType]: "output" })
+        // Embeddings produce no output tokens (the conventions record only input tokens for them).
+        if (call.operation !== "embeddings") instruments.tokenUsage.record(usage.outputTokens, { ...attributes, [GEN_AI.tokenType]: "output" })
       }
       const ttft = timeToFirstTokenOf(call)
       if (ttft !== undefined) instruments.timeToFirstToken.record(ttft, attributes)

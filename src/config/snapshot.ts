@@ -1,0 +1,164 @@
+/**
+ * Validating a tenant snapshot (multi-tenant mode, docs/multi-tenant.md) with
+ * the rules of the gateway's own file: the same schemas, unknown-key
+ * warnings, cross-checks and messages as `check-config`, and the same
+ * resolved shape (`GatewaySettings`), so whatever compiles the file compiles
+ * a snapshot too.
+ *
+ * What differs, on purpose:
+ * - The gateway's own sections ([server], [telemetry], [genai_telemetry],
+ *   [auth], [tenant_routing]) are refused: a tenant does not configure the
+ *   process it runs in. The resolved settings carry the gateway's values.
+ * - Credentials travel inside the snapshot as `{"value": "<key>"}` (or
+ *   `"none"`), held as `Redacted` from the moment they are read. A tenant can
+ *   never name an `env::VAR` location, and no convention variable applies: an
+ *   omitted provider credential means none (the caller's own key only).
+ */
+import { Redacted, Schema } from "effect"
+import { checkConfig } from "./checks.ts"
+import type { ResolvedCredential } from "./credentials.ts"
+import { ConfigError, configFailure, documentDecoder, unknownKeyWarnings } from "./decode.ts"
+import type { GatewaySettings } from "./resolved.ts"
+import { ConfigFile, GATEWAY_ONLY_SECTIONS, SnapshotFile } from "./schema.ts"
+import type { EndpointType } from "./schema.ts"
+
+export interface ValidatedSnapshot {
+  /** The snapshot's `version` as text (an integer version is its decimal form). */
+  readonly version: string
+  /** Endpoint types switched off for the project: such requests get 403 `feature_disabled`. */
+  readonly disabledEndpoints: ReadonlySet<EndpointType>
+  /** The project's configuration, resolved exactly like the gateway's own file. */
+  readonly settings: GatewaySettings
+}
+
+export type SnapshotValidation =
+  | { readonly ok: true; readonly snapshot: ValidatedSnapshot }
+  | {
+    readonly ok: false
+    /** The `check-config` message, for the operator who published the snapshot. */
+    readonly error: ConfigError
+    /**
+     * Only the key paths of the problems: what the gateway may log. A message can
+     * quote a value, and in a snapshot a misplaced value can be a key.
+     */
+    readonly problems: ReadonlyArray<string>
+  }
+
+const decode = documentDecoder(SnapshotFile)
+
+/** Every gateway-only section at its defaults: what the snapshot's cross-checks run against. */
+const DEFAULT_FILE: ConfigFile = Schema.decodeUnknownSync(ConfigFile)({ server: {} })
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && !Redacted.isRedacted(value)
+
+const NONE: ResolvedCredential = { location: { kind: "none" }, value: undefined }
+
+/** The only credential shapes a snapshot may carry; the message never repeats a value. */
+const readCredential = (path: string, value: unknown, errors: Array<string>): ResolvedCredential | undefined => {
+  if (value === "none") return NONE
+  if (isRecord(value) && Object.keys(value).length === 1) {
+    const key = value.value
+    if (Redacted.isRedacted(key) && typeof Redacted.value(key) === "string" && Redacted.value(key) !== "") {
+      return { location: { kind: "inline" }, value: key as Redacted.Redacted<string> }
+    }
+    if (typeof key === "string" && key !== "") return { location: { kind: "inline" }, value: Redacted.make(key) }
+  }
+  if (typeof value === "string" && value.startsWith("env::")) {
+    errors.push(`${path}: env:: locations are refused in a snapshot (a tenant cannot read the gateway host's environment); carry the key as {"value": "<key>"} or write "none"`)
+  } else {
+    const got = typeof value === "string" ? "a string (not shown)" : Array.isArray(value) ? "an array" : typeof value === "object" ? "another object (not shown)" : typeof value
+    errors.push(`${path}: expected {"value": "<key>"} with a non-empty key, or "none"; got ${got}`)
+  }
+  return undefined
+}
+
+/**
+ * Takes every provider and target `credential` out of a copy of the section,
+ * resolving each one. The copy goes on to the schema, so no key is ever part
+ * of a decoding message.
+ */
+const extractCredentials = (
+  section: unknown,
+  name: "providers" | "targets",
+  errors: Array<string>
+): { readonly section: unknown; readonly credentials: Map<string, ResolvedCredential> } => {
+  const credentials = new Map<string, ResolvedCredential>()
+  if (!isRecord(section)) return { section, credentials }
+  const stripped: Record<string, unknown> = {}
+  for (const [id, entry] of Object.entries(section)) {
+    if (!isRecord(entry) || !("credential" in entry)) {
+      stripped[id] = entry
+      continue
+    }
+    const { credential, ...rest } = entry
+    stripped[id] = rest
+    const resolved = readCredential(`${name}.${id}.credential`, credential, errors)
+    if (resolved !== undefined) credentials.set(id, resolved)
+  }
+  return { section: stripped, credentials }
+}
+
+/**
+ * Validates a parsed snapshot. `source` names it in messages (a file path, or
+ * the Redis key); `gateway` is the gateway's own file, whose sections the
+ * resolved settings carry (their defaults when absent, as in the CLI).
+ */
+const refuse = (source: string, lines: ReadonlyArray<string>, warnings: ReadonlyArray<string>): SnapshotValidation => ({
+  ok: false,
+  error: configFailure(source, lines, warnings),
+  problems: [...new Set(lines.map((line) => line.split(": ")[0]))]
+})
+
+export const snapshotFromDocument = (document: unknown, source: string, gateway: ConfigFile = DEFAULT_FILE): SnapshotValidation => {
+  if (!isRecord(document)) return { ok: false, error: configFailure(source, ["expected a JSON object at the top level"]), problems: ["(top level)"] }
+  const errors: Array<string> = []
+  const rest: Record<string, unknown> = { ...document }
+  for (const section of GATEWAY_ONLY_SECTIONS) {
+    if (!(section in rest)) continue
+    delete rest[section]
+    errors.push(`${section}: not allowed in a snapshot; [${section}] belongs to the gateway's own configuration file`)
+  }
+  const providers = extractCredentials(rest.providers, "providers", errors)
+  const targets = extractCredentials(rest.targets, "targets", errors)
+  if ("providers" in rest) rest.providers = providers.section
+  if ("targets" in rest) rest.targets = targets.section
+
+  const warnings = unknownKeyWarnings(rest, SnapshotFile)
+  const decoded = decode(rest)
+  if (!decoded.ok) errors.push(...decoded.lines)
+  if (!decoded.ok || errors.length > 0) return refuse(source, errors, warnings)
+
+  const { version, disabled_endpoints, ...sections } = decoded.value
+  const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {
+    kind: "snapshot",
+    providers: providers.credentials,
+    targets: targets.credentials
+  })
+  if (checked.errors.length > 0) {
+    return refuse(source, checked.errors, [...warnings, ...checked.warnings])
+  }
+  return {
+    ok: true,
+    snapshot: {
+      version: String(version),
+      disabledEndpoints: new Set(disabled_endpoints),
+      settings: {
+        source,
+        file: {
+          ...sections,
+          server: gateway.server,
+          telemetry: gateway.telemetry,
+          genai_telemetry: gateway.genai_telemetry,
+          auth: gateway.auth,
+          tenant_routing: gateway.tenant_routing
+        },
+        providers: checked.providers,
+        targets: checked.targets,
+        warnings: [...warnings, ...checked.warnings]
+      }
+    }
+  }
+}
+
+export { ConfigError }

@@ -1,0 +1,138 @@
+/**
+ * The telemetry of one model request, as the chat and proxy programs compose
+ * it from the telemetry stage's pieces: the resolution, guardrail, cache and
+ * attempt spans of the application trace, and the request's one GenAI record
+ * (the attempt whose outcome the caller got, its timing, and how many
+ * attempts it took).
+ *
+ * With `[telemetry]` and `[genai_telemetry]` both off every wrapper returns
+ * its effect as it is and nothing is timed or recorded.
+ */
+import { Effect, Exit } from "effect"
+import type { UpstreamError } from "../domain/index.ts"
+import type { AttemptInfo } from "../routing/execute.ts"
+import type { ChosenPlan } from "./choose-plan.ts"
+import type { RequestContext } from "./context.ts"
+import type { GenAiCall, GenAiUpstream, TelemetryShape } from "./telemetry/index.ts"
+import { ATTR, resolvedAttributes, withAttemptSpan, withCacheLookupSpan, withGuardrailSpan, withResolveSpan } from "./telemetry/index.ts"
+
+type Wrapper = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+const asIs: Wrapper = (effect) => effect
+
+/** What the program knows of the call when it ends; the trace adds the upstream, timing and attempts. */
+export type ModelCallOutcome = Omit<GenAiCall, "upstream" | "timing" | "attempts" | "projectId" | "variant" | "plan" | "path">
+
+export class ModelCallTrace {
+  private readonly active: boolean
+  private upstream: GenAiUpstream | undefined
+  private attempts = 0
+  private path: "fast" | "normalized" | undefined
+  private attemptStartedAt: number | undefined
+  private responseStartedAt: number | undefined
+  private lastEndedAt: number | undefined
+  private plan: string | undefined
+  private readonly telemetry: TelemetryShape
+  private readonly ctx: RequestContext
+  private readonly projectId: string
+
+  constructor(telemetry: TelemetryShape, ctx: RequestContext, projectId: string) {
+    this.telemetry = telemetry
+    this.ctx = ctx
+    this.projectId = projectId
+    this.active = telemetry.tracing || telemetry.genAi.enabled
+  }
+
+  /** Model resolution in its span, annotated with the plan (and variant) chosen. */
+  resolve<E, R>(model: string, choose: Effect.Effect<ChosenPlan, E, R>): Effect.Effect<ChosenPlan, E, R> {
+    if (!this.active) return choose
+    const chosen = Effect.tap(choose, (chosen) => {
+      this.plan = chosen.plan.name
+      return this.telemetry.tracing ? Effect.annotateCurrentSpan(resolvedAttributes(chosen.plan.name, this.ctx.log.variant)) : Effect.void
+    })
+    return this.telemetry.tracing ? withResolveSpan(model)(chosen) : chosen
+  }
+
+  /** A guardrail scan in its span; `scan` answers the violation's code, or undefined for a pass. */
+  guardrail<V extends string>(direction: "input" | "output", scan: () => V | undefined): Effect.Effect<V | undefined> {
+    if (!this.telemetry.tracing) return Effect.sync(scan)
+    return withGuardrailSpan(direction)(Effect.flatMap(Effect.sync(scan), (violation) =>
+      Effect.as(Effect.annotateCurrentSpan(ATTR.guardrailOutcome, violation ?? "pass"), violation)))
+  }
+
+  /** A cache lookup in its span, annotated `hit` or `miss`. */
+  cacheLookup<A>(mode: string, lookup: Effect.Effect<A | undefined>): Effect.Effect<A | undefined> {
+    if (!this.telemetry.tracing) return lookup
+    return withCacheLookupSpan(mode)(Effect.tap(lookup, (entry) => Effect.annotateCurrentSpan(ATTR.cacheOutcome, entry === undefined ? "miss" : "hit")))
+  }
+
+  /**
+   * Wraps one attempt: its span (number, provider, model, retry delay, the
+   * failure's classification) and the instants the GenAI record needs.
+   * `broken` tells whether a stream failed after its head (not a failed attempt).
+   */
+  attempt(info: AttemptInfo, path: "fast" | "normalized" | undefined, broken: () => string | undefined): Wrapper {
+    if (!this.active) return asIs
+    const provider = info.target.provider
+    const startedAt = performance.now()
+    const retryDelayMs = info.attempt > 1 && this.lastEndedAt !== undefined ? startedAt - this.lastEndedAt : undefined
+    this.attempts = info.attempt
+    this.upstream = { providerId: provider.id, kind: provider.kind, origin: provider.origin, model: info.target.model }
+    this.path = path
+    this.attemptStartedAt = startedAt
+    this.responseStartedAt = undefined
+    const span = this.telemetry.tracing
+      ? withAttemptSpan({
+        attempt: info.attempt,
+        providerId: provider.id,
+        kind: provider.kind,
+        origin: provider.origin,
+        targetId: info.target.id,
+        model: info.target.model,
+        path,
+        retryDelayMs
+      })
+      : asIs
+    return (effect) =>
+      span(Effect.onExit(effect, (exit) => {
+        this.lastEndedAt = performance.now()
+        const error = Exit.isSuccess(exit) ? broken() : undefined
+        return error !== undefined && this.telemetry.tracing ? Effect.annotateCurrentSpan(ATTR.errorType, error) : Effect.void
+      }))
+  }
+
+  /** The current attempt's response head arrived. */
+  responded(): void {
+    if (this.active) this.responseStartedAt = performance.now()
+  }
+
+  /** Records the call (GenAI telemetry on, and an attempt was made); never fails. */
+  record(outcome: ModelCallOutcome, firstTokenAt?: number | undefined): Effect.Effect<void> {
+    if (!this.telemetry.genAi.enabled || this.upstream === undefined) return Effect.void
+    const call: GenAiCall = {
+      ...outcome,
+      upstream: this.upstream,
+      timing: {
+        startedAt: this.ctx.startedAt,
+        attemptStartedAt: this.attemptStartedAt,
+        responseStartedAt: this.responseStartedAt,
+        firstTokenAt,
+        endedAt: performance.now()
+      },
+      attempts: this.attempts,
+      path: this.path,
+      plan: this.plan,
+      variant: this.ctx.log.variant,
+      projectId: this.projectId
+    }
+    return this.telemetry.recordModelCall(call, this.ctx.exportCredential)
+  }
+}
+
+/** The classification of an attempt failure, for the GenAI record's `error.type`. */
+export const failureOf = (exit: Exit.Exit<unknown, UpstreamError | unknown>): string | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const reason = exit.cause.reasons[0]
+  if (reason?._tag !== "Fail") return Exit.hasInterrupts(exit) ? "cancelled" : "internal"
+  const error = reason.error as { readonly reason?: unknown; readonly code?: unknown }
+  return typeof error.reason === "string" ? error.reason : typeof error.code === "string" ? error.code : "error"
+}

@@ -1,0 +1,181 @@
+/**
+ * The snapshot store in Redis (`redis://` or `rediss://`), read with
+ * single-key commands only (GET, SMEMBERS, SUBSCRIBE, PING) so a Redis
+ * Cluster serves it as well as one server.
+ *
+ * Details
+ * - Every command is bounded by `commandTimeoutMs`, and the command client
+ *   has no offline queue: while Redis is down a command fails at once
+ *   instead of waiting for a reconnect, so a cold tenant goes to the
+ *   fallback API without delay.
+ * - Updates arrive on a second connection (a subscriber cannot run other
+ *   commands), which re-subscribes by itself after a reconnect; the caller
+ *   hears of each reconnect so it can sweep for what it missed meanwhile.
+ * - Logs name the host and port only; the password in the URL is scrubbed
+ *   from any error text.
+ */
+import { Effect } from "effect"
+import type { Scope } from "effect"
+import { Redis } from "ioredis"
+import type { RedisOptions } from "ioredis"
+import type { SnapshotLookup, SnapshotSource, TenantLog } from "./contracts.ts"
+import { SourceUnavailable } from "./contracts.ts"
+import { RateLimitedLog } from "./log.ts"
+import { environmentsKey, UPDATES_CHANNEL } from "./selection.ts"
+
+/** Default bound on one Redis command (beyond spec: a cold load waits at most this long before the fallback). */
+export const REDIS_COMMAND_TIMEOUT_MS = 250
+/** How long startup waits for a first connection before serving through the fallback. */
+const STARTUP_WAIT_MS = 2_000
+
+export interface RedisSnapshotStore {
+  readonly source: SnapshotSource
+  /** PING within the command timeout. */
+  readonly ping: Effect.Effect<boolean>
+  /** `host:port`, for logs. */
+  readonly target: string
+}
+
+export interface RedisStoreOptions {
+  readonly url: string
+  readonly commandTimeoutMs: number
+  readonly log: TenantLog
+  /** Each message on `gw:routing:updates`. */
+  readonly onMessage: (message: string) => void
+  /** The subscriber is connected (again): messages may have been missed while it was not. */
+  readonly onReconnect: () => void
+}
+
+/**
+ * A Redis URL as logs may show it: `host:port`, and a function that replaces
+ * the URL's password wherever an error message might repeat it.
+ */
+export const redisTarget = (url: string): { readonly target: string; readonly scrub: (text: string) => string } => {
+  try {
+    const parsed = new URL(url)
+    const password = parsed.password === "" ? undefined : decodeURIComponent(parsed.password)
+    return {
+      target: `${parsed.hostname}:${parsed.port === "" ? "6379" : parsed.port}`,
+      scrub: (text) => (password === undefined ? text : text.split(password).join("[redacted]"))
+    }
+  } catch {
+    return { target: "(unparsable redis URL)", scrub: (text) => text }
+  }
+}
+
+/** Whether a connection becomes ready before it fails or `STARTUP_WAIT_MS` passes. */
+const firstReady = (connection: Redis): Effect.Effect<boolean> =>
+  Effect.callback<boolean>((resume) => {
+    if (connection.status === "ready") return resume(Effect.succeed(true))
+    const finish = (ok: boolean) => {
+      cleanup()
+      resume(Effect.succeed(ok))
+    }
+    const onReady = () => finish(true)
+    // A refused connection answers at once; only a silent one waits out the bound.
+    const onError = () => finish(false)
+    const timer = setTimeout(() => finish(false), STARTUP_WAIT_MS)
+    const cleanup = () => {
+      clearTimeout(timer)
+      connection.off("ready", onReady)
+      connection.off("error", onError)
+    }
+    connection.once("ready", onReady)
+    connection.once("error", onError)
+    return Effect.sync(cleanup)
+  })
+
+const reconnectDelay = (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2_000)
+
+export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<RedisSnapshotStore, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { target, scrub } = redisTarget(options.url)
+    const limited = new RateLimitedLog(options.log)
+    const common: RedisOptions = {
+      connectTimeout: Math.max(options.commandTimeoutMs, 1_000),
+      retryStrategy: reconnectDelay,
+      connectionName: "gateway-tenancy",
+      // Closing while Redis is down: do not keep a dead socket (and the process) for ioredis's default 2 s.
+      disconnectTimeout: 200
+    }
+
+    const { client, subscriber } = yield* Effect.acquireRelease(
+      Effect.sync(() => ({
+        client: new Redis(options.url, {
+          ...common,
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 0,
+          commandTimeout: options.commandTimeoutMs
+        }),
+        subscriber: new Redis(options.url, { ...common, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true })
+      })),
+      ({ client, subscriber }) => Effect.sync(() => {
+        client.disconnect()
+        subscriber.disconnect()
+      })
+    )
+
+    for (const [name, connection] of [["commands", client], ["updates", subscriber]] as const) {
+      connection.on("error", (error: Error) =>
+        limited.emit(`redis-error:${name}`, "warn", "tenant redis error", { redis: target, connection: name, error: scrub(error.message) })
+      )
+    }
+    // Set once startup is over: a connection made after it may have missed announcements.
+    let started = false
+    subscriber.on("ready", () => {
+      if (!started) return
+      options.log.log("info", "tenant redis connected", { redis: target })
+      // Whatever was announced while we were away, or loaded from the fallback meanwhile, is checked now.
+      options.onReconnect()
+    })
+    subscriber.on("message", (channel: string, message: string) => {
+      if (channel === UPDATES_CHANNEL) options.onMessage(message)
+    })
+    // Queued until the subscriber connects; later reconnections re-subscribe by themselves.
+    const subscribed = subscriber.subscribe(UPDATES_CHANNEL).then(
+      () => true,
+      (error: Error) => {
+        limited.emit("redis-subscribe", "warn", "tenant redis subscribe failed", { redis: target, error: scrub(error.message) })
+        return false
+      }
+    )
+
+    const command = <A>(name: string, run: () => Promise<A>): Effect.Effect<A, SourceUnavailable> =>
+      Effect.tryPromise({
+        try: run,
+        catch: (error) => new SourceUnavailable({ source: "redis", message: `${name}: ${scrub(error instanceof Error ? error.message : String(error))}` })
+      }).pipe(
+        // ioredis bounds the reply too; this also bounds a connection that never writes.
+        Effect.timeoutOrElse({
+          duration: options.commandTimeoutMs,
+          orElse: () => Effect.fail(new SourceUnavailable({ source: "redis", message: `${name}: timed out after ${options.commandTimeoutMs} ms` }))
+        })
+      )
+
+    const source: SnapshotSource = {
+      lookup: (tenant) =>
+        Effect.flatMap(command("GET", () => client.get(tenant.key)), (raw): Effect.Effect<SnapshotLookup, SourceUnavailable> => {
+          if (raw !== null) return Effect.succeed({ _tag: "Found", raw })
+          return Effect.map(command("SMEMBERS", () => client.smembers(environmentsKey(tenant.projectId))), (environments) => ({
+            _tag: "Missing",
+            code: environments.length > 0 ? "ENVIRONMENT_NOT_FOUND" : "ROUTING_NOT_CONFIGURED"
+          }))
+        })
+    }
+
+    const ping = command("PING", () => client.ping()).pipe(
+      Effect.map((reply) => reply === "PONG"),
+      Effect.catch(() => Effect.succeed(false))
+    )
+
+    // Bounded wait for the first connections: a gateway may start while Redis is down.
+    // Listening before the store serves: nothing published after startup goes unheard.
+    const connected = (yield* firstReady(client)) && (yield* Effect.promise(() => subscribed).pipe(
+      Effect.timeoutOrElse({ duration: STARTUP_WAIT_MS, orElse: () => Effect.succeed(false) })
+    ))
+    started = true
+    if (!connected) {
+      options.log.log("warn", "tenant redis not reachable at startup; cold tenants go to the fallback API until it is", { redis: target })
+    }
+    return { source, ping, target }
+  })
