@@ -348,6 +348,33 @@ const checkSecurity = (file: ConfigFile, findings: Findings) => {
   }
 }
 
+/** `redis://` (plaintext) or `rediss://` (TLS) with a host: what the cache's ioredis pools accept. */
+const isRedisUrl = (value: string): boolean => {
+  try {
+    const url = new URL(value)
+    return (url.protocol === "redis:" || url.protocol === "rediss:") && url.hostname !== ""
+  } catch {
+    return false
+  }
+}
+
+const checkCache = (file: ConfigFile, findings: Findings) => {
+  const cache = file.cache
+  if (cache.enabled && !isRedisUrl(cache.url)) {
+    // Not echoed: a Redis URL may carry a password.
+    findings.error("cache.url", "expected a redis:// or rediss:// URL with a host")
+  }
+  if (cache.enabled && cache.encrypt && cache.encrypt_salt === "") {
+    findings.error("cache.encrypt_salt", "must be non-empty when cache.encrypt = true")
+  }
+  if (cache.enabled && !cache.encrypt) {
+    findings.warn("cache.encrypt", "false: answers are stored in clear; anyone who can read the store can read prompts' answers")
+  }
+  if (cache.ttl_seconds > cache.max_ttl_seconds) {
+    findings.error("cache.ttl_seconds", `${cache.ttl_seconds} exceeds cache.max_ttl_seconds (${cache.max_ttl_seconds})`)
+  }
+}
+
 const checkTenantRouting = (section: ConfigFile["tenant_routing"], findings: Findings) => {
   if (!/^rediss?:\/\/[^/]/.test(section.redis_url)) {
     findings.error("tenant_routing.redis_url", `expected a redis:// or rediss:// URL`)
@@ -382,15 +409,7 @@ export const checkConfig = (file: ConfigFile, credentials: CredentialSource): Ch
     antiEntropyIntervalSecs = 300
   }
   if (file.tenant_routing.enabled) checkTenantRouting(file.tenant_routing, findings)
-  if (file.cache.enabled && file.cache.encrypt && file.cache.encrypt_salt === "") {
-    findings.error("cache.encrypt_salt", "must be non-empty when cache.encrypt = true")
-  }
-  if (file.cache.enabled && !file.cache.encrypt) {
-    findings.warn("cache.encrypt", "false: answers are stored in clear; anyone who can read the store can read prompts' answers")
-  }
-  if (file.cache.ttl_seconds > file.cache.max_ttl_seconds) {
-    findings.error("cache.ttl_seconds", `${file.cache.ttl_seconds} exceeds cache.max_ttl_seconds (${file.cache.max_ttl_seconds})`)
-  }
+  checkCache(file, findings)
   if (file.auth.enabled && (file.auth.exchange_url === undefined || file.auth.exchange_url === "")) {
     findings.error("auth.exchange_url", "required when auth.enabled = true")
   }

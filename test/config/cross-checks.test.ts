@@ -356,6 +356,18 @@ describe("other sections", () => {
     expect(warningsOf(withServer({ cache: { enabled: false, encrypt: true } }))).toEqual([])
   })
 
+  it("an enabled cache needs a redis:// or rediss:// URL, and the message never echoes it (it may hold a password)", () => {
+    for (const url of ["http://cache.internal:6379", "cache.internal:6379", "redis://", "rediss://:s3cret@"]) {
+      const message = failure(withServer({ cache: { enabled: true, encrypt_salt: "s", url } }))
+      expect(message).toBe(`${INVALID}cache.url: expected a redis:// or rediss:// URL with a host`)
+      expect(message).not.toContain("s3cret")
+    }
+    for (const url of ["redis://127.0.0.1:6379/2", "rediss://default:s3cret@cache.internal:6380"]) {
+      expect(warningsOf(withServer({ cache: { enabled: true, encrypt_salt: "s", url } }))).toEqual([])
+    }
+    expect(warningsOf(withServer({ cache: { enabled: false, url: "http://not-checked-while-off" } }))).toEqual([])
+  })
+
   it("a default TTL above the maximum stops the start", () => {
     expect(failure(withServer({ cache: { ttl_seconds: 100, max_ttl_seconds: 50 } }))).toBe(`${INVALID}cache.ttl_seconds: 100 exceeds cache.max_ttl_seconds (50)`)
   })

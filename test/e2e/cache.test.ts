@@ -235,7 +235,7 @@ describe("what an operator sees in Redis", () => {
     const value = (await redis.getBuffer(key))!
     expect(value.toString("latin1")).not.toContain("launch code")
     expect(value.toString("latin1")).not.toContain("echo:")
-    const options = { encrypt: true, salt: SALT, projectId: "default" }
+    const options = { encrypt: true, salt: SALT, projectId: "default", entryKey: key.slice("gw:cache:v1:".length) }
     expect(open(value, { ...options, credential: Redacted.make(CONFIGURED) })?.toString()).toContain("launch code")
     expect(open(value, { ...options, credential: Redacted.make("sk-someone-else-0123456789") })).toBeUndefined()
   })

@@ -10,20 +10,25 @@
  * - Failure is a miss: a store that is down, slower than the 50 ms lookup
  *   budget, or answering garbage makes the lookup return nothing, and the
  *   request goes upstream. Commands are never queued while Redis is down
- *   (they fail at once), and failures are logged at most once per 10 seconds
- *   per kind, never per request.
+ *   (they fail at once, src/infra/redis-pool.ts), and failures are logged at
+ *   most once per 10 seconds per kind and URL, never per request
+ *   (`failures.ts`).
  * - `store` returns at once; the write happens in the background and its
  *   failure is only logged. An encoded entry over `max_entry_size_bytes` is
- *   not written.
+ *   not written, nor is one that would push the bytes waiting for a slow
+ *   store past 64 MiB.
+ * - `ready` answers whether the store answers a PING within 250 ms, for a
+ *   readiness report; the cache itself never needs it.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Redacted } from "effect"
-import { Redis } from "ioredis"
+import { RedisPool } from "../../infra/redis-pool.ts"
 import { Log } from "../telemetry/log.ts"
-import type { JsonLog } from "../telemetry/log.ts"
 import { open, seal } from "./crypto.ts"
 import { decodeEntry, encodeEntry } from "./entry.ts"
 import type { CacheEntry } from "./entry.ts"
+import { failureReporter, reasonOf } from "./failures.ts"
+import type { ReportFailure } from "./failures.ts"
 import type { CacheSection } from "./policy.ts"
 
 /** Whose cache a call reads or writes: the project's section, and the credential the request runs with. */
@@ -37,48 +42,30 @@ export interface CacheScope {
 export const redisKey = (key: string): string => `gw:cache:v1:${key}`
 
 const LOOKUP_BUDGET_MS = 50
-const LOG_EVERY_MS = 10_000
+const READY_BUDGET_MS = 250
+/** Bounds any one command, so a store that never answers cannot keep commands (or shutdown) waiting. */
+const COMMAND_TIMEOUT_MS = 1_000
+const MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024
 
-/** A URL fit for a log line: its password replaced. */
-const shownUrl = (url: string): string => {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password !== "") parsed.password = "redacted"
-    return parsed.href
-  } catch {
-    return "<unparsable url>"
-  }
-}
-
-/** Logs a kind of failure at most once per 10 seconds. */
-const throttled = (log: JsonLog) => {
-  const last = new Map<string, number>()
-  return (kind: string, fields: Record<string, unknown>) => {
-    const now = Date.now()
-    if (now - (last.get(kind) ?? -Infinity) < LOG_EVERY_MS) return
-    last.set(kind, now)
-    log.log("warn", "cache unavailable", { kind, ...fields })
-  }
-}
-
-const sealOptions = (scope: CacheScope) => ({
+const sealOptions = (scope: CacheScope, key: string) => ({
   encrypt: scope.section.encrypt,
   salt: scope.section.encrypt_salt,
   projectId: scope.projectId,
-  credential: scope.credential
+  credential: scope.credential,
+  entryKey: key
 })
 
 /**
- * The store's answer, or a failure once the lookup budget is spent: one timer,
+ * The store's answer, or a failure once the budget is spent: one timer,
  * cleared when the answer comes (cheaper per lookup than racing fibers).
  */
-const withinBudget = <A>(read: () => Promise<A>): Effect.Effect<A, Error> =>
+const withinBudget = <A>(budgetMs: number, read: () => Promise<A>): Effect.Effect<A, Error> =>
   Effect.callback<A, Error>((resume) => {
     let done = false
     const timer = setTimeout(() => {
       done = true
-      resume(Effect.fail(new Error("timed out")))
-    }, LOOKUP_BUDGET_MS)
+      resume(Effect.fail(new Error(`no answer within ${budgetMs} ms`)))
+    }, budgetMs)
     read().then(
       (value) => {
         if (done) return
@@ -93,110 +80,134 @@ const withinBudget = <A>(read: () => Promise<A>): Effect.Effect<A, Error> =>
     )
   })
 
-/** What the live and memory layers differ in: reading and writing raw values. */
+/** What the live and memory layers differ in: reading and writing raw values under Redis key names. */
 interface RawStore {
-  readonly get: (scope: CacheScope, key: string) => Promise<Uint8Array | null>
-  readonly set: (scope: CacheScope, key: string, value: Uint8Array, ttlSeconds: number) => Promise<unknown>
+  readonly get: (section: CacheSection, name: string) => Promise<Uint8Array | null>
+  readonly set: (section: CacheSection, name: string, value: Uint8Array, ttlSeconds: number) => Promise<unknown>
+  readonly ping: (section: CacheSection) => Promise<unknown>
 }
 
-const makeCache = (raw: RawStore, report: (kind: string, fields: Record<string, unknown>) => void) =>
-  ResponseCache.of({
+const makeCache = (raw: RawStore, report: ReportFailure) => {
+  let pendingWriteBytes = 0
+  return ResponseCache.of({
     lookup: (scope, key) =>
-      withinBudget(() => raw.get(scope, key)).pipe(
+      withinBudget(LOOKUP_BUDGET_MS, () => raw.get(scope.section, redisKey(key))).pipe(
         Effect.map((stored) => {
           if (stored === null) return undefined
-          const plaintext = open(stored, sealOptions(scope))
+          const plaintext = open(stored, sealOptions(scope, key))
           const entry = plaintext === undefined ? undefined : decodeEntry(plaintext)
           // Another credential's entry cannot exist under this key; what does not open is damaged or foreign.
-          if (entry === undefined) report("unreadable entry", { url: shownUrl(scope.section.url) })
+          if (entry === undefined) report("unreadable entry", scope.section.url)
           return entry
         }),
         Effect.catch((error) => {
-          report("lookup failed", { url: shownUrl(scope.section.url), reason: error instanceof Error ? error.message : String(error) })
+          report("lookup failed", scope.section.url, error.message)
           return Effect.succeed(undefined)
         })
       ),
     store: (scope, key, entry, ttlSeconds) =>
       Effect.sync(() => {
-        const value = seal(encodeEntry(entry), sealOptions(scope))
-        if (value.byteLength > scope.section.max_entry_size_bytes) return
-        raw.set(scope, key, value, ttlSeconds).catch((error: unknown) =>
-          report("store failed", { url: shownUrl(scope.section.url), reason: error instanceof Error ? error.message : String(error) })
+        const { url, max_entry_size_bytes } = scope.section
+        let value: Buffer
+        try {
+          value = seal(encodeEntry(entry), sealOptions(scope, key))
+        } catch (error) {
+          return report("store failed", url, reasonOf(error))
+        }
+        if (value.byteLength > max_entry_size_bytes) return
+        // A store slower than the traffic must not make answers pile up in memory.
+        if (pendingWriteBytes + value.byteLength > MAX_PENDING_WRITE_BYTES) {
+          return report("store skipped", url, `more than ${MAX_PENDING_WRITE_BYTES} bytes already wait for the store`)
+        }
+        const size = value.byteLength
+        pendingWriteBytes += size
+        raw.set(scope.section, redisKey(key), value, ttlSeconds).then(
+          () => {
+            pendingWriteBytes -= size
+          },
+          (error: unknown) => {
+            pendingWriteBytes -= size
+            report("store failed", url, reasonOf(error))
+          }
         )
-      })
+      }),
+    ready: (section) =>
+      withinBudget(READY_BUDGET_MS, () => raw.ping(section)).pipe(
+        Effect.as(true),
+        Effect.orElseSucceed(() => false)
+      )
   })
+}
 
-/** The memory layer's store, open to tests: read what was written, or make the store fail. */
+/** The memory layer's store, open to tests: read what was written, make the store fail or answer late. */
 export interface MemoryStore {
+  /** Raw values by Redis key name (`gw:cache:v1:<key>`), as the live store would hold them. */
   readonly values: Map<string, { readonly value: Uint8Array; readonly expiresAt: number }>
   /** While set, every call fails like a store that is down. */
   down: boolean
+  /** While set, every answer comes this many milliseconds late (a slow store). */
+  delayMs?: number | undefined
 }
 
 export class ResponseCache extends Context.Service<ResponseCache, {
-  /** The entry stored under `key`, or undefined (none, expired, unreadable, or the store failed). */
+  /** The entry stored under `key`, or undefined (none, expired, unreadable, or the store failed or was too slow). */
   readonly lookup: (scope: CacheScope, key: string) => Effect.Effect<CacheEntry | undefined>
   /** Stores in the background; returns at once and never fails. */
   readonly store: (scope: CacheScope, key: string, entry: CacheEntry, ttlSeconds: number) => Effect.Effect<void>
+  /** Whether the section's store answers a PING within 250 ms (for a readiness report). */
+  readonly ready: (section: CacheSection) => Effect.Effect<boolean>
 }>()("gateway/pipeline/cache/ResponseCache") {
   static readonly layer: Layer.Layer<ResponseCache, never, Log> = Layer.effect(
     ResponseCache,
     Effect.gen(function*() {
-      const log = yield* Log
-      const report = throttled(log)
+      const report = failureReporter(yield* Log)
+      // One pool per distinct url, opened on first use, shared by every project naming that url.
       const pools = yield* Effect.acquireRelease(
-        Effect.sync(() => new Map<string, { readonly clients: Array<Redis>; next: number }>()),
-        (pools) =>
-          Effect.promise(() =>
-            Promise.all([...pools.values()].flatMap((pool) => pool.clients.map((client) => client.quit().catch(() => client.disconnect()))))
-          )
+        Effect.sync(() => new Map<string, RedisPool>()),
+        (pools) => Effect.promise(() => Promise.all([...pools.values()].map((pool) => pool.close())))
       )
-      const clientFor = (section: CacheSection): Redis => {
+      const poolFor = (section: CacheSection): RedisPool => {
         let pool = pools.get(section.url)
         if (pool === undefined) {
-          const clients = Array.from({ length: section.pool_size }, () => {
-            const client = new Redis(section.url, {
-              // Down means a miss now, not a queue of commands waiting for a reconnect.
-              enableOfflineQueue: false,
-              // Commands of one event-loop turn share a write: fewer syscalls per lookup under load.
-              enableAutoPipelining: true,
-              maxRetriesPerRequest: 0,
-              connectTimeout: 2_000,
-              retryStrategy: (times) => Math.min(times * 200, 2_000)
-            })
-            client.on("error", (error: Error) => report("connection", { url: shownUrl(section.url), reason: error.message }))
-            return client
+          pool = new RedisPool({
+            url: section.url,
+            size: section.pool_size,
+            connectionName: "gateway-cache",
+            commandTimeoutMs: COMMAND_TIMEOUT_MS,
+            onError: (error) => report("connection", section.url, error.message)
           })
-          pool = { clients, next: 0 }
           pools.set(section.url, pool)
         }
-        const client = pool.clients[pool.next]
-        pool.next = (pool.next + 1) % pool.clients.length
-        return client
+        return pool
       }
       return makeCache({
-        get: (scope, key) => clientFor(scope.section).getBuffer(redisKey(key)),
-        set: (scope, key, value, ttlSeconds) => clientFor(scope.section).set(redisKey(key), Buffer.from(value), "EX", ttlSeconds)
+        get: (section, name) => poolFor(section).acquire().then((client) => client.getBuffer(name)),
+        set: (section, name, value, ttlSeconds) =>
+          poolFor(section).acquire().then((client) => client.set(name, Buffer.from(value.buffer, value.byteOffset, value.byteLength), "EX", ttlSeconds)),
+        ping: (section) => poolFor(section).acquire().then((client) => client.ping())
       }, report)
     })
   )
 
-  /** An in-memory store; `store` lets a test read raw values or take the store down. */
+  /** An in-memory store; `store` lets a test read raw values, take the store down or slow it. */
   static readonly layerTest = (store: MemoryStore = { values: new Map(), down: false }): Layer.Layer<ResponseCache, never, Log> =>
     Layer.effect(
       ResponseCache,
-      Effect.map(Effect.service(Log), (log) =>
-        makeCache({
-          get: async (_scope, key) => {
-            if (store.down) throw new Error("the store is down")
-            const entry = store.values.get(redisKey(key))
-            return entry === undefined || entry.expiresAt < Date.now() ? null : entry.value
-          },
-          set: async (_scope, key, value, ttlSeconds) => {
-            if (store.down) throw new Error("the store is down")
-            store.values.set(redisKey(key), { value, expiresAt: Date.now() + ttlSeconds * 1000 })
-          }
-        }, throttled(log))
-      )
+      Effect.map(Effect.service(Log), (log) => {
+        const answer = async <A>(value: () => A): Promise<A> => {
+          if (store.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, store.delayMs))
+          if (store.down) throw new Error("the store is down")
+          return value()
+        }
+        return makeCache({
+          get: (_section, name) =>
+            answer(() => {
+              const entry = store.values.get(name)
+              return entry === undefined || entry.expiresAt < Date.now() ? null : entry.value
+            }),
+          set: (_section, name, value, ttlSeconds) => answer(() => store.values.set(name, { value, expiresAt: Date.now() + ttlSeconds * 1000 })),
+          ping: () => answer(() => "PONG")
+        }, failureReporter(log))
+      })
     )
 }

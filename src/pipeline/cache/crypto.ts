@@ -4,7 +4,10 @@
  * request's credential (salt `encrypt_salt`, info
  * `gateway-cache/v1|<project id>`). A copy of the store reveals no prompt and
  * no answer, and an entry written under one credential cannot be read with
- * another.
+ * another. The cache key the value is stored under is bound in as GCM
+ * additional data, so a value moved to another key (by anyone who can write
+ * to the store) does not open there: one answer cannot be made to serve
+ * another request.
  *
  * Derived keys are kept in a small LRU keyed by a fingerprint of the
  * credential (never the credential), so HKDF runs once per credential, not
@@ -16,8 +19,8 @@ import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomByte
 import type { KeyObject } from "node:crypto"
 import { credentialFingerprint } from "./key.ts"
 
-/** The first byte of a stored value. */
-const SEALED = 1
+/** The first byte of a stored value (1 was a sealed value without the key bound in; it no longer opens). */
+const SEALED = 2
 const PLAIN = 0
 const NONCE = 12
 const TAG = 16
@@ -46,6 +49,8 @@ export interface SealOptions {
   readonly salt: string
   readonly projectId: string
   readonly credential: Redacted.Redacted<string> | undefined
+  /** The cache key the value is stored under (bound into the seal). */
+  readonly entryKey: string
 }
 
 /** The value to store: sealed (version, nonce, ciphertext, tag) or, with `encrypt = false`, marked plain. */
@@ -53,18 +58,20 @@ export const seal = (plaintext: Uint8Array, options: SealOptions): Buffer => {
   if (!options.encrypt) return Buffer.concat([Buffer.of(PLAIN), plaintext])
   const nonce = randomBytes(NONCE)
   const cipher = createCipheriv("aes-256-gcm", keyFor(options.credential, options.salt, options.projectId), nonce)
+  cipher.setAAD(Buffer.from(options.entryKey))
   const body = cipher.update(plaintext)
   cipher.final()
   return Buffer.concat([Buffer.of(SEALED), nonce, body, cipher.getAuthTag()])
 }
 
-/** The plaintext of a stored value, or undefined when it does not open (another credential, tampered, garbage). */
+/** The plaintext of a stored value, or undefined when it does not open (another credential or key, tampered, garbage). */
 export const open = (stored: Uint8Array, options: SealOptions): Buffer | undefined => {
   const bytes = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength)
   if (bytes[0] === PLAIN) return options.encrypt ? undefined : bytes.subarray(1)
   if (bytes[0] !== SEALED || bytes.length < 1 + NONCE + TAG || !options.encrypt) return undefined
   try {
     const decipher = createDecipheriv("aes-256-gcm", keyFor(options.credential, options.salt, options.projectId), bytes.subarray(1, 1 + NONCE))
+    decipher.setAAD(Buffer.from(options.entryKey))
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG))
     return Buffer.concat([decipher.update(bytes.subarray(1 + NONCE, bytes.length - TAG)), decipher.final()])
   } catch {

@@ -38,7 +38,7 @@ describe("cache key", () => {
 })
 
 describe("encryption at rest", () => {
-  const options = { encrypt: true, salt: "s4lt", projectId: "p", credential: key }
+  const options = { encrypt: true, salt: "s4lt", projectId: "p", credential: key, entryKey: "a".repeat(64) }
   const plaintext = Buffer.from(JSON.stringify({ answer: "the secret answer is 42" }))
   it("round-trips, with a fresh nonce each time, and shows nothing of the plaintext", () => {
     const first = seal(plaintext, options)
@@ -52,6 +52,9 @@ describe("encryption at rest", () => {
     expect(open(sealed, { ...options, credential: other })).toBeUndefined()
     expect(open(sealed, { ...options, projectId: "q" })).toBeUndefined()
     expect(open(sealed, { ...options, salt: "other" })).toBeUndefined()
+    // Moved under another key of the same caller (by anyone who can write to the store): one
+    // answer cannot be made to serve another request.
+    expect(open(sealed, { ...options, entryKey: "b".repeat(64) })).toBeUndefined()
     const tampered = Buffer.from(sealed)
     tampered[20] ^= 1
     expect(open(tampered, options)).toBeUndefined()

@@ -1,0 +1,128 @@
+/**
+ * A small pool of ioredis connections to one URL (`redis://` or `rediss://`,
+ * TLS for the latter), for a store that must never hold a request up: a
+ * command either goes out on a connection that is ready, or fails at once.
+ *
+ * Details
+ * - No offline queue and no retry of a command: while the store is down a
+ *   command fails immediately instead of waiting for a reconnect, and
+ *   nothing piles up in memory. Each command is bounded (`commandTimeoutMs`),
+ *   so a store that accepts connections but never answers (frozen, paused)
+ *   cannot keep commands, or the pool's close, waiting forever.
+ * - The one exception is the pool's first connection: commands issued while
+ *   it is still being made wait for it (the caller bounds that wait), so the
+ *   first requests after a start are not failures.
+ * - Connections are used round robin, skipping any that is not ready.
+ * - Reconnection backs off exponentially to 2 s with jitter, so the pools of
+ *   many processes do not reconnect in step while the store is down.
+ *
+ * Gotchas
+ * - A URL's password must never reach a log: use `redisLogTarget` for the URL
+ *   and for any error text before logging it.
+ */
+import { Redis } from "ioredis"
+
+export interface RedisPoolOptions {
+  readonly url: string
+  readonly size: number
+  /** `CLIENT SETNAME`, so an operator can tell the gateway's connections apart. */
+  readonly connectionName: string
+  readonly commandTimeoutMs: number
+  /** Every connection error (refused, reset, TLS, auth), for rate-limited logging. */
+  readonly onError: (error: Error) => void
+}
+
+/** A command was not sent: no connection to the store is up. */
+export class RedisNotConnected extends Error {
+  constructor() {
+    super("no connection to the store is up")
+  }
+}
+
+const CONNECT_TIMEOUT_MS = 1_000
+/** How long `close` lets QUIT flush before the sockets are cut. */
+const CLOSE_WAIT_MS = 500
+
+const reconnectDelay = (times: number): number => Math.min(50 * 2 ** Math.min(times, 6), 2_000) + Math.floor(Math.random() * 250)
+
+export class RedisPool {
+  private readonly clients: ReadonlyArray<Redis>
+  private next = 0
+  /** Until the pool's first connection is ready (or the first attempt failed): what commands wait for. */
+  private firstConnect: Promise<void> | undefined
+
+  constructor(options: RedisPoolOptions) {
+    let settle: () => void = () => {}
+    this.firstConnect = new Promise<void>((resolve) => {
+      settle = () => {
+        this.firstConnect = undefined
+        resolve()
+      }
+    })
+    this.clients = Array.from({ length: options.size }, () => {
+      const client = new Redis(options.url, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: options.commandTimeoutMs,
+        connectTimeout: CONNECT_TIMEOUT_MS,
+        disconnectTimeout: 200,
+        retryStrategy: reconnectDelay,
+        connectionName: options.connectionName,
+        // Commands of one event-loop turn share a write: fewer syscalls per lookup under load.
+        enableAutoPipelining: true
+      })
+      client.once("ready", settle)
+      client.on("error", (error: Error) => {
+        // A first attempt that fails (refused, unknown host) ends the wait: the store is down.
+        settle()
+        options.onError(error)
+      })
+      return client
+    })
+  }
+
+  /** A ready connection; while the first connection is being made, one once it is ready; else fails. */
+  acquire(): Promise<Redis> {
+    const ready = this.readyClient()
+    if (ready !== undefined) return Promise.resolve(ready)
+    const pending = this.firstConnect
+    if (pending === undefined) return Promise.reject(new RedisNotConnected())
+    return pending.then(() => this.readyClient() ?? Promise.reject(new RedisNotConnected()))
+  }
+
+  private readyClient(): Redis | undefined {
+    const count = this.clients.length
+    for (let tried = 0; tried < count; tried++) {
+      const client = this.clients[this.next]
+      this.next = (this.next + 1) % count
+      if (client.status === "ready") return client
+    }
+    return undefined
+  }
+
+  /** Lets pending replies arrive for a moment (QUIT), then closes every socket. */
+  async close(): Promise<void> {
+    await Promise.all(this.clients.map(async (client) => {
+      if (client.status === "ready") {
+        await Promise.race([client.quit().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())])
+      }
+      client.disconnect()
+    }))
+  }
+}
+
+/**
+ * A Redis URL as a log may show it (the password replaced), and a scrubber
+ * for error texts that might repeat the password.
+ */
+export const redisLogTarget = (url: string): { readonly shown: string; readonly scrub: (text: string) => string } => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password === "") return { shown: parsed.href, scrub: (text) => text }
+    const password = decodeURIComponent(parsed.password)
+    parsed.password = "redacted"
+    return { shown: parsed.href, scrub: (text) => text.split(password).join("redacted") }
+  } catch {
+    return { shown: "<unparsable url>", scrub: (text) => text }
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The cache's store failing: a redis-server of this test's own is frozen,
+ * killed and restarted under a live layer, and the memory layer's store is
+ * taken down and slowed. Every lookup still returns (a miss), each kind of
+ * failure is logged once rather than per call, hits resume when the store is
+ * back, and a frozen store cannot hold the layer's close.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { MemoryStore } from "../../../src/pipeline/cache/index.ts"
+import type { OwnRedis } from "./support.ts"
+import { buildCache, chatEntry, keyFor, ownRedis, scopeOf, section, uniqueProject, until } from "./support.ts"
+
+let redis: OwnRedis
+
+beforeAll(async () => {
+  redis = await ownRedis()
+  await redis.start()
+})
+afterAll(async () => {
+  await redis.kill()
+})
+
+describe("a live store that goes away", () => {
+  it("frozen, killed and restarted: lookups keep returning misses, each failure kind is logged once, hits resume", async () => {
+    const cache = await buildCache()
+    try {
+      const scope = scopeOf(section({ url: redis.url, pool_size: 2 }), uniqueProject("outage"))
+      const key = keyFor(scope, "survive the outage")
+      const hit = async () => (await cache.lookup(scope, key)) !== undefined
+      await cache.store(scope, key, chatEntry("still here"))
+      await until("the first hit", hit)
+
+      // Frozen: connections stay open but nothing answers; every lookup gives up at its budget.
+      redis.freeze()
+      for (let i = 0; i < 10; i++) expect(await cache.lookup(scope, key)).toBeUndefined()
+      redis.thaw()
+      await until("hits after the thaw", hit)
+
+      // Killed: lookups fail at once (no queue), as misses.
+      await redis.kill()
+      await until("the pool to see the store down", () => cache.failures("connection").length > 0)
+      for (let i = 0; i < 30; i++) expect(await cache.lookup(scope, key)).toBeUndefined()
+      for (let i = 0; i < 5; i++) await cache.store(scope, keyFor(scope, `lost write ${i}`), chatEntry("lost"))
+
+      // Restarted (empty: nothing on disk): the pool reconnects by itself and writes land again.
+      await redis.start()
+      await until("hits after the restart", async () => {
+        await cache.store(scope, key, chatEntry("back again"))
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        return hit()
+      }, 10_000)
+
+      // At most one line per kind per 10 s (usually exactly one: the whole outage is shorter).
+      const lines = cache.logs.filter((line) => line.msg === "cache unavailable")
+      const span = Date.parse(String(lines.at(-1)!.time)) - Date.parse(String(lines[0].time))
+      for (const kind of ["lookup failed", "connection", "store failed"]) {
+        expect(cache.failures(kind).length, kind).toBeGreaterThanOrEqual(1)
+        expect(cache.failures(kind).length, kind).toBeLessThanOrEqual(1 + Math.floor(span / 10_000))
+      }
+      expect(cache.failures("unreadable entry")).toEqual([])
+    } finally {
+      await cache.close()
+    }
+  }, 30_000)
+
+  it("a frozen store cannot hold the layer's close (shutdown goes on)", async () => {
+    const cache = await buildCache()
+    const scope = scopeOf(section({ url: redis.url, pool_size: 2 }), uniqueProject("frozen-close"))
+    const key = keyFor(scope, "q")
+    await cache.store(scope, key, chatEntry("a"))
+    await until("a hit", async () => (await cache.lookup(scope, key)) !== undefined)
+    redis.freeze()
+    try {
+      // Pending commands to the frozen store, then the close: it must complete (bounded by the test's timeout).
+      expect(await cache.lookup(scope, key)).toBeUndefined()
+      await cache.close()
+    } finally {
+      redis.thaw()
+    }
+  }, 10_000)
+})
+
+describe("the memory layer's store", () => {
+  const memory = (): MemoryStore => ({ values: new Map(), down: false })
+
+  it("down or slower than the lookup budget: a miss, logged once; back to normal: a hit", async () => {
+    const store = memory()
+    const cache = await buildCache(store)
+    try {
+      const scope = scopeOf(section(), "memory")
+      const key = keyFor(scope, "q")
+      await cache.store(scope, key, chatEntry("a"))
+      await until("the write", () => store.values.size === 1)
+      expect(await cache.lookup(scope, key)).toBeDefined()
+      expect(await cache.ready(scope.section)).toBe(true)
+
+      store.delayMs = 200
+      expect(await cache.lookup(scope, key)).toBeUndefined()
+      expect(await cache.lookup(scope, key)).toBeUndefined()
+      store.delayMs = undefined
+      store.down = true
+      expect(await cache.lookup(scope, key)).toBeUndefined()
+      expect(await cache.ready(scope.section)).toBe(false)
+      store.down = false
+      expect(await cache.lookup(scope, key)).toBeDefined()
+      expect(cache.failures("lookup failed")).toHaveLength(1)
+    } finally {
+      await cache.close()
+    }
+  })
+
+  it("keeps raw values a test can read: sealed, under gw:cache:v1:<key>", async () => {
+    const store = memory()
+    const cache = await buildCache(store)
+    try {
+      const scope = scopeOf(section(), "memory")
+      const key = keyFor(scope, "a secret question")
+      await cache.store(scope, key, chatEntry("a secret answer"))
+      await until("the write", () => store.values.size === 1)
+      const [[name, { value }]] = [...store.values]
+      expect(name).toBe(`gw:cache:v1:${key}`)
+      expect(Buffer.from(value).toString("latin1")).not.toContain("secret answer")
+    } finally {
+      await cache.close()
+    }
+  })
+})
