@@ -32,6 +32,17 @@ const projects = (settings: GatewaySettings): Layer.Layer<TenantStore, StartErro
     return TenantStore.layer(settings, stages, (message) => new StartError({ message }))
   }))
 
+/** Layers that replace the live ones (tests, the library's callers). */
+export interface LayerOverrides {
+  readonly client?: Layer.Layer<ProviderClient> | undefined
+  readonly guardrail?: Layer.Layer<Guardrail> | undefined
+  readonly cache?: Layer.Layer<ResponseCache, never, Log> | undefined
+  readonly telemetry?: Layer.Layer<Telemetry, never, Log> | undefined
+  readonly auth?: Layer.Layer<PlatformAuth, never, Log> | undefined
+  /** Where projects come from; the stages' compilers (Guardrail) and the log are provided. */
+  readonly tenants?: Layer.Layer<TenantStore, StartError, Guardrail | Log> | undefined
+}
+
 /**
  * The gateway's layers for a validated configuration: live ones, with the log
  * given (tests capture it) and any layer replaced by `overrides`.
@@ -39,13 +50,7 @@ const projects = (settings: GatewaySettings): Layer.Layer<TenantStore, StartErro
 export const liveLayer = (
   settings: GatewaySettings,
   log = new JsonLog(settings.file.telemetry.log_level),
-  overrides?: {
-    readonly client?: Layer.Layer<ProviderClient>
-    readonly guardrail?: Layer.Layer<Guardrail>
-    readonly cache?: Layer.Layer<ResponseCache, never, Log>
-    readonly telemetry?: Layer.Layer<Telemetry, never, Log>
-    readonly auth?: Layer.Layer<PlatformAuth, never, Log>
-  }
+  overrides?: LayerOverrides
 ): Layer.Layer<GatewayServices, StartError> => {
   const logLayer = Layer.succeed(Log, log)
   const guardrail = overrides?.guardrail ?? Guardrail.layer
@@ -57,7 +62,7 @@ export const liveLayer = (
     (overrides?.cache ?? ResponseCache.layer).pipe(Layer.provide(logLayer)),
     (overrides?.telemetry ?? Telemetry.layer(telemetrySettingsOf(settings.file))).pipe(Layer.provide(logLayer)),
     (overrides?.auth ?? PlatformAuth.layer(settings.file.auth)).pipe(Layer.provide(logLayer)),
-    projects(settings).pipe(Layer.provide([guardrail, logLayer]))
+    (overrides?.tenants ?? projects(settings)).pipe(Layer.provide([guardrail, logLayer]))
   )
 }
 

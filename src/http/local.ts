@@ -18,6 +18,7 @@ import { Readable } from "node:stream"
 import type { CallerResponse, JsonLog } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { callerOf, requestIdOf, routeProgram } from "./dispatch.ts"
+import type { EdgeTracing } from "./dispatch.ts"
 import type { Router } from "./router.ts"
 
 export interface LocalRequest {
@@ -159,7 +160,7 @@ const memoryRequest = (request: LocalRequest): IncomingMessage => {
  * Runs one request through the router's program in memory. Resolves with the
  * answer's head once it is written; the body streams after it.
  */
-export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalRequest): Effect.Effect<LocalResponse, never, R> =>
+export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalRequest, tracing?: EdgeTracing): Effect.Effect<LocalResponse, never, R> =>
   Effect.gen(function*() {
     const chunks = yield* Queue.unbounded<Uint8Array | "end" | "cut">()
     const head = yield* Deferred.make<void>()
@@ -182,7 +183,7 @@ export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalReque
       caller: callerOf(req.headers, path),
       log: {}
     }
-    const fiber = yield* Effect.forkDetach(routeProgram(router, ctx, log))
+    const fiber = yield* Effect.forkDetach(routeProgram(router, ctx, log, tracing))
     yield* Deferred.await(head)
     const body: Stream.Stream<Uint8Array, LocalResponseCut> = Stream.fromEffectRepeat(Queue.take(chunks)).pipe(
       Stream.takeWhile((chunk) => chunk !== "end"),
