@@ -5,6 +5,7 @@
  *   gateway [serve] [[--config] PATH]   run the gateway (default)
  *   gateway check-config [PATH]       validate the configuration and print it, secrets redacted
  *   gateway snapshot …                tenant snapshots: keygen, seal, publish (src/tenancy/cli.ts)
+ *   gateway batch …                   a file of requests through the gateway (src/batch/cli.ts)
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Exit, Layer } from "effect"
@@ -14,12 +15,12 @@ import { StartError } from "./http/server.ts"
 import { JsonLog } from "./pipeline/telemetry/log.ts"
 import { superviseWorkers, workerCount, workerNumber } from "./workers.ts"
 import cluster from "node:cluster"
-import { runSnapshotCli } from "./tenancy/index.ts"
 
 const USAGE = `usage:
   gateway [serve] [[--config] PATH] run the gateway (config: PATH, $GATEWAY_CONFIG or config/gateway.toml)
   gateway check-config [PATH]       validate the configuration and print it with secrets redacted
-  gateway snapshot keygen|seal|publish …  tenant snapshots (gateway snapshot --help)`
+  gateway snapshot keygen|seal|publish …  tenant snapshots (gateway snapshot --help)
+  gateway batch INPUT --out OUTPUT …       run a file of requests (gateway batch --help)`
 
 const checkConfig = (path: string | undefined): number => {
   const source = configPath(path, process.env)
@@ -71,8 +72,13 @@ const main = (argv: ReadonlyArray<string>): void => {
     process.exitCode = checkConfig(rest[0])
     return
   }
+  if (command === "batch") {
+    // Loaded on demand: `serve` never pays for the commands it does not run.
+    void import("./batch/cli.ts").then(({ runBatchCli }) => runBatchCli(rest)).then((code) => (process.exitCode = code))
+    return
+  }
   if (command === "snapshot") {
-    void runSnapshotCli(rest).then((code) => (process.exitCode = code))
+    void import("./tenancy/cli.ts").then(({ runSnapshotCli }) => runSnapshotCli(rest)).then((code) => (process.exitCode = code))
     return
   }
   if (command === undefined || command === "serve" || command === "--config") {
