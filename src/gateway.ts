@@ -59,7 +59,7 @@ export const liveLayer = (
     logLayer,
     overrides?.client ?? ProviderClient.layer,
     guardrail,
-    (overrides?.cache ?? ResponseCache.layer).pipe(Layer.provide(logLayer)),
+    (overrides?.cache ?? (settings.file.cache.enabled || settings.file.tenant_routing.enabled ? ResponseCache.layer : ResponseCache.layerOff)).pipe(Layer.provide(logLayer)),
     (overrides?.telemetry ?? Telemetry.layer(telemetrySettingsOf(settings.file))).pipe(Layer.provide(logLayer)),
     (overrides?.auth ?? PlatformAuth.layer(settings.file.auth)).pipe(Layer.provide(logLayer)),
     (overrides?.tenants ?? projects(settings)).pipe(Layer.provide([guardrail, logLayer]))

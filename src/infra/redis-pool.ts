@@ -17,8 +17,8 @@
  *   many processes do not reconnect in step while the store is down.
  *
  * Gotchas
- * - A URL's password must never reach a log: use `redisLogTarget` for the URL
- *   and for any error text before logging it.
+ * - A URL's password must never reach a log: use `redisLogTarget`
+ *   (redis-url.ts) for the URL and for any error text before logging it.
  */
 import { Redis } from "ioredis"
 
@@ -108,21 +108,5 @@ export class RedisPool {
       }
       client.disconnect()
     }))
-  }
-}
-
-/**
- * A Redis URL as a log may show it (the password replaced), and a scrubber
- * for error texts that might repeat the password.
- */
-export const redisLogTarget = (url: string): { readonly shown: string; readonly scrub: (text: string) => string } => {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password === "") return { shown: parsed.href, scrub: (text) => text }
-    const password = decodeURIComponent(parsed.password)
-    parsed.password = "redacted"
-    return { shown: parsed.href, scrub: (text) => text.split(password).join("redacted") }
-  } catch {
-    return { shown: "<unparsable url>", scrub: (text) => text }
   }
 }

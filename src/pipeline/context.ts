@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from "node:http"
 import type { Socket } from "node:net"
 import type { CallerFormat, WireFamily } from "../domain/index.ts"
-import type { ExportCredential } from "./telemetry/sinks.ts"
+import type { ExportCredential } from "./telemetry/settings.ts"
 
 /** Everything the per-request log line reports beyond method, path, status and latency. */
 export interface RequestLogFields {

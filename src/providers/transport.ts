@@ -30,7 +30,7 @@
 import { Cause, Context, Effect, Layer, Redacted, Scope, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
-import { Agent } from "undici"
+import { Agent } from "./undici.ts"
 import type { Dispatcher } from "undici"
 import { UpstreamError } from "../domain/index.ts"
 import type { ProviderFamily } from "../domain/index.ts"

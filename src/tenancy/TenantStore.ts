@@ -13,8 +13,7 @@ import { Log } from "../pipeline/telemetry/log.ts"
 import type { ProjectIdentity, Project, StageCompilers } from "./project.ts"
 import { compileProject } from "./project.ts"
 import { tenantFromRequest } from "./selection.ts"
-import { makeTenantStore, makeTenantStoreFromSnapshots, tenantStoreOptions } from "./store.ts"
-import type { TestTenantStore } from "./store.ts"
+import type { makeTenantStoreFromSnapshots, TestTenantStore } from "./store.ts"
 import type { CompileSnapshot, TenantStore as SnapshotStore } from "./contracts.ts"
 
 /** What a request says about its project. */
@@ -94,6 +93,8 @@ export class TenantStore extends Context.Service<TenantStore, Shape>()("gateway/
       TenantStore,
       Effect.gen(function*() {
         const log = yield* Log
+        // Redis and the snapshot machinery are loaded only in this mode.
+        const { makeTenantStore, tenantStoreOptions } = yield* Effect.promise(() => import("./store.ts"))
         const store = yield* makeTenantStore(tenantStoreOptions(settings, log), compilerOf(stages, settings)).pipe(
           Effect.mapError((error) => startError(`tenant routing: ${error.message}`))
         )
@@ -113,7 +114,9 @@ export class TenantStore extends Context.Service<TenantStore, Shape>()("gateway/
   ): Layer.Layer<TenantStore> =>
     Layer.effect(
       TenantStore,
-      Effect.map(makeTenantStoreFromSnapshots(snapshots, compilerOf(stages), options), (store) => {
+      Effect.gen(function*() {
+        const { makeTenantStoreFromSnapshots } = yield* Effect.promise(() => import("./store.ts"))
+        const store = yield* makeTenantStoreFromSnapshots(snapshots, compilerOf(stages), options)
         onStore?.(store)
         return TenantStore.of(overSnapshots(store))
       })

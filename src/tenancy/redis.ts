@@ -17,6 +17,7 @@
 import { Effect } from "effect"
 import type { Scope } from "effect"
 import { Redis } from "ioredis"
+import { redisLogTarget } from "../infra/redis-url.ts"
 import type { RedisOptions } from "ioredis"
 import type { SnapshotLookup, SnapshotSource, TenantLog } from "./contracts.ts"
 import { SourceUnavailable } from "./contracts.ts"
@@ -46,22 +47,8 @@ export interface RedisStoreOptions {
   readonly onReconnect: () => void
 }
 
-/**
- * A Redis URL as logs may show it: `host:port`, and a function that replaces
- * the URL's password wherever an error message might repeat it.
- */
-export const redisTarget = (url: string): { readonly target: string; readonly scrub: (text: string) => string } => {
-  try {
-    const parsed = new URL(url)
-    const password = parsed.password === "" ? undefined : decodeURIComponent(parsed.password)
-    return {
-      target: `${parsed.hostname}:${parsed.port === "" ? "6379" : parsed.port}`,
-      scrub: (text) => (password === undefined ? text : text.split(password).join("[redacted]"))
-    }
-  } catch {
-    return { target: "(unparsable redis URL)", scrub: (text) => text }
-  }
-}
+/** Host and port of a Redis URL, and a scrubber of its password (infra/redis-url.ts). */
+export const redisTarget = (url: string): { readonly target: string; readonly scrub: (text: string) => string } => redisLogTarget(url)
 
 /** Whether a connection becomes ready before it fails or `STARTUP_WAIT_MS` passes. */
 const firstReady = (connection: Redis): Effect.Effect<boolean> =>

@@ -22,7 +22,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { Redacted } from "effect"
-import { RedisPool } from "../../infra/redis-pool.ts"
+import type { RedisPool } from "../../infra/redis-pool.ts"
 import { Log } from "../telemetry/log.ts"
 import { open, seal } from "./crypto.ts"
 import { decodeEntry, encodeEntry } from "./entry.ts"
@@ -157,10 +157,12 @@ export class ResponseCache extends Context.Service<ResponseCache, {
   /** Whether the section's store answers a PING within 250 ms (for a readiness report). */
   readonly ready: (section: CacheSection) => Effect.Effect<boolean>
 }>()("gateway/pipeline/cache/ResponseCache") {
+  /** Redis pools per url (ioredis is loaded when the layer is built, not before). */
   static readonly layer: Layer.Layer<ResponseCache, never, Log> = Layer.effect(
     ResponseCache,
     Effect.gen(function*() {
       const report = failureReporter(yield* Log)
+      const { RedisPool } = yield* Effect.promise(() => import("../../infra/redis-pool.ts"))
       // One pool per distinct url, opened on first use, shared by every project naming that url.
       const pools = yield* Effect.acquireRelease(
         Effect.sync(() => new Map<string, RedisPool>()),
@@ -188,6 +190,16 @@ export class ResponseCache extends Context.Service<ResponseCache, {
       }, report)
     })
   )
+
+  /**
+   * For a gateway where no project can have a cache (`[cache]` off, no tenant
+   * snapshots): every lookup misses and nothing is stored or loaded.
+   */
+  static readonly layerOff: Layer.Layer<ResponseCache> = Layer.succeed(ResponseCache, ResponseCache.of({
+    lookup: () => Effect.succeed(undefined),
+    store: () => Effect.void,
+    ready: () => Effect.succeed(true)
+  }))
 
   /** An in-memory store; `store` lets a test read raw values, take the store down or slow it. */
   static readonly layerTest = (store: MemoryStore = { values: new Map(), down: false }): Layer.Layer<ResponseCache, never, Log> =>

@@ -5,7 +5,7 @@
  * hid since the last line. The URL is shown without its password, and error
  * texts are scrubbed of it too.
  */
-import { redisLogTarget } from "../../infra/redis-pool.ts"
+import { redisLogTarget } from "../../infra/redis-url.ts"
 import type { JsonLog } from "../telemetry/log.ts"
 
 export type FailureKind =

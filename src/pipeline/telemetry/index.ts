@@ -13,10 +13,8 @@ export { summaryOfResponse } from "./genai/response.ts"
 export type { GenAiResponseSummary } from "./genai/response.ts"
 export { JsonLog, Log } from "./log.ts"
 export type { LogLevel, LogSink } from "./log.ts"
-export { TelemetryMemory } from "./memory.ts"
-export type { RecordedHistogram } from "./memory.ts"
-export { telemetrySettingsOf } from "./sinks.ts"
-export type { ExportCredential, TelemetrySettings } from "./sinks.ts"
+export { telemetrySettingsOf } from "./settings.ts"
+export type { ExportCredential, TelemetrySettings } from "./settings.ts"
 export {
   ATTR,
   attemptFailureAttributes,

@@ -8,7 +8,7 @@ import { AggregationTemporality, MetricReader } from "@opentelemetry/sdk-metrics
 import type { DataPoint, Histogram, ResourceMetrics } from "@opentelemetry/sdk-metrics"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base"
-import type { ExportCredential, TelemetrySinks } from "./sinks.ts"
+import type { ExportCredential, TelemetrySinks } from "./settings.ts"
 
 /** A reader that collects only when asked (`collect`). */
 class OnDemandReader extends MetricReader {

@@ -16,42 +16,11 @@ import { Metadata } from "@grpc/grpc-js"
 import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-grpc"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-grpc"
 import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
-import type { MetricReader } from "@opentelemetry/sdk-metrics"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Redacted } from "effect"
-import type { ConfigFile } from "../../config/index.ts"
 import { reportingMetricExporter, reportingSpanExporter } from "./export-errors.ts"
 import type { ExportErrorLog } from "./export-errors.ts"
-
-export interface TelemetrySettings {
-  readonly telemetry: ConfigFile["telemetry"]
-  readonly genai: ConfigFile["genai_telemetry"]
-}
-
-/** The telemetry sections of a validated configuration. */
-export const telemetrySettingsOf = (file: ConfigFile): TelemetrySettings => ({ telemetry: file.telemetry, genai: file.genai_telemetry })
-
-/**
- * The credential a request's GenAI telemetry is exported with (the platform
- * token from the auth exchange). `fingerprint` names it in maps and memory
- * without holding the token as a key; `expiresAt` (epoch ms) lets its
- * exporter be flushed and closed while the token is still valid.
- */
-export interface ExportCredential {
-  readonly token: Redacted.Redacted<string>
-  readonly fingerprint: string
-  readonly expiresAt?: number | undefined
-}
-
-export interface TelemetrySinks {
-  /** The application trace's span processor (asked once, when `[telemetry]` is enabled). */
-  readonly appSpanProcessor: () => SpanProcessor
-  /** A GenAI span processor for one credential (`undefined`: the configured `otlp_bearer_token`). */
-  readonly genAiSpanProcessor: (credential: ExportCredential | undefined) => SpanProcessor
-  /** A GenAI metric reader for one credential (asked only when metrics are enabled). */
-  readonly genAiMetricReader: (credential: ExportCredential | undefined) => MetricReader
-}
+import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "./settings.ts"
 
 const BATCH = { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 1000, exportTimeoutMillis: 10_000 }
 /** The application trace has one queue (GenAI up to one per token): room for bursts of a few thousand requests. */

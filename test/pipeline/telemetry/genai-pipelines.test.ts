@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest"
 import type { GenAiCall } from "../../../src/pipeline/telemetry/genai/call.ts"
 import { GenAiRecorder, IDLE_MS, MAX_PIPELINES } from "../../../src/pipeline/telemetry/genai/recorder.ts"
 import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
-import type { ExportCredential } from "../../../src/pipeline/telemetry/sinks.ts"
+import type { ExportCredential } from "../../../src/pipeline/telemetry/settings.ts"
 import { settingsOf } from "./support.ts"
 
 const call: GenAiCall = {

@@ -1,0 +1,123 @@
+/**
+ * The telemetry stage when `[telemetry]` or `[genai_telemetry]` is on: the
+ * OpenTelemetry providers, the Effect tracer over them and the GenAI
+ * recorder. Loaded by `Telemetry.layer` only then (a dynamic import), so a
+ * gateway with telemetry off never loads OpenTelemetry or gRPC.
+ */
+import * as OtelResource from "@effect/opentelemetry/Resource"
+import { resourceFromAttributes } from "@opentelemetry/resources"
+import type { Resource } from "@opentelemetry/resources"
+import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node"
+import { Context, Effect, Option, Tracer } from "effect"
+import type { Scope } from "effect"
+import { ExportErrorLog, installDiagnostics } from "./export-errors.ts"
+import { GenAiRecorder } from "./genai/recorder.ts"
+import type { GenAiParent } from "./genai/recorder.ts"
+import type { JsonLog } from "./log.ts"
+import type { TelemetryMemory } from "./memory.ts"
+import type { TelemetrySettings, TelemetrySinks } from "./settings.ts"
+import { otlpSinks } from "./sinks.ts"
+import { withServerSpan } from "./spans.ts"
+import type { ServerSpanRequest } from "./spans.ts"
+import type { TelemetryShape } from "./Telemetry.ts"
+import { TRACING_OFF } from "./Telemetry.ts"
+import { appSampler, makeAppTracer, parentFromHeaders, sampleRequest, serverErrorStatus } from "./tracer.ts"
+
+const SCOPE = "gateway"
+const FLUSH_TIMEOUT = "5 seconds"
+
+/**
+ * Waits for an export-side promise, bounded, never failing: its failures were
+ * already reported by the exporter (export-errors.ts).
+ */
+const settle = (run: () => Promise<unknown>): Effect.Effect<void> =>
+  Effect.promise(() => run().then(() => undefined, () => undefined)).pipe(Effect.timeout(FLUSH_TIMEOUT), Effect.ignore)
+
+const resourceOf = (serviceName: string, environment: string): Resource =>
+  resourceFromAttributes(OtelResource.configToAttributes({ serviceName, attributes: { "deployment.environment.name": environment } }))
+
+const TRACE_ID = /^[0-9a-f]{32}$/
+const SPAN_ID = /^[0-9a-f]{16}$/
+
+/** The nearest real span of the fiber: no-op spans (tracing off) are skipped to the caller's span. */
+const genAiParentOf = (parent: Option.Option<Tracer.AnySpan>): GenAiParent | undefined => {
+  let span = Option.getOrUndefined(parent)
+  while (span !== undefined && span._tag === "Span" && Context.get(span.annotations, Tracer.DisablePropagation)) {
+    span = Option.getOrUndefined(span.parent)
+  }
+  if (span === undefined || !TRACE_ID.test(span.traceId) || !SPAN_ID.test(span.spanId)) return undefined
+  return { traceId: span.traceId, spanId: span.spanId, sampled: span.sampled, remote: span._tag === "ExternalSpan" }
+}
+
+const noParent = (): undefined => undefined
+const untraced = () => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => effect
+
+/**
+ * The server span of a sampled request; an unsampled one runs with tracing
+ * off (its spans are skipped or no-ops), still inside the caller's trace so a
+ * GenAI span can join it.
+ */
+const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const sampled = withServerSpan(request)(effect)
+  const unsampled = request.parent === undefined
+    ? Effect.withTracerEnabled(effect, false)
+    : Effect.withParentSpan(Effect.withTracerEnabled(effect, false), request.parent)
+  // Drawn each time the program runs, not when it is built.
+  return Effect.suspend(() => (sampleRequest(request.parent, ratio) ? sampled : unsampled))
+}
+
+const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog) {
+  const { telemetry, genai } = settings
+  let requestContext = TRACING_OFF
+  let appProvider: NodeTracerProvider | undefined
+  if (telemetry.enabled) {
+    appProvider = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new NodeTracerProvider({
+          resource: resourceOf(telemetry.service_name, telemetry.environment),
+          sampler: appSampler(telemetry.sample_ratio),
+          spanProcessors: [serverErrorStatus(sinks.appSpanProcessor())]
+        })
+      ),
+      (provider) => settle(() => provider.forceFlush().finally(() => provider.shutdown()))
+    )
+    requestContext = Context.make(Tracer.Tracer, makeAppTracer(appProvider.getTracer(SCOPE)))
+  }
+  let recorder: GenAiRecorder | undefined
+  if (genai.enabled) {
+    recorder = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new GenAiRecorder(settings, sinks, resourceOf(genai.service_name, genai.environment), (error) => errors.report("genai record", error))
+      ),
+      (recorder) => settle(() => recorder.shutdown())
+    )
+  }
+  const genAiRecorder = recorder
+  const provider = appProvider
+  return {
+    tracing: telemetry.enabled,
+    requestContext,
+    parentOf: telemetry.enabled || genai.enabled ? parentFromHeaders : noParent,
+    serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : untraced,
+    genAi: { enabled: genai.enabled, captureContent: genai.enabled && genai.capture_content },
+    recordModelCall: genAiRecorder === undefined
+      ? () => Effect.void
+      : (call, credential) =>
+        Effect.flatMap(Effect.serviceOption(Tracer.ParentSpan), (parent) =>
+          Effect.sync(() => genAiRecorder.record(call, genAiParentOf(parent), credential))),
+    flush: settle(() => Promise.all([provider?.forceFlush(), genAiRecorder?.flush()]))
+  } satisfies TelemetryShape
+})
+
+
+/** OTLP gRPC exporters to the configured collectors; OpenTelemetry's and grpc-js's own diagnostics go to the log (throttled) while the scope lives. */
+export const liveTelemetry = (settings: TelemetrySettings, log: JsonLog): Effect.Effect<TelemetryShape, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const errors = new ExportErrorLog(log)
+    yield* Effect.acquireRelease(Effect.sync(() => installDiagnostics(errors)), (uninstall) => Effect.sync(uninstall))
+    return yield* make(settings, otlpSinks(settings, errors), errors)
+  })
+
+/** Everything in `memory` (spans as they end, metrics when collected); nothing leaves the process. */
+export const memoryTelemetry = (settings: TelemetrySettings, memory: TelemetryMemory, log: JsonLog): Effect.Effect<TelemetryShape, never, Scope.Scope> =>
+  make(settings, memory, new ExportErrorLog(log))

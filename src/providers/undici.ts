@@ -1,0 +1,14 @@
+/**
+ * The parts of undici the gateway uses, imported from their own modules:
+ * undici's index loads every feature (fetch, WebSocket, caches, mocks), which
+ * a production bundle would carry and evaluate at start for nothing. Types
+ * come from the package's own declarations.
+ */
+import type { Agent as AgentType, Pool as PoolType } from "undici"
+import AgentImpl from "undici/lib/dispatcher/agent.js"
+import PoolImpl from "undici/lib/dispatcher/pool.js"
+
+export const Agent = AgentImpl as unknown as typeof AgentType
+export type Agent = AgentType
+export const Pool = PoolImpl as unknown as typeof PoolType
+export type Pool = PoolType

@@ -1,0 +1,9 @@
+// undici's dispatcher modules, imported by path (src/providers/undici.ts); typed there from the package's own declarations.
+declare module "undici/lib/dispatcher/agent.js" {
+  const Agent: unknown
+  export default Agent
+}
+declare module "undici/lib/dispatcher/pool.js" {
+  const Pool: unknown
+  export default Pool
+}
