@@ -10,10 +10,12 @@ import { build } from "esbuild"
 import { rmSync } from "node:fs"
 
 const root = new URL("..", import.meta.url).pathname
-rmSync(`${root}dist`, { recursive: true, force: true })
+const at = process.argv.indexOf("--outdir")
+const outdir = at === -1 ? `${root}dist` : process.argv[at + 1]
+rmSync(outdir, { recursive: true, force: true })
 const result = await build({
   entryPoints: { gateway: `${root}src/main.ts` },
-  outdir: `${root}dist`,
+  outdir,
   bundle: true,
   splitting: true,
   format: "esm",
@@ -29,4 +31,4 @@ const result = await build({
   banner: { js: "import { createRequire as __gatewayRequire } from \"node:module\"; const require = __gatewayRequire(import.meta.url);" }
 })
 const bytes = Object.values(result.metafile.outputs).reduce((sum, output) => sum + output.bytes, 0)
-process.stdout.write(`dist/: ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1048576).toFixed(1)} MiB\n`)
+process.stdout.write(`${outdir}: ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1048576).toFixed(1)} MiB\n`)

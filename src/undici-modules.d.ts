@@ -1,4 +1,4 @@
-// undici's dispatcher modules, imported by path (src/providers/undici.ts); typed there from the package's own declarations.
+// undici's modules, imported by path (src/providers/undici.ts); typed there from the package's own declarations.
 declare module "undici/lib/dispatcher/agent.js" {
   const Agent: unknown
   export default Agent
@@ -6,4 +6,12 @@ declare module "undici/lib/dispatcher/agent.js" {
 declare module "undici/lib/dispatcher/pool.js" {
   const Pool: unknown
   export default Pool
+}
+declare module "undici/lib/dispatcher/dispatcher.js" {
+  const Dispatcher: unknown
+  export default Dispatcher
+}
+declare module "undici/lib/api/api-request.js" {
+  const request: unknown
+  export default request
 }
