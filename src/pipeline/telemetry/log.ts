@@ -1,9 +1,18 @@
 /**
  * Structured JSON-lines logging to stdout: one line per request (written by
  * the HTTP layer) plus startup and attempt events. Lines are batched and
- * written at most every 10 ms (or at 512 lines): a write to a pipe or file is
- * a synchronous syscall in Node, and one per request cost more than the rest
- * of the request's logging. Shutdown flushes what is left.
+ * written once per turn of the event loop (or at 512 lines): a write to a
+ * pipe or file is a synchronous syscall in Node, so under load one write
+ * carries every line of that turn; when the gateway is idle the line is
+ * written before the loop sleeps, so logging never wakes the process on its
+ * own (a timer would: each wake-up of an idle process costs more CPU than the
+ * request's logging). Shutdown flushes what is left.
+ *
+ * A slow reader of stdout (a pipe to a log shipper that fell behind) never
+ * slows requests and never grows memory without bound: Node queues what the
+ * pipe cannot take yet, and past `MAX_BACKLOG_BYTES` queued lines are dropped
+ * and counted; once the reader catches up, one `log lines dropped` warning
+ * says how many.
  *
  * Never pass bodies or credentials here; callers log ids, names and numbers.
  */
@@ -11,15 +20,20 @@ import { Context, Layer } from "effect"
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "none"
 
-const FLUSH_MS = 10
 /** Bytes a write to a pipe may hold and still be atomic (Linux). */
 const PIPE_BUF = 4096
 const FLUSH_LINES = 512
+/** Bytes queued for a slow stdout reader beyond which new lines are dropped. */
+const MAX_BACKLOG_BYTES = 16 * 1024 * 1024
 
 const RANK: Record<LogLevel, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, none: 100 }
 
 export interface LogSink {
   write(text: string): void
+  /** Bytes written but not yet taken by the reader (a Node stream's queue). */
+  readonly writableLength?: number
+  /** Called once the queue has been taken (a Node stream's `drain`). */
+  once?(event: "drain", listener: () => void): unknown
 }
 
 export class JsonLog {
@@ -30,6 +44,7 @@ export class JsonLog {
   private readonly flushLines: number
 
   private readonly worker: string
+  private dropped = 0
 
   /**
    * `flushLines: 1` writes every line at once (tests read lines back in order).
@@ -59,7 +74,7 @@ export class JsonLog {
       this.flush()
     } else if (!this.scheduled) {
       this.scheduled = true
-      setTimeout(this.flush, FLUSH_MS).unref()
+      setImmediate(this.flush).unref()
     }
   }
 
@@ -76,11 +91,33 @@ export class JsonLog {
     return this.lastIso
   }
 
+  private droppedLine(): string {
+    const line = `{"time":"${this.now()}","level":"warn"${this.worker},"msg":"log lines dropped","dropped":${this.dropped},"reason":"stdout reader behind by over ${MAX_BACKLOG_BYTES} bytes"}`
+    this.dropped = 0
+    return line
+  }
+
+  /** The reader caught up: say what was lost even if nothing else is logged. */
+  private readonly reportDropped = (): void => {
+    if (this.dropped === 0) return
+    this.pending.push(this.droppedLine())
+    if (!this.scheduled) {
+      this.scheduled = true
+      setImmediate(this.flush).unref()
+    }
+  }
+
   readonly flush = (): void => {
     this.scheduled = false
     if (this.pending.length === 0) return
     const lines = this.pending
     this.pending = []
+    if ((this.sink.writableLength ?? 0) > MAX_BACKLOG_BYTES) {
+      if (this.dropped === 0) this.sink.once?.("drain", this.reportDropped)
+      this.dropped += lines.length
+      return
+    }
+    if (this.dropped > 0) lines.push(this.droppedLine())
     if (this.worker === "") {
       this.sink.write(lines.join("\n") + "\n")
       return
