@@ -1,23 +1,33 @@
 /**
  * `npm run bench`: the gateway against a direct call to the same fake
  * upstream, in one run. The fake upstream and the gateway each run in their
- * own process; this process generates load over loopback.
+ * own process; this process generates load over loopback. The gateway is the
+ * production bundle run as `npm start` runs it (built first). Method and how
+ * to read the tables: bench/README.md.
  *
  * Scenarios: fast path non-stream, fast path stream (20 chunks), normalized
  * stream (Anthropic caller → OpenAI upstream). For each: requests/s and
  * latency at fixed concurrency, latency at a paced 500 requests/s, and the
  * gateway's CPU time per proxied request (from /proc, user + system).
+ * Then each stage's cost (guardrails, cache, telemetry, tenant mode) and the
+ * performance figures of bench/performance.ts (added latency and CPU at
+ * 500 req/s and at full load beside a bare Node hop, memory with 1,000 open
+ * streams, a burst then a low rate, workers).
  *
  * Bounded: every loop has a request count and a deadline.
  */
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
-import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs"
-import { cpus, tmpdir } from "node:os"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Pool } from "undici"
 import { Redis } from "ioredis"
 import { runGuardrailBench } from "./guardrail.ts"
+import { closedLoop as closedLoopAt, cpuMicros, pacedLoop as pacedLoopAt, PIN, Pools, root, round, startProcess, stopProcess } from "./lib.ts"
+import type { Pool } from "undici"
+import type { Scenario } from "./lib.ts"
+import { printPerformance, runPerformanceBench, startGateway as startGatewayIn } from "./performance.ts"
+import type { PerformanceResult } from "./performance.ts"
 import { runTenancyBench } from "./tenancy.ts"
 
 const QUICK = process.argv.includes("--quick")
@@ -26,164 +36,25 @@ const WARMUP = QUICK ? 500 : 2_000
 const CONCURRENCY = 32
 const PACED_RPS = 500
 const PACED_SECONDS = QUICK ? 2 : 6
-const DEADLINE_MS = 120_000
-const root = new URL("..", import.meta.url).pathname
 
-/**
- * With two or more cores and `taskset`, the gateway gets a core of its own
- * (the upstream and this load generator share the other), so the figures do
- * not depend on how the scheduler mixes three busy processes.
- */
-const PIN = cpus().length >= 2 && spawnSync("taskset", ["-c", "0", "true"]).status === 0
-
-/**
- * Starts a child whose stdout goes to a file (a log pipe drained by this busy
- * load generator would make the child's synchronous stdout writes wait) and
- * resolves with the first line it writes (its address).
- */
-const startProcess = (
-  args: Array<string>,
-  cpu: number,
-  dir: string,
-  name: string,
-  ready: (line: string) => boolean = () => true
-): Promise<{ child: ChildProcess; line: string }> =>
-  new Promise((resolve, reject) => {
-    const [command, argv] = PIN ? ["taskset", ["-c", String(cpu), process.execPath, ...args]] : [process.execPath, args]
-    const logPath = join(dir, `${name}.log`)
-    const out = openSync(logPath, "w")
-    const child = spawn(command, argv, { cwd: root, env: process.env, stdio: ["ignore", out, "inherit"] })
-    closeSync(out)
-    const deadline = Date.now() + 15_000
-    const poll = setInterval(() => {
-      const complete = readFileSync(logPath, "utf8").split("\n").slice(0, -1)
-      const line = complete.find(ready)
-      if (line !== undefined) {
-        clearInterval(poll)
-        resolve({ child, line })
-      } else if (Date.now() > deadline) {
-        clearInterval(poll)
-        reject(new Error(`${args.join(" ")} did not start`))
-      }
-    }, 20)
-    child.once("exit", (code) => {
-      clearInterval(poll)
-      reject(new Error(`${args.join(" ")} exited with ${code}`))
-    })
-  })
-
-const cpuMicros = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
-  // utime and stime are fields 14 and 15 of the whole line (11 and 12 after the command).
-  const ticks = Number(fields[11]) + Number(fields[12])
-  return (ticks * 1_000_000) / 100
-}
-
-const percentile = (sorted: Array<number>, p: number): number =>
-  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
-
-interface Scenario {
-  readonly name: string
-  readonly origin: string
-  readonly path: string
-  readonly body: string
-  readonly headers: Record<string, string>
-  /** A distinct body per request (the n-th), instead of `body`. */
-  readonly bodyFor?: ((n: number) => string) | undefined
-}
-
-let requestCount = 0
-
-/**
- * One request through undici's low-level dispatch (no body stream objects):
- * the load generator shares a core with the upstream, so it must stay cheap.
- * Resolves with the latency in ms once the whole body arrived.
- */
-const oneRequest = (pool: Pool, scenario: Scenario): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const started = performance.now()
-    let status = 0
-    const body = scenario.bodyFor === undefined ? scenario.body : scenario.bodyFor(requestCount++)
-    pool.dispatch({ method: "POST", path: scenario.path, headers: scenario.headers, body }, {
-      onRequestStart() {},
-      onResponseStart(_controller: unknown, statusCode: number) {
-        status = statusCode
-      },
-      onResponseData() {},
-      onResponseEnd() {
-        if (status === 200) resolve(performance.now() - started)
-        else reject(new Error(`${scenario.name}: status ${status}`))
-      },
-      onResponseError(_controller: unknown, error: Error) {
-        reject(error)
-      }
-    })
-  })
-
-/** `count` requests at fixed concurrency: throughput and latency. */
-const closedLoop = async (pool: Pool, scenario: Scenario, count: number) => {
-  const latencies: Array<number> = []
-  let issued = 0
-  const deadline = Date.now() + DEADLINE_MS
-  const started = performance.now()
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (issued < count && Date.now() < deadline) {
-      issued++
-      latencies.push(await oneRequest(pool, scenario))
-    }
-  }))
-  const seconds = (performance.now() - started) / 1000
-  latencies.sort((a, b) => a - b)
-  return { requests: latencies.length, rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
-}
-
-/** Requests started at a fixed rate, whatever the latency: the latency a user sees at that load. */
-const pacedLoop = async (pool: Pool, scenario: Scenario) => {
-  const latencies: Array<number> = []
-  const total = PACED_RPS * PACED_SECONDS
-  const interval = 1000 / PACED_RPS
-  const started = performance.now()
-  const inFlight: Array<Promise<void>> = []
-  for (let i = 0; i < total; i++) {
-    const due = started + i * interval
-    const wait = due - performance.now()
-    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait))
-    inFlight.push(oneRequest(pool, scenario).then((ms) => {
-      latencies.push(ms)
-    }))
-  }
-  await Promise.all(inFlight)
-  latencies.sort((a, b) => a - b)
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
-}
+const closedLoop = (pool: Pool, scenario: Scenario, count: number) => closedLoopAt(pool, scenario, count, CONCURRENCY)
+const pacedLoop = (pool: Pool, scenario: Scenario) => pacedLoopAt(pool, scenario, PACED_RPS, PACED_SECONDS)
 
 /** An OTLP receiver (accepting and forgetting exports) in its own process on core 1, like the upstream. */
 const startReceiver = async (dir: string): Promise<{ readonly url: string; readonly child: ChildProcess }> => {
-  const started = await startProcess(["bench/telemetry.ts", "--receiver"], 1, dir, "otlp-receiver")
+  const started = await startProcess(["bench/telemetry.ts", "--receiver"], "1", dir, "otlp-receiver")
   return { url: started.line.trim(), child: started.child }
 }
 
 const main = async () => {
+  // The gateway runs as `npm start` runs it: the production bundle.
+  const built = spawnSync(process.execPath, ["scripts/build.ts"], { cwd: root, stdio: "inherit" })
+  if (built.status !== 0) throw new Error("npm run build failed")
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
-  const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], 1, dir, "upstream")
+  const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
   const upstreamUrl = JSON.parse(upstream.line).url as string
   /** A gateway on core 0 with the base configuration plus `extra` TOML (`telemetry` replaces the [telemetry] table). */
-  const startGateway = async (name: string, extra = "", telemetry = "[telemetry]\nenabled = false\nlog_level = \"info\"") => {
-    const configPath = join(dir, `${name}.toml`)
-    writeFileSync(configPath, `[server]
-host = "127.0.0.1"
-port = 0
-
-[providers.openai]
-base_url = "${upstreamUrl}/v1"
-models = ["gpt-4o"]
-credential = "none"
-
-${telemetry}
-${extra}`)
-    const started = await startProcess(["src/main.ts", "serve", "--config", configPath], 0, dir, name, (line) => line.includes("\"port\""))
-    return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
-  }
+  const startGateway = (name: string, extra = "", telemetry?: string) => startGatewayIn(dir, name, upstreamUrl, extra, telemetry)
   const gateway = await startGateway("gateway")
   const gatewayUrl = gateway.url
 
@@ -219,29 +90,13 @@ ${extra}`)
   let cache: Record<string, number> = {}
   let telemetry: Record<string, number> = {}
   let tenancy: Record<string, unknown> = {}
-  const pools = new Map<string, Pool>()
-  const poolFor = (origin: string) => {
-    let pool = pools.get(origin)
-    if (pool === undefined) {
-      pool = new Pool(origin, { connections: CONCURRENCY * 2 })
-      pools.set(origin, pool)
-    }
-    return pool
-  }
-  /**
-   * Stops a gateway and forgets its connections: a later gateway may get the
-   * same port, and a pooled connection to the old one would send it requests.
-   */
+  let performance: PerformanceResult | undefined
+  const pools = new Pools(CONCURRENCY * 2)
+  const poolFor = (origin: string) => pools.for(origin)
+  /** Stops a gateway and forgets its connections (a later gateway may get the same port). */
   const stopGateway = async (running: { readonly child: ChildProcess; readonly url: string }) => {
-    const pool = pools.get(running.url)
-    pools.delete(running.url)
-    await pool?.destroy()
-    if (running.child.exitCode !== null) return
-    const exited = new Promise((resolve) => running.child.once("exit", resolve))
-    running.child.kill("SIGTERM")
-    const timer = setTimeout(() => running.child.kill("SIGKILL"), 10_000)
-    await exited
-    clearTimeout(timer)
+    await pools.forget(running.url)
+    await stopProcess(running.child)
   }
   try {
     for (const { label, direct, viaGateway } of scenarios) {
@@ -391,8 +246,11 @@ metrics_export_timeout_secs = 5`
       await redis.del(`gw:routing:${project}:production`, `gw:routing:${project}:envs`)
       redis.disconnect()
     }
+    // Issue 14's figures: latency and CPU against the direct call and a bare Node hop, memory, burst, workers.
+    await stopProcess(upstream.child)
+    performance = await runPerformanceBench({ quick: QUICK })
   } finally {
-    for (const pool of pools.values()) await pool.close()
+    await pools.close()
     gateway.child.kill("SIGTERM")
     upstream.child.kill("SIGTERM")
   }
@@ -401,12 +259,11 @@ metrics_export_timeout_secs = 5`
   console.table(cache)
   console.table(telemetry)
   console.table(tenancy)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy }
+  if (performance !== undefined) printPerformance(performance)
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, performance }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }
-
-const round = (value: number) => Math.round(value * 1000) / 1000
 
 main().then(() => process.exit(0), (error) => {
   console.error(error)
