@@ -88,6 +88,20 @@ export const cpuMicros = (pid: number): number => {
   return (ticks * 1_000_000) / 100
 }
 
+/**
+ * Runs `run` and returns its result with the CPU time `pid` spent per request
+ * meanwhile (`tree`: the process and all its children, as in workers mode).
+ */
+export const withCpu = async <A>(pid: number, run: () => Promise<A>, requests: (result: A) => number, tree = false) => {
+  const read = tree ? treeCpuMicros : cpuMicros
+  const before = read(pid)
+  const result = await run()
+  return { result, cpuPerRequest: Math.round((read(pid) - before) / requests(result)) }
+}
+
+/** Requests counted by a closed loop. */
+export const served = (run: { readonly requests: number }): number => run.requests
+
 /** The children of a process (the workers of a cluster primary). */
 export const childrenOf = (pid: number): Array<number> => {
   try {

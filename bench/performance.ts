@@ -15,19 +15,7 @@ import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import {
-  closedLoop,
-  cpuMicros,
-  memoryMiB,
-  oneRequest,
-  pacedLoop,
-  Pools,
-  round,
-  sleep,
-  startProcess,
-  stopProcess,
-  treeCpuMicros
-} from "./lib.ts"
+import { closedLoop, memoryMiB, oneRequest, pacedLoop, Pools, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
 import type { Scenario } from "./lib.ts"
 
 /**
@@ -43,6 +31,12 @@ export interface Gateway {
 }
 
 export interface GatewayOptions {
+  /** TOML added to the configuration (after the provider). */
+  readonly extra?: string | undefined
+  /** Replaces the `[telemetry]` table (off, logs at info). */
+  readonly telemetry?: string | undefined
+  /** Keys added to the `[server]` table. */
+  readonly server?: string | undefined
   /** Run src/main.ts instead of the bundle. */
   readonly source?: boolean
   /** The core(s) it is pinned to ("0" by default). */
@@ -53,32 +47,21 @@ export interface GatewayOptions {
   readonly nodeFlags?: ReadonlyArray<string> | undefined
 }
 
-/**
- * Starts a gateway with the base configuration (one OpenAI provider at
- * `upstream`, logs at info) plus `extra` TOML; `telemetry` replaces the
- * `[telemetry]` table.
- */
-export const startGateway = async (
-  dir: string,
-  name: string,
-  upstream: string,
-  extra = "",
-  telemetry = "[telemetry]\nenabled = false\nlog_level = \"info\"",
-  options: GatewayOptions = {}
-): Promise<Gateway> => {
+/** Starts a gateway with the base configuration (one OpenAI provider at `upstream`, logs at info) and `options`. */
+export const startGateway = async (dir: string, name: string, upstream: string, options: GatewayOptions = {}): Promise<Gateway> => {
   const configPath = join(dir, `${name}.toml`)
   writeFileSync(configPath, `[server]
 host = "127.0.0.1"
 port = 0
-${extra.startsWith("[server]") ? extra.slice("[server]".length) : ""}
+${options.server ?? ""}
 
 [providers.openai]
 base_url = "${upstream}/v1"
 models = ["gpt-4o"]
 credential = "none"
 
-${telemetry}
-${extra.startsWith("[server]") ? "" : extra}`)
+${options.telemetry ?? "[telemetry]\nenabled = false\nlog_level = \"info\""}
+${options.extra ?? ""}`)
   const entry = options.source === true ? "src/main.ts" : options.entry ?? "dist/gateway.mjs"
   const started = await startProcess([entry, "serve", "--config", configPath], options.cpu ?? "0", dir, name, {
     ready: (line) => line.includes("\"port\""),
@@ -88,7 +71,7 @@ ${extra.startsWith("[server]") ? "" : extra}`)
   return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
 }
 
-const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
+export const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
 export const chatBody = (stream: boolean) => JSON.stringify({ model: "gpt-4o", stream, messages: [{ role: "user", content: stream ? twentyWords : "hello" }] })
 export const jsonHeaders = { "content-type": "application/json", authorization: "Bearer bench" }
 export const chatScenario = (name: string, origin: string, stream: boolean): Scenario => ({
@@ -109,13 +92,6 @@ export interface PerformanceContext {
   readonly quick: boolean
 }
 
-const cpuOf = async <A>(pid: number, run: () => Promise<A>, requests: (a: A) => number, tree = false) => {
-  const read = tree ? treeCpuMicros : cpuMicros
-  const before = read(pid)
-  const result = await run()
-  return { result, cpuPerRequest: Math.round((read(pid) - before) / requests(result)) }
-}
-
 const REQUESTS = (ctx: PerformanceContext) => (ctx.quick ? 3_000 : 15_000)
 const PACED_SECONDS = (ctx: PerformanceContext) => (ctx.quick ? 2 : 6)
 const CONCURRENCY = 32
@@ -134,12 +110,11 @@ export const latencyAndCpu = async (ctx: PerformanceContext, targets: ReadonlyAr
     const stream = chatScenario(label, url, true)
     await closedLoop(pool, json, REQUESTS(ctx) / 5, CONCURRENCY)
     await closedLoop(pool, stream, REQUESTS(ctx) / 5, CONCURRENCY)
-    const count = (run: { readonly requests: number }) => run.requests
     const cpu = async <A>(run: () => Promise<A>, requests: (a: A) => number) =>
-      pid === undefined ? { result: await run(), cpuPerRequest: undefined } : cpuOf(pid, run, requests)
+      pid === undefined ? { result: await run(), cpuPerRequest: undefined } : withCpu(pid, run, requests)
     const paced = await cpu(() => pacedLoop(pool, json, 500, PACED_SECONDS(ctx)), () => 500 * PACED_SECONDS(ctx))
-    const fullJson = await cpu(() => closedLoop(pool, json, REQUESTS(ctx), CONCURRENCY), count)
-    const fullStream = await cpu(() => closedLoop(pool, stream, REQUESTS(ctx), CONCURRENCY), count)
+    const fullJson = await cpu(() => closedLoop(pool, json, REQUESTS(ctx), CONCURRENCY), served)
+    const fullStream = await cpu(() => closedLoop(pool, stream, REQUESTS(ctx), CONCURRENCY), served)
     rows.push({
       target: label,
       p50_ms_at_500rps: round(paced.result.p50),
@@ -250,21 +225,19 @@ export const workersScaling = async (ctx: PerformanceContext) => {
   const rows: Array<Record<string, unknown>> = []
   const perCore: Record<string, number> = {}
   for (const [label, workers, cpu] of [["1 worker, core 0", 1, "0"], ["2 workers, core 0", 2, "0"], ["2 workers, cores 0-1", 2, "0,1"]] as const) {
-    const gateway = await startGateway(ctx.dir, `gateway-workers-${workers}-${cpu}`, ctx.upstream, `[server]\nworkers = ${workers}`, undefined, { cpu })
+    const gateway = await startGateway(ctx.dir, `gateway-workers-${workers}-${cpu}`, ctx.upstream, { server: `workers = ${workers}`, cpu })
     try {
       const pool = ctx.pools.for(gateway.url)
       const json = chatScenario("gateway", gateway.url, false)
       await closedLoop(pool, json, REQUESTS(ctx) / 3, 64)
-      const pid = gateway.child.pid!
-      const before = treeCpuMicros(pid)
-      const started = performance.now()
-      const run = await closedLoop(pool, json, REQUESTS(ctx), 64)
-      const cores = (treeCpuMicros(pid) - before) / ((performance.now() - started) * 1000)
+      const { result: run, cpuPerRequest } = await withCpu(gateway.child.pid!, () => closedLoop(pool, json, REQUESTS(ctx), 64), served, true)
+      // CPU seconds per second: requests/s × CPU per request.
+      const cores = (run.rps * cpuPerRequest) / 1e6
       perCore[label] = run.rps / cores
       rows.push({
         gateway: label,
         rps: Math.round(run.rps),
-        cpu_us_per_request: Math.round(((treeCpuMicros(pid) - before) / run.requests)),
+        cpu_us_per_request: cpuPerRequest,
         gateway_cores_used: round(cores, 2),
         rps_per_gateway_core: Math.round(run.rps / cores)
       })

@@ -23,10 +23,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Redis } from "ioredis"
 import { runGuardrailBench } from "./guardrail.ts"
-import { closedLoop as closedLoopAt, cpuMicros, pacedLoop as pacedLoopAt, PIN, Pools, root, round, startProcess, stopProcess } from "./lib.ts"
+import { closedLoop as closedLoopAt, pacedLoop as pacedLoopAt, PIN, Pools, root, round, served, startProcess, stopProcess, withCpu } from "./lib.ts"
 import type { Pool } from "undici"
 import type { Scenario } from "./lib.ts"
-import { printPerformance, runPerformanceBench, startGateway as startGatewayIn } from "./performance.ts"
+import { chatBody, jsonHeaders, printPerformance, runPerformanceBench, startGateway as startGatewayIn, twentyWords } from "./performance.ts"
 import type { PerformanceResult } from "./performance.ts"
 import { runTenancyBench } from "./tenancy.ts"
 
@@ -54,27 +54,23 @@ const main = async () => {
   const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
   const upstreamUrl = JSON.parse(upstream.line).url as string
   /** A gateway on core 0 with the base configuration plus `extra` TOML (`telemetry` replaces the [telemetry] table). */
-  const startGateway = (name: string, extra = "", telemetry?: string) => startGatewayIn(dir, name, upstreamUrl, extra, telemetry)
+  const startGateway = (name: string, extra = "", telemetry?: string) => startGatewayIn(dir, name, upstreamUrl, { extra, telemetry })
   const gateway = await startGateway("gateway")
   const gatewayUrl = gateway.url
-
-  const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
-  const chat = (stream: boolean) => JSON.stringify({ model: "gpt-4o", stream, messages: [{ role: "user", content: stream ? twentyWords : "hello" }] })
-  const jsonHeaders = { "content-type": "application/json", authorization: "Bearer bench" }
   const scenarios: Array<{ label: string; direct: Scenario; viaGateway: Scenario }> = [
     {
       label: "fast path, non-stream",
-      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chat(false), headers: jsonHeaders },
-      viaGateway: { name: "gateway", origin: gatewayUrl, path: "/v1/chat/completions", body: chat(false), headers: jsonHeaders }
+      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chatBody(false), headers: jsonHeaders },
+      viaGateway: { name: "gateway", origin: gatewayUrl, path: "/v1/chat/completions", body: chatBody(false), headers: jsonHeaders }
     },
     {
       label: "fast path, stream (20 chunks)",
-      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chat(true), headers: jsonHeaders },
-      viaGateway: { name: "gateway", origin: gatewayUrl, path: "/v1/chat/completions", body: chat(true), headers: jsonHeaders }
+      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chatBody(true), headers: jsonHeaders },
+      viaGateway: { name: "gateway", origin: gatewayUrl, path: "/v1/chat/completions", body: chatBody(true), headers: jsonHeaders }
     },
     {
       label: "normalized stream (anthropic caller → openai)",
-      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chat(true), headers: jsonHeaders },
+      direct: { name: "direct", origin: upstreamUrl, path: "/v1/chat/completions", body: chatBody(true), headers: jsonHeaders },
       viaGateway: {
         name: "gateway",
         origin: gatewayUrl,
@@ -98,21 +94,25 @@ const main = async () => {
     await pools.forget(running.url)
     await stopProcess(running.child)
   }
+  /** Warms `scenario` up, then runs it at full load, counting the CPU `running` spent per request. */
+  const measured = async (running: { readonly child: ChildProcess }, scenario: Scenario) => {
+    await closedLoop(poolFor(scenario.origin), scenario, WARMUP)
+    const { result, cpuPerRequest } = await withCpu(running.child.pid!, () => closedLoop(poolFor(scenario.origin), scenario, REQUESTS), served)
+    return { ...result, cpu: cpuPerRequest }
+  }
   try {
     for (const { label, direct, viaGateway } of scenarios) {
       await closedLoop(poolFor(direct.origin), direct, WARMUP)
       await closedLoop(poolFor(viaGateway.origin), viaGateway, WARMUP)
       const directRun = await closedLoop(poolFor(direct.origin), direct, REQUESTS)
-      const cpuBefore = cpuMicros(gateway.child.pid!)
-      const gatewayRun = await closedLoop(poolFor(viaGateway.origin), viaGateway, REQUESTS)
-      const cpuPerRequest = (cpuMicros(gateway.child.pid!) - cpuBefore) / gatewayRun.requests
+      const { result: gatewayRun, cpuPerRequest } = await withCpu(gateway.child.pid!, () => closedLoop(poolFor(viaGateway.origin), viaGateway, REQUESTS), served)
       const directPaced = await pacedLoop(poolFor(direct.origin), direct)
       const gatewayPaced = await pacedLoop(poolFor(viaGateway.origin), viaGateway)
       results.push({
         scenario: label,
         direct_rps: Math.round(directRun.rps),
         gateway_rps: Math.round(gatewayRun.rps),
-        gateway_cpu_us_per_request: Math.round(cpuPerRequest),
+        gateway_cpu_us_per_request: cpuPerRequest,
         [`direct_p50_ms_at_${PACED_RPS}rps`]: round(directPaced.p50),
         [`gateway_p50_ms_at_${PACED_RPS}rps`]: round(gatewayPaced.p50),
         [`added_p50_ms_at_${PACED_RPS}rps`]: round(gatewayPaced.p50 - directPaced.p50),
@@ -135,15 +135,11 @@ output_guardrails = true
 blocklist = [${Array.from({ length: 1000 }, (_, i) => `"blocked-term-${i}"`).join(", ")}]
 `)
     const nonStream = scenarios[0].viaGateway
-    const securedScenario = { ...nonStream, origin: secured.url }
-    await closedLoop(poolFor(secured.url), securedScenario, WARMUP)
-    const cpuBefore = cpuMicros(secured.child.pid!)
-    const securedRun = await closedLoop(poolFor(secured.url), securedScenario, REQUESTS)
-    const onCpu = (cpuMicros(secured.child.pid!) - cpuBefore) / securedRun.requests
+    const onCpu = (await measured(secured, { ...nonStream, origin: secured.url })).cpu
     await stopGateway(secured)
     guardrails.gateway_cpu_us_per_request_security_off = offCpu
-    guardrails.gateway_cpu_us_per_request_security_on = Math.round(onCpu)
-    guardrails.security_cpu_ratio = Math.round((onCpu / offCpu) * 100) / 100
+    guardrails.gateway_cpu_us_per_request_security_on = onCpu
+    guardrails.security_cpu_ratio = round(onCpu / offCpu, 2)
 
     // The cache: every request the same, so all but the first are hits (a local Redis, database 9).
     const cached = await startGateway("gateway-cache", `
@@ -158,15 +154,9 @@ ttl_seconds = 120
     // Misses: every body distinct (a lookup that finds nothing, the upstream call, the store).
     const run = `${process.pid}-${Date.now()}`
     const missScenario = { ...cachedScenario, bodyFor: (n: number) => JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: `hello ${run} ${n}` }] }) }
-    await closedLoop(poolFor(cached.url), missScenario, WARMUP)
-    const missCpuBefore = cpuMicros(cached.child.pid!)
-    const misses = await closedLoop(poolFor(cached.url), missScenario, REQUESTS)
-    const missCpu = (cpuMicros(cached.child.pid!) - missCpuBefore) / misses.requests
+    const misses = await measured(cached, missScenario)
     // Hits: every request the same.
-    await closedLoop(poolFor(cached.url), cachedScenario, WARMUP)
-    const hitCpuBefore = cpuMicros(cached.child.pid!)
-    const hits = await closedLoop(poolFor(cached.url), cachedScenario, REQUESTS)
-    const hitCpu = (cpuMicros(cached.child.pid!) - hitCpuBefore) / hits.requests
+    const hits = await measured(cached, cachedScenario)
     await stopGateway(cached)
     cache = {
       direct_rps: results[0].direct_rps as number,
@@ -174,8 +164,8 @@ ttl_seconds = 120
       miss_rps: Math.round(misses.rps),
       hit_rps: Math.round(hits.rps),
       uncached_cpu_us_per_request: offCpu,
-      miss_cpu_us_per_request: Math.round(missCpu),
-      hit_cpu_us_per_request: Math.round(hitCpu),
+      miss_cpu_us_per_request: misses.cpu,
+      hit_cpu_us_per_request: hits.cpu,
       hit_p50_ms: round(hits.p50)
     }
 
@@ -185,13 +175,9 @@ ttl_seconds = 120
     try {
       const measure = async (name: string, telemetryTable: string, extra = "") => {
         const running = await startGateway(name, extra, telemetryTable)
-        const scenario = { ...nonStream, origin: running.url }
-        await closedLoop(poolFor(running.url), scenario, WARMUP)
-        const before = cpuMicros(running.child.pid!)
-        const run = await closedLoop(poolFor(running.url), scenario, REQUESTS)
-        const cpu = (cpuMicros(running.child.pid!) - before) / run.requests
+        const run = await measured(running, { ...nonStream, origin: running.url })
         await stopGateway(running)
-        return { rps: run.rps, cpu }
+        return run
       }
       const genai = (ratio: number) => `[genai_telemetry]
 enabled = true
@@ -206,11 +192,11 @@ metrics_export_timeout_secs = 5`
         off_rps: Math.round(off.rps),
         all_at_1_rps: Math.round(full.rps),
         defaults_rps: Math.round(defaults.rps),
-        all_at_1_throughput_ratio: Math.round((full.rps / off.rps) * 100) / 100,
-        defaults_throughput_ratio: Math.round((defaults.rps / off.rps) * 100) / 100,
-        off_cpu_us_per_request: Math.round(off.cpu),
-        all_at_1_cpu_us_per_request: Math.round(full.cpu),
-        defaults_cpu_us_per_request: Math.round(defaults.cpu)
+        all_at_1_throughput_ratio: round(full.rps / off.rps, 2),
+        defaults_throughput_ratio: round(defaults.rps / off.rps, 2),
+        off_cpu_us_per_request: off.cpu,
+        all_at_1_cpu_us_per_request: full.cpu,
+        defaults_cpu_us_per_request: defaults.cpu
       }
     } finally {
       receiver.child.kill("SIGTERM")
@@ -224,17 +210,13 @@ metrics_export_timeout_secs = 5`
       await redis.set(`gw:routing:${project}:production`, JSON.stringify({ version: 1, providers: { openai: { kind: "openai", base_url: `${upstreamUrl}/v1`, models: ["gpt-4o"], credential: "none" } } }))
       await redis.sadd(`gw:routing:${project}:envs`, "production")
       const tenant = await startGateway("gateway-tenant", `[tenant_routing]\nenabled = true\nredis_url = "${redisUrl}"`)
-      const tenantScenario = { ...nonStream, origin: tenant.url, headers: { ...nonStream.headers, "x-gw-project-id": project } }
-      await closedLoop(poolFor(tenant.url), tenantScenario, WARMUP)
-      const before = cpuMicros(tenant.child.pid!)
-      const run = await closedLoop(poolFor(tenant.url), tenantScenario, REQUESTS)
-      const tenantCpu = (cpuMicros(tenant.child.pid!) - before) / run.requests
+      const run = await measured(tenant, { ...nonStream, origin: tenant.url, headers: { ...nonStream.headers, "x-gw-project-id": project } })
       await stopGateway(tenant)
       const store = await runTenancyBench()
       tenancy = {
         static_cpu_us_per_request: offCpu,
-        tenant_cpu_us_per_request: Math.round(tenantCpu),
-        tenant_cpu_ratio: Math.round((tenantCpu / offCpu) * 100) / 100,
+        tenant_cpu_us_per_request: run.cpu,
+        tenant_cpu_ratio: round(run.cpu / offCpu, 2),
         tenant_rps: Math.round(run.rps),
         warm_resolve_ns: Math.round(store.warmResolveNs),
         cold_load_us: Math.round(store.coldLoadUs),
