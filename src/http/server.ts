@@ -44,15 +44,15 @@ interface ActiveRequest {
 
 /** What the edge knows across requests: what is in flight, and whether it is shutting down. */
 export interface InFlight {
-  count: number
-  /** Resolvers waiting for the count to reach zero (shutdown). */
-  readonly idle: Array<() => void>
+  /** The requests being served. */
   readonly active: Set<ActiveRequest>
+  /** Resolvers waiting for `active` to empty (shutdown). */
+  readonly idle: Array<() => void>
   /** Set when shutdown began: new requests are answered 503 and their connection closed. */
   draining: boolean
 }
 
-export const makeInFlight = (): InFlight => ({ count: 0, idle: [], active: new Set(), draining: false })
+export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], draining: false })
 
 export interface EdgeOptions {
   /** A request body that makes no progress this long is answered 408 and its connection closed. */
@@ -99,8 +99,7 @@ export const makeRequestListener = <R>(
   const run = Effect.runCallbackWith(context)
   const finished = (active: ActiveRequest) => {
     inFlight.active.delete(active)
-    inFlight.count--
-    if (inFlight.count === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
+    if (inFlight.active.size === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
   }
   return (req, res) => {
     const url = req.url ?? "/"
@@ -130,7 +129,6 @@ export const makeRequestListener = <R>(
       return
     }
     const active: ActiveRequest = { ctx, interrupt: undefined }
-    inFlight.count++
     inFlight.active.add(active)
     res.once("close", () => {
       const aborted = !res.writableFinished
@@ -252,7 +250,7 @@ export const listen = (
     }),
     (server) =>
       Effect.callback<void>((resume) => {
-        log.log("info", "shutting down", { in_flight: inFlight.count })
+        log.log("info", "shutting down", { in_flight: inFlight.active.size })
         inFlight.draining = true
         server.close(() => resume(Effect.void))
         server.closeIdleConnections()
@@ -266,7 +264,7 @@ export const listen = (
           clearTimeout(force)
           server.closeAllConnections()
         }
-        if (inFlight.count === 0) onIdle()
+        if (inFlight.active.size === 0) onIdle()
         else inFlight.idle.push(onIdle)
       })
   )
