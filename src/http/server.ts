@@ -22,6 +22,7 @@ import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { callerOf, errorBody, requestIdOf, routeProgram } from "./dispatch.ts"
 import type { EdgeTracing } from "./dispatch.ts"
+import { hasBody } from "./limited-body.ts"
 import type { Router } from "./router.ts"
 
 const ignore = (): void => {}
@@ -60,10 +61,6 @@ export interface EdgeOptions {
   /** The server span of each request (the `Telemetry` service); untraced without it. */
   readonly tracing?: EdgeTracing | undefined
 }
-
-/** Whether a request has a body still to come (declared, or chunked). */
-const hasBody = (req: Http.IncomingMessage): boolean =>
-  req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")
 
 /**
  * Watches a request body for progress: a caller that sends nothing for
@@ -145,7 +142,7 @@ export const makeRequestListener = <R>(
         log.log("info", "request", line)
       }
     })
-    if (hasBody(req)) {
+    if (hasBody(req.headers)) {
       watchBody(req, options.bodyIdleMs, () => {
         ctx.log.error_code = "body_timeout"
         const midResponse = res.headersSent
