@@ -20,7 +20,7 @@ import { streamErrorFrame } from "../domain/index.ts"
 import { JSON_CONTENT_TYPE, sendBody } from "../pipeline/index.ts"
 import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
-import { callerOf, errorBody, requestIdOf, routeProgram } from "./dispatch.ts"
+import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
 import type { EdgeTracing } from "./dispatch.ts"
 import { hasBody } from "./limited-body.ts"
 import type { Router } from "./router.ts"
@@ -99,21 +99,7 @@ export const makeRequestListener = <R>(
     if (inFlight.active.size === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
   }
   return (req, res) => {
-    const url = req.url ?? "/"
-    const queryAt = url.indexOf("?")
-    const path = queryAt === -1 ? url : url.slice(0, queryAt)
-    const ctx: HttpRequestContext = {
-      req,
-      res,
-      requestId: requestIdOf(req.headers),
-      startedAt: performance.now(),
-      method: req.method ?? "GET",
-      path,
-      query: queryAt === -1 ? "" : url.slice(queryAt),
-      params: {},
-      caller: callerOf(req.headers, path),
-      log: {}
-    }
+    const ctx = requestContextOf(req, res, req.method ?? "GET", req.url ?? "/")
     // A socket error on one request (reset, write after close) must never become an
     // uncaught exception that takes every other in-flight request down with it.
     req.on("error", ignore)
