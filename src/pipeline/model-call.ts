@@ -105,11 +105,14 @@ export class ModelCallTrace {
     if (this.active) this.responseStartedAt = performance.now()
   }
 
-  /** Records the call (GenAI telemetry on, and an attempt was made); never fails. */
-  record(outcome: ModelCallOutcome, firstTokenAt?: number | undefined): Effect.Effect<void> {
+  /**
+   * Records the call (GenAI telemetry on, and an attempt was made); never fails.
+   * `outcome` is built only then: with GenAI telemetry off a request pays nothing for it.
+   */
+  record(outcome: () => ModelCallOutcome, firstTokenAt?: number | undefined): Effect.Effect<void> {
     if (!this.telemetry.genAi.enabled || this.upstream === undefined) return Effect.void
     const call: GenAiCall = {
-      ...outcome,
+      ...outcome(),
       upstream: this.upstream,
       timing: {
         startedAt: this.ctx.startedAt,
