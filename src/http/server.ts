@@ -183,11 +183,10 @@ export interface ServeOptions {
   readonly clientIdleMs: number
 }
 
+const OVER_CAPACITY_BODY = JSON.stringify({ error: { message: "the gateway has too many open connections; retry shortly", type: "api_error", param: null, code: "too_many_connections" } })
 /** A raw 503 for a connection over the limit: written before any request is read, then the socket ends. */
-const overCapacity = (): string => {
-  const body = JSON.stringify({ error: { message: "the gateway has too many open connections; retry shortly", type: "api_error", param: null, code: "too_many_connections" } })
-  return `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`
-}
+const OVER_CAPACITY =
+  `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(OVER_CAPACITY_BODY)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${OVER_CAPACITY_BODY}`
 
 /**
  * Listens until the enclosing scope closes, then shuts down gracefully.
@@ -212,7 +211,7 @@ export const listen = (
         socket.once("close", () => connections--)
         if (connections > options.maxConnections) {
           socket.on("error", ignore)
-          socket.end(overCapacity())
+          socket.end(OVER_CAPACITY)
         }
       })
       server.once("error", (error: NodeJS.ErrnoException) => {
