@@ -23,7 +23,7 @@ import type { PushMetricExporter, ResourceMetrics } from "@opentelemetry/sdk-met
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base"
 import type { JsonLog } from "./log.ts"
 
-export const EXPORT_ERROR_INTERVAL_MS = 10_000
+const EXPORT_ERROR_INTERVAL_MS = 10_000
 
 const describe = (error: unknown): string => {
   const text = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error) ?? String(error)
