@@ -54,14 +54,13 @@ const genAiParentOf = (parent: Option.Option<Tracer.AnySpan>): GenAiParent | und
  * off (its spans are skipped or no-ops), still inside the caller's trace so a
  * GenAI span can join it.
  */
-const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const sampled = withServerSpan(request)(effect)
-  const unsampled = request.parent === undefined
-    ? Effect.withTracerEnabled(effect, false)
-    : Effect.withParentSpan(Effect.withTracerEnabled(effect, false), request.parent)
-  // Drawn each time the program runs, not when it is built.
-  return Effect.suspend(() => (sampleRequest(request.parent, ratio) ? sampled : unsampled))
-}
+const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  // Drawn each time the program runs, not when it is built; only the side drawn is built.
+  Effect.suspend(() => {
+    if (sampleRequest(request.parent, ratio)) return withServerSpan(request)(effect)
+    const unsampled = Effect.withTracerEnabled(effect, false)
+    return request.parent === undefined ? unsampled : Effect.withParentSpan(unsampled, request.parent)
+  })
 
 const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog) {
   const { telemetry, genai } = settings
