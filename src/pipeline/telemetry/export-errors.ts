@@ -88,9 +88,12 @@ export const reportingMetricExporter = (inner: PushMetricExporter, source: strin
 const installed: Array<ExportErrorLog> = []
 const current = (): ExportErrorLog | undefined => installed[installed.length - 1]
 
+const reportDiag = (message: string, ...args: Array<unknown>): void =>
+  current()?.report("opentelemetry", args.length > 0 ? `${message} ${args.map(describe).join(" ")}` : message)
+
 const diagLogger: DiagLogger = {
-  error: (message, ...args) => current()?.report("opentelemetry", args.length > 0 ? `${message} ${args.map(describe).join(" ")}` : message),
-  warn: (message, ...args) => current()?.report("opentelemetry", args.length > 0 ? `${message} ${args.map(describe).join(" ")}` : message),
+  error: reportDiag,
+  warn: reportDiag,
   info: () => {},
   debug: () => {},
   verbose: () => {}
