@@ -26,7 +26,7 @@ const collect = <A>(
     const { req } = ctx
     const declared = Number(req.headers["content-length"])
     if (declared > limit) {
-      resume(Effect.fail(tooLarge(ctx, limit)))
+      resume(Effect.fail(tooLarge(limit)))
       return
     }
     const chunks: Array<Buffer> = []
@@ -35,7 +35,7 @@ const collect = <A>(
       size += chunk.byteLength
       if (size > limit) {
         cleanup()
-        resume(Effect.fail(tooLarge(ctx, limit)))
+        resume(Effect.fail(tooLarge(limit)))
         return
       }
       chunks.push(chunk)
@@ -60,13 +60,13 @@ const collect = <A>(
   })
 
 /** 413; the response closes the connection (`sendBody`), so the rest of the body is never read. */
-const tooLarge = (_ctx: HttpRequestContext, limit: number) =>
+const tooLarge = (limit: number) =>
   new GatewayError({ status: 413, code: "request_too_large", message: `request body exceeds ${limit} bytes` })
 
 const JSON_TYPE = /^\s*application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
 
 /** 415 unless the body is declared JSON (`application/json`, `application/*+json`, any charset). */
-export const requireJsonType = (ctx: HttpRequestContext): GatewayError | undefined => {
+const requireJsonType = (ctx: HttpRequestContext): GatewayError | undefined => {
   const type = header(ctx, "content-type")
   if (type !== undefined && JSON_TYPE.test(type)) return undefined
   return new GatewayError({

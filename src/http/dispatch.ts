@@ -3,7 +3,7 @@
  * failure rendering every route shares (a failure in the caller's envelope, an
  * unexpected defect as a 500, never a request without an answer). The HTTP
  * edge runs it per connection request; requests made without HTTP (the
- * library, batch jobs) run exactly the same program.
+ * library, batch jobs) build the same context and run exactly the same program.
  */
 import { Cause, Effect } from "effect"
 import type * as Http from "node:http"
@@ -26,17 +26,38 @@ export const errorBody = (ctx: RequestContext, status: number, code: string, mes
 const REQUEST_ID = /^[\w.:\-]{1,128}$/
 
 /** The caller's `x-request-id` when it is a sane one, else a fresh id. */
-export const requestIdOf = (headers: Http.IncomingHttpHeaders): string => {
+const requestIdOf = (headers: Http.IncomingHttpHeaders): string => {
   const sent = headers["x-request-id"]
   return typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID()
 }
 
 /** The envelope an error gets before a handler knows better: from `x-genai-sdk`, else the path. */
-export const callerOf = (headers: Http.IncomingHttpHeaders, path: string): "openai" | "anthropic" => {
+const callerOf = (headers: Http.IncomingHttpHeaders, path: string): "openai" | "anthropic" => {
   const sdk = headers["x-genai-sdk"]
   if (sdk === "anthropic") return "anthropic"
   if (sdk === "openai" || sdk === "azure") return "openai"
   return path.startsWith("/v1/messages") ? "anthropic" : "openai"
+}
+
+/**
+ * The context a request starts with, over HTTP or in memory: path and query
+ * split from `url`, its id, and the envelope its errors get.
+ */
+export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResponse, method: string, url: string): HttpRequestContext => {
+  const queryAt = url.indexOf("?")
+  const path = queryAt === -1 ? url : url.slice(0, queryAt)
+  return {
+    req,
+    res,
+    requestId: requestIdOf(req.headers),
+    startedAt: performance.now(),
+    method,
+    path,
+    query: queryAt === -1 ? "" : url.slice(queryAt),
+    params: {},
+    caller: callerOf(req.headers, path),
+    log: {}
+  }
 }
 
 /** How the edge traces a request: the telemetry's server span and the caller's trace context. */

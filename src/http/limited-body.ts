@@ -5,7 +5,7 @@
  * connection, so the rest is never read). A declared length over the limit is
  * refused before anything is sent.
  */
-import type { IncomingMessage } from "node:http"
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http"
 import { Transform } from "node:stream"
 import { GatewayError } from "../domain/index.ts"
 
@@ -14,6 +14,10 @@ export interface LimitedBody {
   /** Whether the body passed the limit (the upstream request failed because of it). */
   readonly exceeded: () => boolean
 }
+
+/** A request with a body: a declared non-zero length or a chunked body. */
+export const hasBody = (headers: IncomingHttpHeaders): boolean =>
+  headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")
 
 export const bodyTooLarge = (limit: number, setting: string): GatewayError =>
   new GatewayError({ status: 413, code: "request_too_large", message: `the request body exceeds ${limit} bytes (${setting})` })

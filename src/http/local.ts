@@ -16,8 +16,7 @@ import { Deferred, Effect, Fiber, Queue, Stream } from "effect"
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { Readable } from "node:stream"
 import type { CallerResponse, JsonLog } from "../pipeline/index.ts"
-import type { HttpRequestContext } from "./context.ts"
-import { callerOf, requestIdOf, routeProgram } from "./dispatch.ts"
+import { requestContextOf, routeProgram } from "./dispatch.ts"
 import type { EdgeTracing } from "./dispatch.ts"
 import type { Router } from "./router.ts"
 
@@ -169,20 +168,7 @@ export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalReque
       () => Deferred.doneUnsafe(head, Effect.void),
       (chunk) => Queue.offerUnsafe(chunks, chunk)
     )
-    const queryAt = request.path.indexOf("?")
-    const path = queryAt === -1 ? request.path : request.path.slice(0, queryAt)
-    const ctx: HttpRequestContext = {
-      req,
-      res: res as unknown as ServerResponse,
-      requestId: requestIdOf(req.headers),
-      startedAt: performance.now(),
-      method: request.method.toUpperCase(),
-      path,
-      query: queryAt === -1 ? "" : request.path.slice(queryAt),
-      params: {},
-      caller: callerOf(req.headers, path),
-      log: {}
-    }
+    const ctx = requestContextOf(req, res as unknown as ServerResponse, request.method.toUpperCase(), request.path)
     const fiber = yield* Effect.forkDetach(routeProgram(router, ctx, log, tracing))
     yield* Deferred.await(head)
     const body: Stream.Stream<Uint8Array, LocalResponseCut> = Stream.fromEffectRepeat(Queue.take(chunks)).pipe(

@@ -22,26 +22,25 @@ const wantsAnthropic = (ctx: HttpRequestContext): boolean => {
   return sdk === "anthropic" || (sdk === undefined && header(ctx, "anthropic-version") !== undefined)
 }
 
+const rendered = new WeakMap<ModelCatalog, { readonly openAi: string; readonly anthropic: string }>()
+
 /** The two list bodies of a catalog, rendered once per catalog (a project's configuration version). */
-const listsOf = (() => {
-  const rendered = new WeakMap<ModelCatalog, { readonly openAi: string; readonly anthropic: string }>()
-  return (catalog: ModelCatalog) => {
-    let lists = rendered.get(catalog)
-    if (lists === undefined) {
-      lists = {
-        openAi: JSON.stringify({ object: "list", data: catalog.entries.map(openAiModel) }),
-        anthropic: JSON.stringify({
-          data: catalog.entries.map(anthropicModel),
-          has_more: false,
-          first_id: catalog.entries[0]?.id ?? null,
-          last_id: catalog.entries[catalog.entries.length - 1]?.id ?? null
-        })
-      }
-      rendered.set(catalog, lists)
+const listsOf = (catalog: ModelCatalog) => {
+  let lists = rendered.get(catalog)
+  if (lists === undefined) {
+    lists = {
+      openAi: JSON.stringify({ object: "list", data: catalog.entries.map(openAiModel) }),
+      anthropic: JSON.stringify({
+        data: catalog.entries.map(anthropicModel),
+        has_more: false,
+        first_id: catalog.entries[0]?.id ?? null,
+        last_id: catalog.entries[catalog.entries.length - 1]?.id ?? null
+      })
     }
-    return lists
+    rendered.set(catalog, lists)
   }
-})()
+  return lists
+}
 
 export const modelRoutes = (projectOf: ProjectResolver): ReadonlyArray<RouteDef<never>> => [
   {

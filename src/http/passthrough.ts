@@ -28,7 +28,7 @@ import { decodeWhole, isEncoded } from "../providers/content-encoding.ts"
 import { parseRetryAfterMs } from "../providers/retry-after.ts"
 import { ERROR_BODY_LIMIT, maskSecret } from "../providers/transport.ts"
 import type { ChunkSink, ProviderClient, UpstreamResponse } from "../providers/transport.ts"
-import { bodyTooLarge, limitedBody } from "./limited-body.ts"
+import { bodyTooLarge, hasBody, limitedBody } from "./limited-body.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
@@ -121,10 +121,6 @@ const hasDotSegment = (rest: string): boolean =>
     const decoded = segment.replace(/%2e/gi, ".")
     return decoded === "." || decoded === ".."
   })
-
-/** A request with a body: a declared non-zero length or a chunked body. */
-const hasBody = (incoming: IncomingHttpHeaders): boolean =>
-  incoming["transfer-encoding"] !== undefined || (incoming["content-length"] !== undefined && incoming["content-length"] !== "0")
 
 /** The classification of an upstream error response, from the first part of its body. */
 const classify = (source: FailureSource, response: UpstreamResponse, prefix: Uint8Array): UpstreamError =>

@@ -20,8 +20,9 @@ import { streamErrorFrame } from "../domain/index.ts"
 import { JSON_CONTENT_TYPE, sendBody } from "../pipeline/index.ts"
 import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
-import { callerOf, errorBody, requestIdOf, routeProgram } from "./dispatch.ts"
+import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
 import type { EdgeTracing } from "./dispatch.ts"
+import { hasBody } from "./limited-body.ts"
 import type { Router } from "./router.ts"
 
 const ignore = (): void => {}
@@ -44,15 +45,15 @@ interface ActiveRequest {
 
 /** What the edge knows across requests: what is in flight, and whether it is shutting down. */
 export interface InFlight {
-  count: number
-  /** Resolvers waiting for the count to reach zero (shutdown). */
-  readonly idle: Array<() => void>
+  /** The requests being served. */
   readonly active: Set<ActiveRequest>
+  /** Resolvers waiting for `active` to empty (shutdown). */
+  readonly idle: Array<() => void>
   /** Set when shutdown began: new requests are answered 503 and their connection closed. */
   draining: boolean
 }
 
-export const makeInFlight = (): InFlight => ({ count: 0, idle: [], active: new Set(), draining: false })
+export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], draining: false })
 
 export interface EdgeOptions {
   /** A request body that makes no progress this long is answered 408 and its connection closed. */
@@ -60,10 +61,6 @@ export interface EdgeOptions {
   /** The server span of each request (the `Telemetry` service); untraced without it. */
   readonly tracing?: EdgeTracing | undefined
 }
-
-/** Whether a request has a body still to come (declared, or chunked). */
-const hasBody = (req: Http.IncomingMessage): boolean =>
-  req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")
 
 /**
  * Watches a request body for progress: a caller that sends nothing for
@@ -99,25 +96,10 @@ export const makeRequestListener = <R>(
   const run = Effect.runCallbackWith(context)
   const finished = (active: ActiveRequest) => {
     inFlight.active.delete(active)
-    inFlight.count--
-    if (inFlight.count === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
+    if (inFlight.active.size === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
   }
   return (req, res) => {
-    const url = req.url ?? "/"
-    const queryAt = url.indexOf("?")
-    const path = queryAt === -1 ? url : url.slice(0, queryAt)
-    const ctx: HttpRequestContext = {
-      req,
-      res,
-      requestId: requestIdOf(req.headers),
-      startedAt: performance.now(),
-      method: req.method ?? "GET",
-      path,
-      query: queryAt === -1 ? "" : url.slice(queryAt),
-      params: {},
-      caller: callerOf(req.headers, path),
-      log: {}
-    }
+    const ctx = requestContextOf(req, res, req.method ?? "GET", req.url ?? "/")
     // A socket error on one request (reset, write after close) must never become an
     // uncaught exception that takes every other in-flight request down with it.
     req.on("error", ignore)
@@ -130,7 +112,6 @@ export const makeRequestListener = <R>(
       return
     }
     const active: ActiveRequest = { ctx, interrupt: undefined }
-    inFlight.count++
     inFlight.active.add(active)
     res.once("close", () => {
       const aborted = !res.writableFinished
@@ -147,7 +128,7 @@ export const makeRequestListener = <R>(
         log.log("info", "request", line)
       }
     })
-    if (hasBody(req)) {
+    if (hasBody(req.headers)) {
       watchBody(req, options.bodyIdleMs, () => {
         ctx.log.error_code = "body_timeout"
         const midResponse = res.headersSent
@@ -202,11 +183,10 @@ export interface ServeOptions {
   readonly clientIdleMs: number
 }
 
+const OVER_CAPACITY_BODY = JSON.stringify({ error: { message: "the gateway has too many open connections; retry shortly", type: "api_error", param: null, code: "too_many_connections" } })
 /** A raw 503 for a connection over the limit: written before any request is read, then the socket ends. */
-const overCapacity = (): string => {
-  const body = JSON.stringify({ error: { message: "the gateway has too many open connections; retry shortly", type: "api_error", param: null, code: "too_many_connections" } })
-  return `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`
-}
+const OVER_CAPACITY =
+  `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(OVER_CAPACITY_BODY)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${OVER_CAPACITY_BODY}`
 
 /**
  * Listens until the enclosing scope closes, then shuts down gracefully.
@@ -231,7 +211,7 @@ export const listen = (
         socket.once("close", () => connections--)
         if (connections > options.maxConnections) {
           socket.on("error", ignore)
-          socket.end(overCapacity())
+          socket.end(OVER_CAPACITY)
         }
       })
       server.once("error", (error: NodeJS.ErrnoException) => {
@@ -252,7 +232,7 @@ export const listen = (
     }),
     (server) =>
       Effect.callback<void>((resume) => {
-        log.log("info", "shutting down", { in_flight: inFlight.count })
+        log.log("info", "shutting down", { in_flight: inFlight.active.size })
         inFlight.draining = true
         server.close(() => resume(Effect.void))
         server.closeIdleConnections()
@@ -266,7 +246,7 @@ export const listen = (
           clearTimeout(force)
           server.closeAllConnections()
         }
-        if (inFlight.count === 0) onIdle()
+        if (inFlight.active.size === 0) onIdle()
         else inFlight.idle.push(onIdle)
       })
   )

@@ -9,7 +9,6 @@
  * its effect as it is and nothing is timed or recorded.
  */
 import { Effect, Exit } from "effect"
-import type { UpstreamError } from "../domain/index.ts"
 import type { AttemptInfo } from "../routing/execute.ts"
 import type { ChosenPlan } from "./choose-plan.ts"
 import type { RequestContext } from "./context.ts"
@@ -105,11 +104,14 @@ export class ModelCallTrace {
     if (this.active) this.responseStartedAt = performance.now()
   }
 
-  /** Records the call (GenAI telemetry on, and an attempt was made); never fails. */
-  record(outcome: ModelCallOutcome, firstTokenAt?: number | undefined): Effect.Effect<void> {
+  /**
+   * Records the call (GenAI telemetry on, and an attempt was made); never fails.
+   * `outcome` is built only then: with GenAI telemetry off a request pays nothing for it.
+   */
+  record(outcome: () => ModelCallOutcome, firstTokenAt?: number | undefined): Effect.Effect<void> {
     if (!this.telemetry.genAi.enabled || this.upstream === undefined) return Effect.void
     const call: GenAiCall = {
-      ...outcome,
+      ...outcome(),
       upstream: this.upstream,
       timing: {
         startedAt: this.ctx.startedAt,
@@ -129,7 +131,7 @@ export class ModelCallTrace {
 }
 
 /** The classification of an attempt failure, for the GenAI record's `error.type`. */
-export const failureOf = (exit: Exit.Exit<unknown, UpstreamError | unknown>): string | undefined => {
+export const failureOf = (exit: Exit.Exit<unknown, unknown>): string | undefined => {
   if (Exit.isSuccess(exit)) return undefined
   const reason = exit.cause.reasons[0]
   if (reason?._tag !== "Fail") return Exit.hasInterrupts(exit) ? "cancelled" : "internal"

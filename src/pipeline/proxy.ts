@@ -191,14 +191,14 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
       )
     }, attemptLogger(ctx, log)).pipe(
       Effect.onExit((exit) =>
-        genAiOperation === undefined ? Effect.void : trace.record({
+        genAiOperation === undefined ? Effect.void : trace.record(() => ({
           operation: genAiOperation,
           requestedModel: input.model,
           requestAttributes: genAiOperation === "embeddings" && input.scan !== undefined ? embeddingsRequestAttributes(input.scan.json) : undefined,
           stream: false,
           response: summary,
           error: failureOf(exit)
-        }))
+        })))
     )
     if (forwarded._tag === "Held") {
       sendHeld(ctx, forwarded)

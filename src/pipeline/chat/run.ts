@@ -293,7 +293,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       if (collector.model !== undefined) ctx.log.upstream_model = collector.model
       // A stream that failed after its head keeps status 200; the log line still says it failed.
       if (collector.error !== undefined) ctx.log.error_code ??= collector.error
-      return trace.record({
+      return trace.record(() => ({
         operation: "chat",
         requestedModel: input.model,
         request: { format: caller, json, canonical: () => {
@@ -310,7 +310,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
           toolCalls: collector.toolCalls
         },
         error: failureOf(exit) ?? collector.error
-      }, collector.firstTokenAt)
+      }), collector.firstTokenAt)
     }))
     if (guard.output) {
       // The answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4): a held answer is withheld; a stream already went out, so it is recorded.

@@ -53,17 +53,13 @@ export interface TelemetryShape {
   readonly flush: Effect.Effect<void>
 }
 
-/** What request programs run with when nothing is traced. */
-export const TRACING_OFF = Context.make(References.TracerEnabled, false)
-
-const asIs = () => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => effect
-
-/** Both sections off: no spans, no records, nothing loaded. */
-const DISABLED: TelemetryShape = {
+/** Both sections off: no spans, no records, nothing loaded. A section that is off in live.ts takes its part from here. */
+export const TELEMETRY_OFF: TelemetryShape = {
   tracing: false,
-  requestContext: TRACING_OFF,
+  /** What request programs run with when nothing is traced. */
+  requestContext: Context.make(References.TracerEnabled, false),
   parentOf: () => undefined,
-  serverSpan: asIs,
+  serverSpan: () => (effect) => effect,
   genAi: { enabled: false, captureContent: false },
   recordModelCall: () => Effect.void,
   flush: Effect.void
@@ -83,7 +79,7 @@ export class Telemetry extends Context.Service<Telemetry, TelemetryShape>()("gat
           return yield* live.liveTelemetry(settings, log)
         })
       )
-      : Layer.succeed(Telemetry, DISABLED)
+      : Layer.succeed(Telemetry, TELEMETRY_OFF)
 
   /** Everything in `memory` (spans as they end, metrics when collected); nothing leaves the process. */
   static readonly layerTest = (settings: TelemetrySettings, memory: TelemetryMemory): Layer.Layer<Telemetry, never, Log> =>

@@ -23,7 +23,7 @@ import type { PushMetricExporter, ResourceMetrics } from "@opentelemetry/sdk-met
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base"
 import type { JsonLog } from "./log.ts"
 
-export const EXPORT_ERROR_INTERVAL_MS = 10_000
+const EXPORT_ERROR_INTERVAL_MS = 10_000
 
 const describe = (error: unknown): string => {
   const text = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error) ?? String(error)
@@ -88,9 +88,12 @@ export const reportingMetricExporter = (inner: PushMetricExporter, source: strin
 const installed: Array<ExportErrorLog> = []
 const current = (): ExportErrorLog | undefined => installed[installed.length - 1]
 
+const reportDiag = (message: string, ...args: Array<unknown>): void =>
+  current()?.report("opentelemetry", args.length > 0 ? `${message} ${args.map(describe).join(" ")}` : message)
+
 const diagLogger: DiagLogger = {
-  error: (message, ...args) => current()?.report("opentelemetry", args.length > 0 ? `${message} ${args.map(describe).join(" ")}` : message),
-  warn: (message, ...args) => current()?.report("opentelemetry", args.length > 0 ? `${message} ${args.map(describe).join(" ")}` : message),
+  error: reportDiag,
+  warn: reportDiag,
   info: () => {},
   debug: () => {},
   verbose: () => {}

@@ -4,29 +4,16 @@
  * call record and its builders, and the log.
  */
 export { attemptLogger } from "./attempts.ts"
-export { GATEWAY_GENAI, GEN_AI, providerNameOf } from "./genai/attributes.ts"
 export type { GenAiOperation } from "./genai/attributes.ts"
 export type { GenAiCall, GenAiTiming, GenAiUpstream } from "./genai/call.ts"
 export { embeddingsRequestAttributes } from "./genai/request.ts"
 export type { GenAiRequest } from "./genai/request.ts"
-export { summaryOfResponse } from "./genai/response.ts"
 export type { GenAiResponseSummary } from "./genai/response.ts"
 export { JsonLog, Log } from "./log.ts"
 export type { LogLevel, LogSink } from "./log.ts"
 export { telemetrySettingsOf } from "./settings.ts"
 export type { ExportCredential, TelemetrySettings } from "./settings.ts"
-export {
-  ATTR,
-  attemptFailureAttributes,
-  ERROR_BODY_LIMIT,
-  HTTP,
-  resolvedAttributes,
-  SPAN,
-  withAttemptSpan,
-  withCacheLookupSpan,
-  withGuardrailSpan,
-  withResolveSpan
-} from "./spans.ts"
+export { ATTR, resolvedAttributes, withAttemptSpan, withCacheLookupSpan, withGuardrailSpan, withResolveSpan } from "./spans.ts"
 export type { AttemptSpanInfo, ServerSpanRequest } from "./spans.ts"
 export { Telemetry } from "./Telemetry.ts"
 export type { TelemetryShape } from "./Telemetry.ts"

@@ -20,7 +20,7 @@ import { otlpSinks } from "./sinks.ts"
 import { withServerSpan } from "./spans.ts"
 import type { ServerSpanRequest } from "./spans.ts"
 import type { TelemetryShape } from "./Telemetry.ts"
-import { TRACING_OFF } from "./Telemetry.ts"
+import { TELEMETRY_OFF } from "./Telemetry.ts"
 import { appSampler, makeAppTracer, parentFromHeaders, sampleRequest, serverErrorStatus } from "./tracer.ts"
 
 const SCOPE = "gateway"
@@ -49,26 +49,22 @@ const genAiParentOf = (parent: Option.Option<Tracer.AnySpan>): GenAiParent | und
   return { traceId: span.traceId, spanId: span.spanId, sampled: span.sampled, remote: span._tag === "ExternalSpan" }
 }
 
-const noParent = (): undefined => undefined
-const untraced = () => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => effect
-
 /**
  * The server span of a sampled request; an unsampled one runs with tracing
  * off (its spans are skipped or no-ops), still inside the caller's trace so a
  * GenAI span can join it.
  */
-const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  const sampled = withServerSpan(request)(effect)
-  const unsampled = request.parent === undefined
-    ? Effect.withTracerEnabled(effect, false)
-    : Effect.withParentSpan(Effect.withTracerEnabled(effect, false), request.parent)
-  // Drawn each time the program runs, not when it is built.
-  return Effect.suspend(() => (sampleRequest(request.parent, ratio) ? sampled : unsampled))
-}
+const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  // Drawn each time the program runs, not when it is built; only the side drawn is built.
+  Effect.suspend(() => {
+    if (sampleRequest(request.parent, ratio)) return withServerSpan(request)(effect)
+    const unsampled = Effect.withTracerEnabled(effect, false)
+    return request.parent === undefined ? unsampled : Effect.withParentSpan(unsampled, request.parent)
+  })
 
 const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog) {
   const { telemetry, genai } = settings
-  let requestContext = TRACING_OFF
+  let requestContext = TELEMETRY_OFF.requestContext
   let appProvider: NodeTracerProvider | undefined
   if (telemetry.enabled) {
     appProvider = yield* Effect.acquireRelease(
@@ -97,11 +93,11 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
   return {
     tracing: telemetry.enabled,
     requestContext,
-    parentOf: telemetry.enabled || genai.enabled ? parentFromHeaders : noParent,
-    serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : untraced,
+    parentOf: telemetry.enabled || genai.enabled ? parentFromHeaders : TELEMETRY_OFF.parentOf,
+    serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : TELEMETRY_OFF.serverSpan,
     genAi: { enabled: genai.enabled, captureContent: genai.enabled && genai.capture_content },
     recordModelCall: genAiRecorder === undefined
-      ? () => Effect.void
+      ? TELEMETRY_OFF.recordModelCall
       : (call, credential) =>
         Effect.flatMap(Effect.serviceOption(Tracer.ParentSpan), (parent) =>
           Effect.sync(() => genAiRecorder.record(call, genAiParentOf(parent), credential))),

@@ -67,15 +67,23 @@ export class JsonLog {
   log(level: LogLevel, msg: string, fields?: object): void {
     if (RANK[level] < this.threshold) return
     // Built as text: one stringify of the fields, no merged copy of them.
-    const head = `{"time":"${this.now()}","level":"${level}"${this.worker},"msg":${JSON.stringify(msg)}`
+    const head = this.head(level, msg)
     const rest = fields === undefined ? "{}" : JSON.stringify(fields)
     this.pending.push(rest === "{}" ? `${head}}` : `${head},${rest.slice(1)}`)
-    if (this.pending.length >= this.flushLines) {
-      this.flush()
-    } else if (!this.scheduled) {
-      this.scheduled = true
-      setImmediate(this.flush).unref()
-    }
+    if (this.pending.length >= this.flushLines) this.flush()
+    else this.schedule()
+  }
+
+  /** A line up to its message: time, level, worker, msg (the caller adds fields and the closing brace). */
+  private head(level: LogLevel, msg: string): string {
+    return `{"time":"${this.now()}","level":"${level}"${this.worker},"msg":${JSON.stringify(msg)}`
+  }
+
+  /** Flushes at the end of this turn of the event loop, once however many lines come. */
+  private schedule(): void {
+    if (this.scheduled) return
+    this.scheduled = true
+    setImmediate(this.flush).unref()
   }
 
   private lastMillis = 0
@@ -92,7 +100,7 @@ export class JsonLog {
   }
 
   private droppedLine(): string {
-    const line = `{"time":"${this.now()}","level":"warn"${this.worker},"msg":"log lines dropped","dropped":${this.dropped},"reason":"stdout reader behind by over ${MAX_BACKLOG_BYTES} bytes"}`
+    const line = `${this.head("warn", "log lines dropped")},"dropped":${this.dropped},"reason":"stdout reader behind by over ${MAX_BACKLOG_BYTES} bytes"}`
     this.dropped = 0
     return line
   }
@@ -101,10 +109,7 @@ export class JsonLog {
   private readonly reportDropped = (): void => {
     if (this.dropped === 0) return
     this.pending.push(this.droppedLine())
-    if (!this.scheduled) {
-      this.scheduled = true
-      setImmediate(this.flush).unref()
-    }
+    this.schedule()
   }
 
   readonly flush = (): void => {

@@ -40,6 +40,11 @@ export const otlpSinks = (settings: TelemetrySettings, errors: ExportErrorLog): 
     if (credential !== undefined) return bearer(Redacted.value(credential.token))
     return genai.otlp_bearer_token === "" ? undefined : bearer(genai.otlp_bearer_token)
   }
+  /** An exporter's options for the GenAI collector, exporting with `credential`. */
+  const genAiExporterConfig = (credential: ExportCredential | undefined, timeoutMillis: number) => {
+    const metadata = metadataFor(credential)
+    return { url: genai.otlp_endpoint, timeoutMillis, ...(metadata === undefined ? {} : { metadata }) }
+  }
   const intervalMs = genai.metrics_export_interval_secs * 1000
   // The SDK refuses a timeout longer than the interval; config checks reject it, this keeps the reader constructible.
   const timeoutMs = Math.min(genai.metrics_export_timeout_secs * 1000, intervalMs)
@@ -49,22 +54,13 @@ export const otlpSinks = (settings: TelemetrySettings, errors: ExportErrorLog): 
         reportingSpanExporter(new OTLPTraceExporter({ url: telemetry.otlp_endpoint, timeoutMillis: TRACE_EXPORT_TIMEOUT_MS }), "traces", errors),
         APP_BATCH
       ),
-    genAiSpanProcessor: (credential) => {
-      const metadata = metadataFor(credential)
-      const exporter = new OTLPTraceExporter({
-        url: genai.otlp_endpoint,
-        timeoutMillis: TRACE_EXPORT_TIMEOUT_MS,
-        ...(metadata === undefined ? {} : { metadata })
-      })
-      return new BatchSpanProcessor(reportingSpanExporter(exporter, "genai traces", errors), BATCH)
-    },
+    genAiSpanProcessor: (credential) =>
+      new BatchSpanProcessor(
+        reportingSpanExporter(new OTLPTraceExporter(genAiExporterConfig(credential, TRACE_EXPORT_TIMEOUT_MS)), "genai traces", errors),
+        BATCH
+      ),
     genAiMetricReader: (credential) => {
-      const metadata = metadataFor(credential)
-      const exporter = new OTLPMetricExporter({
-        url: genai.otlp_endpoint,
-        timeoutMillis: timeoutMs,
-        ...(metadata === undefined ? {} : { metadata })
-      })
+      const exporter = new OTLPMetricExporter(genAiExporterConfig(credential, timeoutMs))
       return new PeriodicExportingMetricReader({
         exporter: reportingMetricExporter(exporter, "genai metrics", errors),
         exportIntervalMillis: intervalMs,

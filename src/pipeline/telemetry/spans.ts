@@ -120,7 +120,7 @@ export interface AttemptSpanInfo {
 }
 
 /** The failure shape attempt spans read (an `UpstreamError`). */
-export interface AttemptFailure {
+interface AttemptFailure {
   readonly _tag: "UpstreamError"
   readonly reason: string
   readonly upstreamStatus: number
@@ -132,7 +132,7 @@ export interface AttemptFailure {
  * status and, for a 5xx whose body the caller did not get (docs/reference/gateway-spec.md §7.3.6), that
  * body's first 4 KB. This span is the one place the body is recorded.
  */
-export const attemptFailureAttributes = (failure: AttemptFailure): Record<string, string | number> => {
+const attemptFailureAttributes = (failure: AttemptFailure): Record<string, string | number> => {
   const attributes: Record<string, string | number> = { [ATTR.errorType]: failure.reason, [ATTR.upstreamStatus]: failure.upstreamStatus }
   if (failure.reason === "upstream" && failure.upstreamStatus >= 500 && failure.body !== undefined && failure.body.byteLength > 0) {
     attributes[ATTR.upstreamErrorBody] = decoder.decode(failure.body.subarray(0, ERROR_BODY_LIMIT))

@@ -20,7 +20,7 @@
 import type { ChatRequest, ContentPart, MediaSource, StopReason, TextPart, ToolCallPart } from "../../../domain/index.ts"
 import { finishReasonOf } from "./attributes.ts"
 
-export const CONTENT_CAP_BYTES = 64 * 1024
+const CONTENT_CAP_BYTES = 64 * 1024
 
 type Part = Readonly<Record<string, unknown>>
 
