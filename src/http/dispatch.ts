@@ -61,12 +61,13 @@ export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResp
 }
 
 /** How the edge traces a request: the telemetry's server span and the caller's trace context. */
-export type EdgeTracing = Pick<TelemetryShape, "tracing" | "serverSpan" | "parentOf">
+export type EdgeTracing = Pick<TelemetryShape, "tracing" | "genAi" | "serverSpan" | "parentOf">
 
 /**
  * The request's program: 404 or 405 when no route takes it, else its handler
  * with failures rendered, in its server span when tracing is on (outermost, so
- * the status it records is the one written). It never fails; after it the
+ * the status it records is the one written), or in the caller's trace when only
+ * GenAI telemetry is on. It never fails; after it the
  * response has an answer (or was cut, for a failure in the middle of a stream).
  */
 export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log: JsonLog, tracing?: EdgeTracing): Effect.Effect<void, never, R> => {
@@ -103,7 +104,7 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
       }
     }))
   )
-  if (tracing === undefined || !tracing.tracing) return program
+  if (tracing === undefined || !(tracing.tracing || tracing.genAi.enabled)) return program
   return tracing.serverSpan({
     method: ctx.method,
     route: match.route,

@@ -254,6 +254,29 @@ describe("configurations", () => {
     }
   })
 
+  it("GenAI telemetry alone: the span joins the caller's trace from traceparent", async () => {
+    const receiver = await startOtlpReceiver()
+    const genAiOnly = await startGateway({
+      providers: providers(),
+      telemetry: { enabled: false },
+      genai_telemetry: { enabled: true, otlp_endpoint: receiver.url, metrics_enabled: false }
+    })
+    try {
+      const traceId = "0af7651916cd43dd8448eb211c80319c"
+      const client = new OpenAI({ baseURL: `${genAiOnly.url}/v1`, apiKey: "unused", maxRetries: 0 })
+      await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "joined" }] }, {
+        headers: { traceparent: `00-${traceId}-b7ad6b7169203331-01` }
+      })
+      await receiver.waitFor((r) => r.spans().length >= 1)
+      const [span] = receiver.spans()
+      expect(span.traceId).toBe(traceId)
+      expect(span.parentSpanId).toBe("b7ad6b7169203331")
+    } finally {
+      await genAiOnly.close()
+      await receiver.close()
+    }
+  })
+
   it("a collector that is down costs requests nothing, and is logged at most once per kind", async () => {
     const dead = `http://127.0.0.1:${await closedPort()}`
     const blind = await startGateway({

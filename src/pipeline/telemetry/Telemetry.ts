@@ -39,7 +39,11 @@ export interface TelemetryShape {
   readonly requestContext: Context.Context<never>
   /** The caller's W3C trace context as a parent span; undefined without one, or when no telemetry is on. */
   readonly parentOf: (headers: IncomingHttpHeaders) => Tracer.ExternalSpan | undefined
-  /** Wraps a request program in its server span (the program itself when tracing is off). */
+  /**
+   * Wraps a request program in its server span; with GenAI telemetry alone, in
+   * the caller's trace (so its GenAI spans join it); the program itself when
+   * both are off.
+   */
   readonly serverSpan: (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** `[genai_telemetry]`: whether model calls are recorded, and with their content. */
   readonly genAi: { readonly enabled: boolean; readonly captureContent: boolean }

@@ -62,6 +62,10 @@ const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A,
     return request.parent === undefined ? unsampled : Effect.withParentSpan(unsampled, request.parent)
   })
 
+/** GenAI telemetry alone: no server span, but the request runs inside the caller's trace so its GenAI spans join it. */
+const callerTrace = (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  request.parent === undefined ? effect : Effect.withParentSpan(effect, request.parent)
+
 const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog) {
   const { telemetry, genai } = settings
   let requestContext = TELEMETRY_OFF.requestContext
@@ -94,7 +98,7 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
     tracing: telemetry.enabled,
     requestContext,
     parentOf: telemetry.enabled || genai.enabled ? parentFromHeaders : TELEMETRY_OFF.parentOf,
-    serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : TELEMETRY_OFF.serverSpan,
+    serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : genai.enabled ? callerTrace : TELEMETRY_OFF.serverSpan,
     genAi: { enabled: genai.enabled, captureContent: genai.enabled && genai.capture_content },
     recordModelCall: genAiRecorder === undefined
       ? TELEMETRY_OFF.recordModelCall
