@@ -129,12 +129,16 @@ export class JsonLog {
     }
     // Several processes share stdout: writes of at most PIPE_BUF bytes are atomic on a pipe.
     let batch = ""
+    let bytes = 0
     for (const line of lines) {
-      if (batch !== "" && batch.length + line.length + 1 > PIPE_BUF) {
+      const size = Buffer.byteLength(line) + 1
+      if (batch !== "" && bytes + size > PIPE_BUF) {
         this.sink.write(batch)
         batch = ""
+        bytes = 0
       }
       batch += `${line}\n`
+      bytes += size
     }
     this.sink.write(batch)
   }

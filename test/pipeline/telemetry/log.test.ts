@@ -54,6 +54,16 @@ describe("JsonLog", () => {
     expect(lines.every((line) => line.worker === 3)).toBe(true)
   })
 
+  it("in workers mode counts bytes, not characters, against PIPE_BUF", async () => {
+    const out = sink()
+    const log = new JsonLog("info", out, { worker: 1 })
+    // 300 characters, 600 bytes of UTF-8 each.
+    for (let i = 0; i < 20; i++) log.log("info", "request", { model: "é".repeat(300) })
+    await turn()
+    for (const write of out.writes) expect(Buffer.byteLength(write)).toBeLessThanOrEqual(4096)
+    expect(out.writes.join("").trimEnd().split("\n")).toHaveLength(20)
+  })
+
   it("a process whose stdout pipe is not read keeps serving its loop and bounds what it queues", async () => {
     // 60 MiB of lines into a pipe nobody reads for a while: Node queues them unless the log drops.
     const script = `
