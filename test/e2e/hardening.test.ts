@@ -165,17 +165,22 @@ describe("one huge event", () => {
 })
 
 describe("limits that cannot be bypassed", () => {
+  /** A request body sent chunked (no content-length), one piece each time the gateway reads. */
+  const chunked = (chunks: Array<Buffer>) => ({
+    body: new ReadableStream({ pull(controller) {
+      const next = chunks.shift()
+      if (next === undefined) controller.close()
+      else controller.enqueue(next)
+    } }),
+    duplex: "half"
+  })
+
   it("a chunked passthrough body past max_body_bytes is stopped with 413", async () => {
     const chunks = Array.from({ length: 40 }, () => Buffer.alloc(64 * 1024, 97))
     const response = await fetch(`${gateway.url}/v1/gemini/models/x:generateContent`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: new ReadableStream({ pull(controller) {
-        const next = chunks.shift()
-        if (next === undefined) controller.close()
-        else controller.enqueue(next)
-      } }),
-      duplex: "half"
+      ...chunked(chunks)
     } as RequestInit).catch((e: unknown) => e)
     if (response instanceof Response) {
       expect(response.status).toBe(413)
@@ -193,12 +198,7 @@ describe("limits that cannot be bypassed", () => {
     const response = await fetch(`${gateway.url}/v1/files`, {
       method: "POST",
       headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
-      body: new ReadableStream({ pull(controller) {
-        const next = chunks.shift()
-        if (next === undefined) controller.close()
-        else controller.enqueue(next)
-      } }),
-      duplex: "half"
+      ...chunked(chunks)
     } as RequestInit).catch((e: unknown) => e)
     if (response instanceof Response) expect(response.status).toBe(413)
     else expect(String(response)).toMatch(/fetch failed|other side closed|socket/i)
