@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
 
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url))
 
@@ -17,6 +18,16 @@ export interface Finished {
   readonly stdout: string
   readonly stderr: string
 }
+
+/** The complete JSON lines of a process's stdout (a line still being written is left out). */
+const jsonLines = (stdout: string): Array<Record<string, unknown>> =>
+  stdout.split("\n").filter((line) => line.startsWith("{")).flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown>]
+    } catch {
+      return []
+    }
+  })
 
 /** Starts `node src/main.ts ...args`; stdout and stderr are collected as text. */
 export const startCli = (args: ReadonlyArray<string>, env: Env) => {
@@ -38,23 +49,13 @@ export const startCli = (args: ReadonlyArray<string>, env: Env) => {
     finished,
     stdout: () => stdout,
     stderr: () => stderr,
+    /** The JSON log lines on stdout so far, in order. */
+    logLines: () => jsonLines(stdout),
     /** Resolves with the first JSON log line on stdout whose `msg` is `msg`. */
     logLine: (msg: string, timeoutMs = 15_000): Promise<Record<string, unknown>> =>
       new Promise((resolve, reject) => {
-        const find = () => {
-          for (const line of stdout.split("\n")) {
-            if (!line.startsWith("{")) continue
-            try {
-              const record = JSON.parse(line) as Record<string, unknown>
-              if (record.msg === msg) return record
-            } catch {
-              // a line still being written
-            }
-          }
-          return undefined
-        }
         const check = () => {
-          const record = find()
+          const record = jsonLines(stdout).find((line) => line.msg === msg)
           if (record === undefined) return false
           cleanup()
           resolve(record)
@@ -84,3 +85,30 @@ export const startCli = (args: ReadonlyArray<string>, env: Env) => {
 
 /** Runs the CLI to completion. */
 export const runCli = (args: ReadonlyArray<string>, env: Env): Promise<Finished> => startCli(args, env).finished
+
+/**
+ * A streamed chat completion in flight through the gateway serving on `port`:
+ * `fake`, its upstream, sends six chunks 150 ms apart, so the stream is still
+ * open when the test signals the process. `read()` waits for the next piece,
+ * `rest()` reads to the end; both give the text read.
+ */
+export const slowStream = async (fake: FakeUpstream, port: number) => {
+  fake.script({ kind: "slowStream", chunks: 6, intervalMs: 150 })
+  const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "gpt-4o", stream: true, messages: [{ role: "user", content: "slowly" }] })
+  })
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  const read = async () => {
+    const { done, value } = await reader.read()
+    return { done, text: done ? "" : decoder.decode(value, { stream: true }) }
+  }
+  const rest = async () => {
+    let text = ""
+    for (let piece = await read(); !piece.done; piece = await read()) text += piece.text
+    return text
+  }
+  return { status: response.status, read, rest }
+}

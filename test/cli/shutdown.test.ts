@@ -8,7 +8,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startCli } from "./process.ts"
+import { slowStream, startCli } from "./process.ts"
 
 let fake: FakeUpstream
 let dir: string
@@ -29,27 +29,16 @@ describe("graceful shutdown", () => {
     const gateway = startCli(["serve", path], {})
     try {
       const port = (await gateway.logLine("listening")).port as number
-      fake.script({ kind: "slowStream", chunks: 6, intervalMs: 150 })
-      const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "gpt-4o", stream: true, messages: [{ role: "user", content: "slowly" }] })
-      })
-      expect(response.status).toBe(200)
-      const reader = response.body!.getReader()
-      const first = await reader.read()
+      const stream = await slowStream(fake, port)
+      expect(stream.status).toBe(200)
+      const first = await stream.read()
       expect(first.done).toBe(false)
 
       gateway.child.kill("SIGTERM")
       await gateway.logLine("shutting down")
       await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow()
 
-      let text = new TextDecoder().decode(first.value)
-      for (;;) {
-        const { done, value } = await reader.read()
-        if (done) break
-        text += new TextDecoder().decode(value)
-      }
+      const text = first.text + (await stream.rest())
       expect(text).toContain("part-5")
       expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true)
       const finished = await gateway.finished

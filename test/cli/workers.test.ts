@@ -10,7 +10,7 @@ import { Agent, request } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startCli } from "./process.ts"
+import { slowStream, startCli } from "./process.ts"
 
 let fake: FakeUpstream
 let dir: string
@@ -23,15 +23,6 @@ afterAll(async () => {
   await fake.close()
   rmSync(dir, { recursive: true, force: true })
 })
-
-const logLines = (stdout: string): Array<Record<string, unknown>> =>
-  stdout.split("\n").filter((line) => line.startsWith("{")).flatMap((line) => {
-    try {
-      return [JSON.parse(line) as Record<string, unknown>]
-    } catch {
-      return []
-    }
-  })
 
 const waitFor = async (check: () => boolean, what: string, timeoutMs = 15_000) => {
   const deadline = Date.now() + timeoutMs
@@ -47,8 +38,8 @@ describe("workers mode", () => {
     writeFileSync(path, `[server]\nport = 0\nworkers = 2\nshutdown_grace_secs = 10\n[providers.openai]\nbase_url = "${fake.url}/v1"\nmodels = ["gpt-4o"]\ncredential = "none"\n`)
     const gateway = startCli(["serve", path], {})
     try {
-      await waitFor(() => logLines(gateway.stdout()).filter((line) => line.msg === "listening").length >= 2, "two workers listening")
-      const lines = logLines(gateway.stdout())
+      await waitFor(() => gateway.logLines().filter((line) => line.msg === "listening").length >= 2, "two workers listening")
+      const lines = gateway.logLines()
       const port = lines.find((line) => line.msg === "listening")!.port as number
       expect(new Set(lines.filter((line) => line.msg === "listening").map((line) => line.worker))).toEqual(new Set([1, 2]))
 
@@ -69,34 +60,24 @@ describe("workers mode", () => {
         }
       }
       for (let i = 0; i < 6; i++) expect(await ask()).toBe(200)
-      await waitFor(() => logLines(gateway.stdout()).filter((line) => line.msg === "request").length >= 6, "six request lines")
-      const served = new Set(logLines(gateway.stdout()).filter((line) => line.msg === "request").map((line) => line.worker))
+      await waitFor(() => gateway.logLines().filter((line) => line.msg === "request").length >= 6, "six request lines")
+      const served = new Set(gateway.logLines().filter((line) => line.msg === "request").map((line) => line.worker))
       expect(served).toEqual(new Set([1, 2]))
 
       // Kill worker 1: the other keeps serving, and worker 1 comes back.
-      const first = logLines(gateway.stdout()).find((line) => line.msg === "worker started" && line.worker === 1)!
+      const first = gateway.logLines().find((line) => line.msg === "worker started" && line.worker === 1)!
       process.kill(first.pid as number, "SIGKILL")
-      await waitFor(() => logLines(gateway.stdout()).some((line) => line.msg === "worker died" && line.worker === 1), "the death logged")
+      await waitFor(() => gateway.logLines().some((line) => line.msg === "worker died" && line.worker === 1), "the death logged")
       for (let i = 0; i < 3; i++) expect(await ask()).toBe(200)
-      await waitFor(() => logLines(gateway.stdout()).filter((line) => line.msg === "worker started" && line.worker === 1).length === 2, "worker 1 restarted")
-      await waitFor(() => logLines(gateway.stdout()).filter((line) => line.msg === "listening").length >= 3, "the new worker listening")
+      await waitFor(() => gateway.logLines().filter((line) => line.msg === "worker started" && line.worker === 1).length === 2, "worker 1 restarted")
+      await waitFor(() => gateway.logLines().filter((line) => line.msg === "listening").length >= 3, "the new worker listening")
 
       // SIGTERM with a stream in flight: it finishes, then everything exits 0.
-      fake.script({ kind: "slowStream", chunks: 6, intervalMs: 150 })
-      const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "gpt-4o", stream: true, messages: [{ role: "user", content: "slowly" }] })
-      })
-      expect(response.status).toBe(200)
-      const reader = response.body!.getReader()
-      let text = new TextDecoder().decode((await reader.read()).value)
+      const stream = await slowStream(fake, port)
+      expect(stream.status).toBe(200)
+      const opening = await stream.read()
       gateway.child.kill("SIGTERM")
-      for (;;) {
-        const { done, value } = await reader.read()
-        if (done) break
-        text += new TextDecoder().decode(value)
-      }
+      const text = opening.text + (await stream.rest())
       expect(text).toContain("part-5")
       expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true)
       const finished = await gateway.finished

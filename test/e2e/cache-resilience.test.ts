@@ -6,65 +6,31 @@
  * the store is back. A store slower than the 50 ms lookup budget (every
  * client paused with CLIENT PAUSE) is a miss too.
  */
-import { spawn } from "node:child_process"
-import type { ChildProcess } from "node:child_process"
-import { createServer } from "node:net"
 import { Redis } from "ioredis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
+import { startOwnRedis } from "../fixtures/own-redis.ts"
+import type { OwnRedis } from "../fixtures/own-redis.ts"
 import { startGateway } from "./harness.ts"
 import type { RunningGateway } from "./harness.ts"
 
-let port = 0
-let server: ChildProcess | undefined
+let redis: OwnRedis
 let fake: FakeUpstream
 let gateway: RunningGateway
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer()
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
-
-const startRedis = async () => {
-  server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" })
-  const deadline = Date.now() + 5000
-  for (;;) {
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = createServer().listen(port, "127.0.0.1")
-      socket.once("error", () => resolve(true))
-      socket.once("listening", () => socket.close(() => resolve(false)))
-    })
-    if (up) return
-    if (Date.now() > deadline) throw new Error("redis-server did not start")
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
-const stopRedis = () =>
-  new Promise<void>((resolve) => {
-    if (server === undefined || server.exitCode !== null) return resolve()
-    server.once("exit", () => resolve())
-    server.kill("SIGKILL")
-  })
-
 beforeAll(async () => {
-  port = await freePort()
-  await startRedis()
+  redis = await startOwnRedis()
   fake = await startFakeUpstream({ kind: "openai" })
   gateway = await startGateway({
     providers: { openai: { base_url: `${fake.url}/v1`, models: ["gpt-4o"], credential: "none" } },
-    cache: { enabled: true, url: `redis://127.0.0.1:${port}`, encrypt_salt: "resilience", default_mode: "always" }
+    cache: { enabled: true, url: redis.url, encrypt_salt: "resilience", default_mode: "always" }
   })
 })
 afterAll(async () => {
   await gateway.close()
   await fake.close()
-  await stopRedis()
+  await redis.kill()
 })
 
 const ask = async (text: string) => {
@@ -91,7 +57,7 @@ describe("a slow store", () => {
   it("a lookup slower than its budget is a miss, and the answer still comes", async () => {
     await ask("slow store")
     await untilHit("slow store")
-    const admin = new Redis(`redis://127.0.0.1:${port}`)
+    const admin = new Redis(redis.url)
     try {
       await admin.call("CLIENT", "PAUSE", "1500", "ALL")
       expect(await ask("slow store")).toBe("miss")
@@ -107,7 +73,7 @@ describe("the cache's store down and back", () => {
     await ask("before the outage")
     await untilHit("before the outage")
 
-    await stopRedis()
+    await redis.kill()
     for (let i = 0; i < 20; i++) expect(await ask(`during the outage ${i % 3}`)).toBe("miss")
     expect(await ask("before the outage")).toBe("miss")
     const ready = await fetch(`${gateway.url}/readyz`)
@@ -116,7 +82,7 @@ describe("the cache's store down and back", () => {
     expect(outage.length).toBeGreaterThanOrEqual(1)
     expect(outage.length).toBeLessThanOrEqual(3) // one per kind (connection, lookup, store), not one per request
 
-    await startRedis()
+    await redis.restart()
     await untilHit("after the outage")
   }, 40_000)
 })

@@ -10,48 +10,43 @@ import { Redacted } from "effect"
 import { Redis } from "ioredis"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { open } from "../../src/pipeline/cache/crypto.ts"
-import { openAiChunk, startFakeUpstream } from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import { openAiChunk } from "../fixtures/fake-upstream.ts"
+import { gatewayWithFakes, startGateway } from "./harness.ts"
 
 const REDIS_URL = `${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/3`
 const SALT = "cache-e2e-salt"
 const CONFIGURED = "sk-configured-openai-key-0123456789"
 
 let redis: Redis
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let gateway: RunningGateway
 
-const openai = (key?: string) =>
-  new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key ?? "unused", maxRetries: 0, ...(key === undefined ? { defaultHeaders: { authorization: null } } : {}) })
-const anthropic = () => new Anthropic({ baseURL: gateway.url, apiKey: "unused", maxRetries: 0, defaultHeaders: { "x-api-key": null } })
-
+// Database 3, emptied before the gateway starts, before each test and after the gateway closed.
 beforeAll(async () => {
   redis = new Redis(REDIS_URL)
   await redis.flushdb()
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  gateway = await startGateway({
-    providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "text-embedding-3-small"], credential: "env::OPENAI_KEY" },
-      anthropic: { base_url: anthropicUp.url, models: ["claude-e2e"], credential: "env::ANTHROPIC_KEY" }
-    },
-    cache: { enabled: true, url: REDIS_URL, encrypt_salt: SALT, max_ttl_seconds: 3600, ttl_seconds: 600, max_entry_size_bytes: 8192, pool_size: 2 }
-  }, { OPENAI_KEY: CONFIGURED, ANTHROPIC_KEY: "sk-ant-configured-key-0123456789" })
 })
 afterAll(async () => {
-  await gateway.close()
-  await Promise.all([openaiUp.close(), anthropicUp.close()])
   await redis.flushdb()
   redis.disconnect()
 })
 beforeEach(async () => {
-  openaiUp.reset()
-  anthropicUp.reset()
   await redis.flushdb()
 })
+
+const { fakes, gateway } = gatewayWithFakes(
+  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" } },
+  (fakes) => ({
+    providers: {
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "text-embedding-3-small"], credential: "env::OPENAI_KEY" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e"], credential: "env::ANTHROPIC_KEY" }
+    },
+    cache: { enabled: true, url: REDIS_URL, encrypt_salt: SALT, max_ttl_seconds: 3600, ttl_seconds: 600, max_entry_size_bytes: 8192, pool_size: 2 }
+  }),
+  { OPENAI_KEY: CONFIGURED, ANTHROPIC_KEY: "sk-ant-configured-key-0123456789" }
+)
+
+const openai = (key?: string) =>
+  new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key ?? "unused", maxRetries: 0, ...(key === undefined ? { defaultHeaders: { authorization: null } } : {}) })
+const anthropic = () => new Anthropic({ baseURL: gateway.url, apiKey: "unused", maxRetries: 0, defaultHeaders: { "x-api-key": null } })
 
 /** Waits until the background write of the last answer reached Redis. */
 const stored = async (count: number) => {
@@ -76,7 +71,7 @@ describe("hits and misses", () => {
     expect(second.response.headers.get("x-gw-cache")).toBe("hit")
     expect(second.response.headers.get("x-gw-upstream-provider")).toBe("openai")
     expect(second.data).toEqual(first.data)
-    expect(openaiUp.requests.length).toBe(1)
+    expect(fakes.openai.requests.length).toBe(1)
     await new Promise((resolve) => setTimeout(resolve, 1100))
     const third = await openai().chat.completions.create(body).withResponse()
     expect(Number(third.response.headers.get("x-gw-cache-age"))).toBeGreaterThanOrEqual(1)
@@ -95,7 +90,7 @@ describe("hits and misses", () => {
       await openai().chat.completions.create({ ...body, temperature: 0.7 }).withResponse()
     ]
     expect(outcomes.map((outcome) => outcome.response.headers.get("x-gw-cache"))).toEqual(["miss", "miss", "miss", "miss", "miss"])
-    expect(openaiUp.requests.length).toBe(6)
+    expect(fakes.openai.requests.length).toBe(6)
     // The two callers' own keys each got an entry of their own: each hits its own.
     const again = await openai("sk-caller-a-0123456789").chat.completions.create(body).withResponse()
     expect(again.response.headers.get("x-gw-cache")).toBe("hit")
@@ -131,7 +126,7 @@ describe("hits and misses", () => {
     await new Promise((resolve) => setTimeout(resolve, 100))
     const second = await openai().embeddings.create({ model: "text-embedding-3-small", input }).withResponse()
     expect(second.response.headers.get("x-gw-cache")).toBe("hit")
-    expect(openaiUp.requests.length).toBe(1)
+    expect(fakes.openai.requests.length).toBe(1)
   })
 
   it("every model answer of the cache-enabled gateway says hit or miss, errors included", async () => {
@@ -151,38 +146,38 @@ describe("what is never kept", () => {
 
   it("an upstream error is not stored: the same request goes upstream again", async () => {
     const content = prompt("fails first")
-    openaiUp.script({ kind: "error", status: 400, message: "bad" })
+    fakes.openai.script({ kind: "error", status: 400, message: "bad" })
     expect((await ask(content)).status).toBe(400)
     await new Promise((resolve) => setTimeout(resolve, 100))
     expect(await redis.keys("gw:cache:v1:*")).toEqual([])
     const second = await ask(content)
     expect(second.status).toBe(200)
     expect(second.headers.get("x-gw-cache")).toBe("miss")
-    expect(openaiUp.requests.length).toBe(2)
+    expect(fakes.openai.requests.length).toBe(2)
   })
 
   it("a stream that did not finish is not stored", async () => {
     const content = prompt("cut short")
-    openaiUp.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "half an ans" })], thenError: "close" })
+    fakes.openai.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "half an ans" })], thenError: "close" })
     await (await ask(content, true)).text().catch(() => "")
     await new Promise((resolve) => setTimeout(resolve, 100))
     expect(await redis.keys("gw:cache:v1:*")).toEqual([])
     const again = await ask(content, true)
     expect(again.headers.get("x-gw-cache")).toBe("miss")
     expect(await again.text()).toContain("[DONE]")
-    expect(openaiUp.requests.length).toBe(2)
+    expect(fakes.openai.requests.length).toBe(2)
   })
 
   it("an answer the output guardrail refused is not stored", async () => {
     const guarded = await startGateway({
-      providers: { openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "none" } },
+      providers: { openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o"], credential: "none" } },
       security: { enabled: true, output_guardrails: true, blocklist: ["forbidden-word"] },
       cache: { enabled: true, url: REDIS_URL, encrypt_salt: SALT, default_mode: "always" }
     })
     try {
       // The fake echoes the prompt, so the answer carries the blocked term; the prompt itself is
       // checked too, so it reaches the upstream spelled apart and comes back whole via the script.
-      openaiUp.script({ kind: "json", body: { id: "c1", object: "chat.completion", created: 1, model: "gpt-4o", choices: [{ index: 0, message: { role: "assistant", content: "the forbidden-word" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } } })
+      fakes.openai.script({ kind: "json", body: { id: "c1", object: "chat.completion", created: 1, model: "gpt-4o", choices: [{ index: 0, message: { role: "assistant", content: "the forbidden-word" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } } })
       const body = JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: prompt("say it") }] })
       const refused = await fetch(`${guarded.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body })
       expect(refused.status).toBe(422)
@@ -191,7 +186,7 @@ describe("what is never kept", () => {
       const again = await fetch(`${guarded.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body })
       expect(again.status).toBe(200)
       expect(again.headers.get("x-gw-cache")).toBe("miss")
-      expect(openaiUp.requests.length).toBe(2)
+      expect(fakes.openai.requests.length).toBe(2)
     } finally {
       await guarded.close()
     }
@@ -216,7 +211,7 @@ describe("what is never kept", () => {
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
     }
-    expect(openaiUp.requests.length).toBe(4)
+    expect(fakes.openai.requests.length).toBe(4)
     const unreadable = gateway.logs.filter((line) => line.msg === "cache unavailable" && line.kind === "unreadable entry")
     expect(unreadable.length).toBe(1)
     // The miss stored a good answer again: the next request is a hit.
@@ -250,7 +245,7 @@ describe("hits replayed as streams the SDKs accept", () => {
     const final = await stream.finalChatCompletion()
     expect(final.choices[0].message.content).toBe(first.choices[0].message.content)
     expect(final.usage?.completion_tokens).toBe(first.usage?.completion_tokens)
-    expect(openaiUp.requests.length).toBe(1)
+    expect(fakes.openai.requests.length).toBe(1)
   })
 
   it("OpenAI chat: a streamed tool call kept and replayed, as a stream and as JSON", async () => {
@@ -263,7 +258,7 @@ describe("hits replayed as streams the SDKs accept", () => {
     const json = await openai().chat.completions.create(body).withResponse()
     expect(json.response.headers.get("x-gw-cache")).toBe("hit")
     expect(json.data.choices[0].message.tool_calls?.[0]).toMatchObject({ function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" } })
-    expect(openaiUp.requests.length).toBe(1)
+    expect(fakes.openai.requests.length).toBe(1)
   })
 
   it("Anthropic messages, same format: a streamed answer replayed through the stream helper", async () => {
@@ -273,7 +268,7 @@ describe("hits replayed as streams the SDKs accept", () => {
     const replayed = await anthropic().messages.stream(body).finalMessage()
     expect(replayed.content).toEqual(first.content)
     expect(replayed.usage.output_tokens).toBe(first.usage.output_tokens)
-    expect(anthropicUp.requests.length).toBe(1)
+    expect(fakes.anthropic.requests.length).toBe(1)
   })
 
   it("Anthropic caller on an OpenAI model (translated): non-streamed first, replayed as a stream", async () => {
@@ -282,7 +277,7 @@ describe("hits replayed as streams the SDKs accept", () => {
     await stored(1)
     const replayed = await anthropic().messages.stream(body).finalMessage()
     expect(replayed.content).toEqual(first.content)
-    expect(openaiUp.requests.length).toBe(1)
+    expect(fakes.openai.requests.length).toBe(1)
   })
 
   it("Responses API: a streamed answer replayed through responses.stream", async () => {
@@ -291,6 +286,6 @@ describe("hits replayed as streams the SDKs accept", () => {
     await stored(1)
     const replayed = await openai().responses.stream(body).finalResponse()
     expect(replayed.output_text).toBe(first.output_text)
-    expect(anthropicUp.requests.length).toBe(1)
+    expect(fakes.anthropic.requests.length).toBe(1)
   })
 })

@@ -1,30 +1,18 @@
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import { describe, expect, it } from "vitest"
+import { gatewayWithFakes } from "./harness.ts"
 
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let gateway: RunningGateway
-
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  gateway = await startGateway({
+const { gateway } = gatewayWithFakes(
+  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" } },
+  (fakes) => ({
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "env::OPENAI_KEY" },
-      anthropic: { base_url: anthropicUp.url, models: ["claude-sonnet-4-5"], credential: "env::ANTHROPIC_KEY" }
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o"], credential: "env::OPENAI_KEY" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-sonnet-4-5"], credential: "env::ANTHROPIC_KEY" }
     }
-  }, { OPENAI_KEY: "sk-openai-test", ANTHROPIC_KEY: "sk-ant-test" })
-})
-afterAll(async () => {
-  await gateway.close()
-  await openaiUp.close()
-  await anthropicUp.close()
-})
+  }),
+  { OPENAI_KEY: "sk-openai-test", ANTHROPIC_KEY: "sk-ant-test" }
+)
 
 describe("chat smoke", () => {
   it("openai → openai plain text", async () => {

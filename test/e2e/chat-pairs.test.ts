@@ -7,11 +7,10 @@
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import type { IncomingHttpHeaders } from "node:http"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { anthropicStream, openAiStream, promptTokensOf, startFakeUpstream } from "../fixtures/fake-upstream.ts"
+import { describe, expect, it } from "vitest"
+import { anthropicStream, openAiStream, promptTokensOf } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream, RecordedRequest } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import { gatewayWithFakes } from "./harness.ts"
 
 const CALLER_KEY = "sk-caller-own-key-1234"
 const PLATFORM_SECRET = "platform-secret-do-not-forward"
@@ -21,42 +20,28 @@ const GATEWAY_HEADERS = {
   "x-gw-project-id": "proj-e2e"
 }
 
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let azureUp: FakeUpstream
-/** Fakes that say something before calling a tool (text block/content, then the tool call). */
-let anthropicPreamble: FakeUpstream
-let openaiPreamble: FakeUpstream
-let gw: RunningGateway
-
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  azureUp = await startFakeUpstream({ kind: "azure" })
-  anthropicPreamble = await startFakeUpstream({ kind: "anthropic", toolPreamble: "Let me check." })
-  openaiPreamble = await startFakeUpstream({ kind: "openai", toolPreamble: "Let me check." })
-  gw = await startGateway(
-    {
-      providers: {
-        openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "env::PAIRS_OPENAI_KEY" },
-        anthropic: { base_url: anthropicUp.url, models: ["claude-e2e-model", "claude-e2e-small"], credential: "env::PAIRS_ANTHROPIC_KEY" },
-        azure: { base_url: azureUp.url, models: ["my-deployment"], api_version: "2024-10-21", credential: "env::PAIRS_AZURE_KEY" },
-        "anthropic-pre": { kind: "anthropic", base_url: anthropicPreamble.url, models: ["claude-preamble"], credential: "none" },
-        "openai-pre": { kind: "openai", base_url: `${openaiPreamble.url}/v1`, models: ["gpt-preamble"], credential: "none" }
-      },
-      models: { "claude-e2e-small": { max_tokens: 1234 } },
-      routing: { retry: { max_retries: 0 } }
+const { fakes, gateway: gw } = gatewayWithFakes(
+  {
+    openai: { kind: "openai" },
+    anthropic: { kind: "anthropic" },
+    azure: { kind: "azure" },
+    /** Fakes that say something before calling a tool (text block/content, then the tool call). */
+    anthropicPreamble: { kind: "anthropic", toolPreamble: "Let me check." },
+    openaiPreamble: { kind: "openai", toolPreamble: "Let me check." }
+  },
+  (fakes) => ({
+    providers: {
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o"], credential: "env::PAIRS_OPENAI_KEY" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e-model", "claude-e2e-small"], credential: "env::PAIRS_ANTHROPIC_KEY" },
+      azure: { base_url: fakes.azure.url, models: ["my-deployment"], api_version: "2024-10-21", credential: "env::PAIRS_AZURE_KEY" },
+      "anthropic-pre": { kind: "anthropic", base_url: fakes.anthropicPreamble.url, models: ["claude-preamble"], credential: "none" },
+      "openai-pre": { kind: "openai", base_url: `${fakes.openaiPreamble.url}/v1`, models: ["gpt-preamble"], credential: "none" }
     },
-    { PAIRS_OPENAI_KEY: "sk-configured-openai", PAIRS_ANTHROPIC_KEY: "sk-configured-anthropic", PAIRS_AZURE_KEY: "configured-azure" }
-  )
-})
-afterAll(async () => {
-  await gw.close()
-  await Promise.all([openaiUp.close(), anthropicUp.close(), azureUp.close(), anthropicPreamble.close(), openaiPreamble.close()])
-})
-beforeEach(() => {
-  for (const fake of [openaiUp, anthropicUp, azureUp, anthropicPreamble, openaiPreamble]) fake.reset()
-})
+    models: { "claude-e2e-small": { max_tokens: 1234 } },
+    routing: { retry: { max_retries: 0 } }
+  }),
+  { PAIRS_OPENAI_KEY: "sk-configured-openai", PAIRS_ANTHROPIC_KEY: "sk-configured-anthropic", PAIRS_AZURE_KEY: "configured-azure" }
+)
 
 // ---------------------------------------------------------------------------
 // Clients and helpers
@@ -150,9 +135,9 @@ const anthropicConversation = [
 // ---------------------------------------------------------------------------
 
 const openAiCallerCases = [
-  { pair: "openai → openai", model: "gpt-4o", upstream: () => openaiUp, provider: "openai" as const },
-  { pair: "openai → azure", model: "my-deployment", upstream: () => azureUp, provider: "azure" as const },
-  { pair: "openai → anthropic", model: "claude-e2e-model", upstream: () => anthropicUp, provider: "anthropic" as const }
+  { pair: "openai → openai", model: "gpt-4o", upstream: () => fakes.openai, provider: "openai" as const },
+  { pair: "openai → azure", model: "my-deployment", upstream: () => fakes.azure, provider: "azure" as const },
+  { pair: "openai → anthropic", model: "claude-e2e-model", upstream: () => fakes.anthropic, provider: "anthropic" as const }
 ]
 
 for (const c of openAiCallerCases) {
@@ -291,24 +276,24 @@ describe("openai → anthropic request translation", () => {
     })
     expect(completion.choices[0].message.content).toBe("echo: alpha beta ")
     expect(completion.choices[0].finish_reason).toBe("stop")
-    const body = bodyOf(only(anthropicUp))
+    const body = bodyOf(only(fakes.anthropic))
     expect(body.stop_sequences).toEqual(["END"])
     expect(body).not.toHaveProperty("stop")
   })
 
   it("defaults max_tokens to the model's [models.X] max_tokens when the caller sends none", async () => {
     await openaiClient().chat.completions.create({ model: "claude-e2e-small", messages: [{ role: "user", content: "hi" }] })
-    expect(bodyOf(only(anthropicUp)).max_tokens).toBe(1234)
+    expect(bodyOf(only(fakes.anthropic)).max_tokens).toBe(1234)
   })
 
   it("keeps the caller's own max_tokens over any default", async () => {
     await openaiClient().chat.completions.create({ model: "claude-e2e-small", max_tokens: 77, messages: [{ role: "user", content: "hi" }] })
-    expect(bodyOf(only(anthropicUp)).max_tokens).toBe(77)
+    expect(bodyOf(only(fakes.anthropic)).max_tokens).toBe(77)
   })
 
   it("sends x-api-key and the gateway's anthropic-version, never the caller's bearer header", async () => {
     await openaiClient().chat.completions.create({ model: "claude-e2e-model", messages: [{ role: "user", content: "hi" }] })
-    const rec = only(anthropicUp)
+    const rec = only(fakes.anthropic)
     expect(rec.headers["anthropic-version"]).toBe("2023-06-01")
     expectAuth(rec, "anthropic")
   })
@@ -319,8 +304,8 @@ describe("openai → anthropic request translation", () => {
 // ---------------------------------------------------------------------------
 
 const anthropicCallerCases = [
-  { pair: "anthropic → anthropic", model: "claude-e2e-model", upstream: () => anthropicUp, provider: "anthropic" as const },
-  { pair: "anthropic → openai", model: "gpt-4o", upstream: () => openaiUp, provider: "openai" as const }
+  { pair: "anthropic → anthropic", model: "claude-e2e-model", upstream: () => fakes.anthropic, provider: "anthropic" as const },
+  { pair: "anthropic → openai", model: "gpt-4o", upstream: () => fakes.openai, provider: "openai" as const }
 ]
 
 for (const c of anthropicCallerCases) {
@@ -453,7 +438,7 @@ describe("anthropic → anthropic headers", () => {
       max_tokens: 50,
       messages: [{ role: "user", content: "hi" }]
     })
-    const rec = only(anthropicUp)
+    const rec = only(fakes.anthropic)
     expect(rec.headers["anthropic-version"]).toBe("2026-10-21")
     expect(rec.headers["anthropic-beta"]).toBe("tools-2024-04-04")
     expectAuth(rec, "anthropic")
@@ -498,7 +483,7 @@ describe("openai caller ← anthropic provider: content and tool calls", () => {
     const call = final.choices[0].message.tool_calls![0] as { function: { name: string; arguments: string } }
     expect(call.function.name).toBe("get_weather")
     expect(JSON.parse(call.function.arguments)).toEqual({ city: "Paris" })
-    anthropicPreamble.reset()
+    fakes.anthropicPreamble.reset()
     const chunks = await rawChunks("/v1/chat/completions", {
       model: "claude-preamble",
       stream: true,
@@ -511,7 +496,7 @@ describe("openai caller ← anthropic provider: content and tool calls", () => {
   })
 
   it("two streamed tool_use blocks become tool calls 0 and 1 with their own arguments", async () => {
-    anthropicUp.script({
+    fakes.anthropic.script({
       kind: "sse",
       events: anthropicStream({
         model: "claude-e2e-model",
@@ -577,7 +562,7 @@ describe("openai caller ← anthropic provider: content and tool calls", () => {
       ]
     })
     expect(completion.choices[0].message.content).toBe("echo: Paris: 18C Rome: 24C")
-    const body = bodyOf(only(anthropicUp))
+    const body = bodyOf(only(fakes.anthropic))
     expect(body.messages.map((m: Json) => m.role)).toEqual(["user", "assistant", "user"])
     expect(body.messages[1].content.map((b: Json) => [b.type, b.id, b.input])).toEqual([
       ["tool_use", "call_p1", { city: "Paris" }],
@@ -600,7 +585,7 @@ describe("openai caller ← anthropic provider: content and tool calls", () => {
       ]
     })
     expect(completion.choices[0].message.content).toBe("echo: sunny")
-    const body = bodyOf(only(anthropicUp))
+    const body = bodyOf(only(fakes.anthropic))
     const useId = body.messages[1].content[0].id
     expect(useId).toMatch(/^[a-zA-Z0-9_-]+$/)
     expect(body.messages[2].content[0].tool_use_id).toBe(useId)
@@ -619,7 +604,7 @@ describe("anthropic caller ← openai provider: content and tool calls", () => {
   })
 
   it("two streamed OpenAI tool calls become two tool_use blocks with their own inputs and the final usage", async () => {
-    openaiUp.script({
+    fakes.openai.script({
       kind: "sse",
       events: openAiStream({
         model: "gpt-4o",
@@ -651,7 +636,7 @@ describe("anthropic caller ← openai provider: content and tool calls", () => {
     })
     expect(message.stop_reason).toBe("max_tokens")
     expect(message.content).toEqual([expect.objectContaining({ type: "text", text: "echo: one" })])
-    const body = bodyOf(only(openaiUp))
+    const body = bodyOf(only(fakes.openai))
     expect(body.stop).toEqual(["HALT"])
     expect(body).not.toHaveProperty("stop_sequences")
   })
@@ -672,7 +657,7 @@ describe("tool_choice across formats", () => {
       tool_choice: { type: "function", function: { name: "get_time" } }
     })
     expect((completion.choices[0].message.tool_calls![0] as { function: { name: string } }).function.name).toBe("get_time")
-    expect(bodyOf(only(anthropicUp)).tool_choice).toMatchObject({ type: "tool", name: "get_time" })
+    expect(bodyOf(only(fakes.anthropic)).tool_choice).toMatchObject({ type: "tool", name: "get_time" })
   })
 
   it("an OpenAI caller's tool_choice none keeps Anthropic from calling a tool", async () => {
@@ -684,7 +669,7 @@ describe("tool_choice across formats", () => {
     })
     expect(completion.choices[0].message.tool_calls ?? []).toHaveLength(0)
     expect(completion.choices[0].message.content).toBe("echo: Weather? use tool")
-    expect(bodyOf(only(anthropicUp)).tool_choice).toMatchObject({ type: "none" })
+    expect(bodyOf(only(fakes.anthropic)).tool_choice).toMatchObject({ type: "none" })
   })
 
   it("an Anthropic caller's tool_choice any makes OpenAI call a tool (required)", async () => {
@@ -697,7 +682,7 @@ describe("tool_choice across formats", () => {
     })
     expect(message.stop_reason).toBe("tool_use")
     expect(message.content.some((b) => b.type === "tool_use")).toBe(true)
-    expect(bodyOf(only(openaiUp)).tool_choice).toBe("required")
+    expect(bodyOf(only(fakes.openai)).tool_choice).toBe("required")
   })
 
   it("an Anthropic caller forcing one tool gets that tool called by OpenAI", async () => {
@@ -709,7 +694,7 @@ describe("tool_choice across formats", () => {
       tool_choice: { type: "tool", name: "get_time" }
     })
     expect(message.content.find((b) => b.type === "tool_use")).toMatchObject({ name: "get_time" })
-    expect(bodyOf(only(openaiUp)).tool_choice).toEqual({ type: "function", function: { name: "get_time" } })
+    expect(bodyOf(only(fakes.openai)).tool_choice).toEqual({ type: "function", function: { name: "get_time" } })
   })
 })
 
@@ -720,7 +705,7 @@ describe("anthropic → openai headers", () => {
       max_tokens: 50,
       messages: [{ role: "user", content: "hi" }]
     })
-    const rec = only(openaiUp)
+    const rec = only(fakes.openai)
     expect(rec.headers["anthropic-version"]).toBeUndefined()
     expect(rec.headers["anthropic-beta"]).toBeUndefined()
     expectAuth(rec, "openai")

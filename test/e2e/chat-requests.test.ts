@@ -5,45 +5,27 @@
  */
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream, RecordedRequest } from "../fixtures/fake-upstream.ts"
-import { startGateway, waitForRequestLogs } from "./harness.ts"
+import { gatewayWithFakes, startGateway, waitForRequestLogs } from "./harness.ts"
 import type { RunningGateway } from "./harness.ts"
 
 const CONFIGURED = { openai: "sk-configured-openai", anthropic: "sk-configured-anthropic", azure: "configured-azure-key" }
 const CALLER_KEY = "sk-caller-byok-5678"
 
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let azureUp: FakeUpstream
-let gw: RunningGateway
-
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  azureUp = await startFakeUpstream({ kind: "azure" })
-  gw = await startGateway(
-    {
-      providers: {
-        openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "env::REQ_OPENAI_KEY" },
-        anthropic: { base_url: anthropicUp.url, models: ["claude-e2e-model"], credential: "env::REQ_ANTHROPIC_KEY" },
-        azure: { base_url: azureUp.url, models: ["my-deployment"], api_version: "2024-10-21", credential: "env::REQ_AZURE_KEY" }
-      },
-      routing: { retry: { max_retries: 0 } }
+const { fakes, gateway: gw } = gatewayWithFakes(
+  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" }, azure: { kind: "azure" } },
+  (fakes) => ({
+    providers: {
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o"], credential: "env::REQ_OPENAI_KEY" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e-model"], credential: "env::REQ_ANTHROPIC_KEY" },
+      azure: { base_url: fakes.azure.url, models: ["my-deployment"], api_version: "2024-10-21", credential: "env::REQ_AZURE_KEY" }
     },
-    { REQ_OPENAI_KEY: CONFIGURED.openai, REQ_ANTHROPIC_KEY: CONFIGURED.anthropic, REQ_AZURE_KEY: CONFIGURED.azure }
-  )
-})
-afterAll(async () => {
-  await gw.close()
-  await Promise.all([openaiUp.close(), anthropicUp.close(), azureUp.close()])
-})
-beforeEach(() => {
-  openaiUp.reset()
-  anthropicUp.reset()
-  azureUp.reset()
-})
+    routing: { retry: { max_retries: 0 } }
+  }),
+  { REQ_OPENAI_KEY: CONFIGURED.openai, REQ_ANTHROPIC_KEY: CONFIGURED.anthropic, REQ_AZURE_KEY: CONFIGURED.azure }
+)
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -107,7 +89,7 @@ describe("bring-your-own-key", () => {
   it("a caller's Authorization: Bearer replaces the configured OpenAI key", async () => {
     const reply = await post("/v1/chat/completions", chat, { authorization: `Bearer ${CALLER_KEY}` })
     expect(reply.status).toBe(200)
-    const rec = only(openaiUp)
+    const rec = only(fakes.openai)
     expect(rec.headers.authorization).toBe(`Bearer ${CALLER_KEY}`)
     expect(JSON.stringify(rec.headers)).not.toContain(CONFIGURED.openai)
   })
@@ -115,7 +97,7 @@ describe("bring-your-own-key", () => {
   it("a caller's bearer key reaches Anthropic as x-api-key, not as Authorization", async () => {
     const reply = await post("/v1/chat/completions", { ...chat, model: "claude-e2e-model" }, { authorization: `Bearer ${CALLER_KEY}` })
     expect(reply.status).toBe(200)
-    const rec = only(anthropicUp)
+    const rec = only(fakes.anthropic)
     expect(rec.headers["x-api-key"]).toBe(CALLER_KEY)
     expect(rec.headers.authorization).toBeUndefined()
     expect(JSON.stringify(rec.headers)).not.toContain(CONFIGURED.anthropic)
@@ -124,7 +106,7 @@ describe("bring-your-own-key", () => {
   it("a caller's bearer key reaches Azure as api-key on the deployment URL", async () => {
     const reply = await post("/v1/chat/completions", { ...chat, model: "my-deployment" }, { authorization: `Bearer ${CALLER_KEY}` })
     expect(reply.status).toBe(200)
-    const rec = only(azureUp)
+    const rec = only(fakes.azure)
     expect(rec.path).toBe("/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21")
     expect(rec.headers["api-key"]).toBe(CALLER_KEY)
     expect(rec.headers.authorization).toBeUndefined()
@@ -134,7 +116,7 @@ describe("bring-your-own-key", () => {
   it("a messages-style caller's x-api-key reaches OpenAI as a bearer token", async () => {
     const reply = await post("/v1/messages", { ...messages, model: "gpt-4o" }, { "x-api-key": CALLER_KEY, "anthropic-version": "2023-06-01" })
     expect(reply.status).toBe(200)
-    const rec = only(openaiUp)
+    const rec = only(fakes.openai)
     expect(rec.headers.authorization).toBe(`Bearer ${CALLER_KEY}`)
     expect(rec.headers["x-api-key"]).toBeUndefined()
   })
@@ -142,17 +124,17 @@ describe("bring-your-own-key", () => {
   it("a messages-style caller's x-api-key reaches Anthropic as x-api-key", async () => {
     const reply = await post("/v1/messages", messages, { "x-api-key": CALLER_KEY, "anthropic-version": "2023-06-01" })
     expect(reply.status).toBe(200)
-    const rec = only(anthropicUp)
+    const rec = only(fakes.anthropic)
     expect(rec.headers["x-api-key"]).toBe(CALLER_KEY)
     expect(rec.headers.authorization).toBeUndefined()
   })
 
   for (const [label, body, fake, check] of [
-    ["OpenAI gets the configured env:: key as a bearer token", chat, () => openaiUp, (rec: RecordedRequest) => expect(rec.headers.authorization).toBe(`Bearer ${CONFIGURED.openai}`)],
+    ["OpenAI gets the configured env:: key as a bearer token", chat, () => fakes.openai, (rec: RecordedRequest) => expect(rec.headers.authorization).toBe(`Bearer ${CONFIGURED.openai}`)],
     [
       "Anthropic gets the configured env:: key as x-api-key",
       { ...chat, model: "claude-e2e-model" },
-      () => anthropicUp,
+      () => fakes.anthropic,
       (rec: RecordedRequest) => {
         expect(rec.headers["x-api-key"]).toBe(CONFIGURED.anthropic)
         expect(rec.headers.authorization).toBeUndefined()
@@ -161,7 +143,7 @@ describe("bring-your-own-key", () => {
     [
       "Azure gets the configured env:: key as api-key",
       { ...chat, model: "my-deployment" },
-      () => azureUp,
+      () => fakes.azure,
       (rec: RecordedRequest) => {
         expect(rec.headers["api-key"]).toBe(CONFIGURED.azure)
         expect(rec.headers.authorization).toBeUndefined()
@@ -178,7 +160,7 @@ describe("bring-your-own-key", () => {
   it("with no caller key on /v1/messages, the configured Anthropic key is used", async () => {
     const reply = await post("/v1/messages", messages, { "anthropic-version": "2023-06-01" })
     expect(reply.status).toBe(200)
-    expect(only(anthropicUp).headers["x-api-key"]).toBe(CONFIGURED.anthropic)
+    expect(only(fakes.anthropic).headers["x-api-key"]).toBe(CONFIGURED.anthropic)
   })
 })
 
@@ -198,7 +180,7 @@ describe("response_format to a messages-style provider", () => {
       expect(reply.json!.error.type).toBe("invalid_request_error")
       expect(reply.json!.error.message).toContain(responseFormat.type)
       expect(reply.headers.get("x-gw-error-code")).toBeNull()
-      expect(anthropicUp.requests).toHaveLength(0)
+      expect(fakes.anthropic.requests).toHaveLength(0)
     })
   }
 
@@ -207,7 +189,7 @@ describe("response_format to a messages-style provider", () => {
     expect(reply.status).toBe(400)
     expect(reply.headers.get("content-type")).toContain("application/json")
     expectOpenAiEnvelope(reply)
-    expect(anthropicUp.requests).toHaveLength(0)
+    expect(fakes.anthropic.requests).toHaveLength(0)
   })
 
   it("the openai SDK surfaces the refusal as a BadRequestError", async () => {
@@ -222,13 +204,13 @@ describe("response_format to a messages-style provider", () => {
   it("response_format text is accepted and the request goes through", async () => {
     const reply = await post("/v1/chat/completions", { ...chat, model: "claude-e2e-model", response_format: { type: "text" } })
     expect(reply.status).toBe(200)
-    expect(only(anthropicUp).json).not.toHaveProperty("response_format")
+    expect(only(fakes.anthropic).json).not.toHaveProperty("response_format")
   })
 
   it("json_object to an OpenAI provider is forwarded", async () => {
     const reply = await post("/v1/chat/completions", { ...chat, response_format: { type: "json_object" } })
     expect(reply.status).toBe(200)
-    expect((only(openaiUp).json as Json).response_format).toEqual({ type: "json_object" })
+    expect((only(fakes.openai).json as Json).response_format).toEqual({ type: "json_object" })
   })
 })
 
@@ -240,7 +222,7 @@ describe("fields that cannot be carried across", () => {
     const reply = await post("/v1/chat/completions", { ...chat, model: "claude-e2e-model", seed: 42, logprobs: true })
     expect(reply.status).toBe(200)
     expect(droppedOf(reply)).toEqual(expect.arrayContaining(["seed", "logprobs"]))
-    const body = only(anthropicUp).json as Json
+    const body = only(fakes.anthropic).json as Json
     expect(body).not.toHaveProperty("seed")
     expect(body).not.toHaveProperty("logprobs")
   })
@@ -260,14 +242,14 @@ describe("fields that cannot be carried across", () => {
     const reply = await post("/v1/messages", { ...messages, model: "gpt-4o", top_k: 5 }, { "anthropic-version": "2023-06-01" })
     expect(reply.status).toBe(200)
     expect(droppedOf(reply)).toContain("top_k")
-    expect(only(openaiUp).json).not.toHaveProperty("top_k")
+    expect(only(fakes.openai).json).not.toHaveProperty("top_k")
   })
 
   it("the same fields to a same-format provider are forwarded and nothing is reported dropped", async () => {
     const reply = await post("/v1/chat/completions", { ...chat, seed: 42, logprobs: true })
     expect(reply.status).toBe(200)
     expect(reply.headers.get("x-gw-dropped-params")).toBeNull()
-    expect(only(openaiUp).json).toMatchObject({ seed: 42, logprobs: true })
+    expect(only(fakes.openai).json).toMatchObject({ seed: 42, logprobs: true })
   })
 })
 
@@ -284,7 +266,7 @@ describe("malformed input", () => {
     // Gateway-originated, not a provider error: no classification headers.
     expect(reply.headers.get("x-gw-error-code")).toBeNull()
     expect(reply.headers.get("x-gw-upstream-provider")).toBeNull()
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
   })
 
   it("a non-JSON body on /v1/messages is a 400 in the Anthropic envelope", async () => {
@@ -297,7 +279,7 @@ describe("malformed input", () => {
     const reply = await post("/v1/chat/completions", { messages: chat.messages })
     expect(reply.status).toBe(400)
     expectOpenAiEnvelope(reply, "invalid_request")
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
   })
 
   it("a body without model is a 400 on /v1/messages", async () => {
@@ -313,7 +295,7 @@ describe("malformed input", () => {
     expect(reply.json!.error.message).toContain("no-such-model")
     expect(reply.headers.get("x-gw-upstream-provider")).toBeNull()
     expect(reply.headers.get("x-gw-error-code")).toBeNull()
-    expect(openaiUp.requests.length + anthropicUp.requests.length + azureUp.requests.length).toBe(0)
+    expect(fakes.openai.requests.length + fakes.anthropic.requests.length + fakes.azure.requests.length).toBe(0)
   })
 
   it("an unknown model on /v1/messages is a 404 not_found_error in the Anthropic envelope", async () => {
@@ -350,21 +332,21 @@ describe("malformed input", () => {
     const reply = await post("/v1/chat/completions", { ...chat, stream: "yes" })
     expect(reply.status).toBe(400)
     expectOpenAiEnvelope(reply, "invalid_request")
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
   })
 
   it("a completions-style body with invalid messages bound for Anthropic is a 400 from the gateway, never sent", async () => {
     const reply = await post("/v1/chat/completions", { model: "claude-e2e-model", messages: "not a list" })
     expect(reply.status).toBe(400)
     expectOpenAiEnvelope(reply, "invalid_request")
-    expect(anthropicUp.requests).toHaveLength(0)
+    expect(fakes.anthropic.requests).toHaveLength(0)
   })
 
   it("a messages-style body without max_tokens bound for OpenAI is a 400 in the Anthropic envelope", async () => {
     const reply = await post("/v1/messages", { model: "gpt-4o", messages: [{ role: "user", content: "hi" }] })
     expect(reply.status).toBe(400)
     expectAnthropicEnvelope(reply, "invalid_request_error")
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
   })
 
   it("x-genai-sdk: bogus is a 400", async () => {
@@ -372,7 +354,7 @@ describe("malformed input", () => {
     expect(reply.status).toBe(400)
     expectOpenAiEnvelope(reply, "invalid_request")
     expect(reply.json!.error.message).toContain("x-genai-sdk")
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
   })
 })
 
@@ -389,7 +371,7 @@ describe("x-genai-sdk overrides the endpoint's format", () => {
     expect(reply.status).toBe(200)
     expect(reply.json).toMatchObject({ type: "message", role: "assistant", stop_reason: "end_turn" })
     expect(reply.json!.content).toEqual([{ type: "text", text: "echo: hello from a messages body" }])
-    const body = only(openaiUp).json as Json
+    const body = only(fakes.openai).json as Json
     expect(body.messages[0]).toEqual({ role: "system", content: "Be brief." })
     expect(body.max_tokens ?? body.max_completion_tokens).toBe(60)
     expect(body).not.toHaveProperty("system")
@@ -419,7 +401,7 @@ describe("x-genai-sdk overrides the endpoint's format", () => {
     expect(reply.status).toBe(200)
     expect(reply.json).toMatchObject({ object: "chat.completion" })
     expect(reply.json!.choices[0].message.content).toBe("echo: yo")
-    const body = only(anthropicUp).json as Json
+    const body = only(fakes.anthropic).json as Json
     expect(body.max_tokens).toBe(4096)
   })
 
@@ -427,7 +409,7 @@ describe("x-genai-sdk overrides the endpoint's format", () => {
     const reply = await post("/v1/chat/completions", { ...chat, model: "my-deployment" }, { "x-genai-sdk": "azure" })
     expect(reply.status).toBe(200)
     expect(reply.json).toMatchObject({ object: "chat.completion" })
-    const rec = only(azureUp)
+    const rec = only(fakes.azure)
     expect(Object.keys(rec.headers).filter((h) => h.startsWith("x-genai-"))).toEqual([])
   })
 })
@@ -466,7 +448,7 @@ describe("x-request-id", () => {
     const bad = await post("/v1/chat/completions", "nope", { "x-request-id": "caller-req-bad" })
     const unknown = await post("/v1/messages", { ...messages, model: "nope" }, { "x-request-id": "caller-req-404" })
     const route = await post("/v1/nowhere", {}, { "x-request-id": "caller-req-route" })
-    openaiUp.script({ kind: "error", status: 500 })
+    fakes.openai.script({ kind: "error", status: 500 })
     const upstream = await post("/v1/chat/completions", chat, { "x-request-id": "caller-req-500" })
     expect([bad.status, unknown.status, route.status, upstream.status]).toEqual([400, 404, 404, 502])
     expect(bad.headers.get("x-request-id")).toBe("caller-req-bad")
@@ -581,7 +563,7 @@ describe("request log line", () => {
   })
 
   it("an upstream error is logged with its status, provider and classification", async () => {
-    openaiUp.script({ kind: "error", status: 429, type: "tokens", code: "rate_limit_exceeded" })
+    fakes.openai.script({ kind: "error", status: 429, type: "tokens", code: "rate_limit_exceeded" })
     const line = await logged(() => post("/v1/chat/completions", chat))
     expect(line).toMatchObject({ provider: "openai", model: "gpt-4o", attempts: 1, status: 429, error_code: "rate_limit" })
   })

@@ -6,38 +6,23 @@
  */
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { anthropicErrorBody, openAiErrorBody, startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
+import { gatewayWithFakes, startGateway } from "./harness.ts"
 import type { RunningGateway } from "./harness.ts"
 
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let gw: RunningGateway
-
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  gw = await startGateway(
-    {
-      providers: {
-        openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "env::ERR_OPENAI_KEY" },
-        anthropic: { base_url: anthropicUp.url, models: ["claude-e2e-model"], credential: "env::ERR_ANTHROPIC_KEY" }
-      },
-      routing: { retry: { max_retries: 0 } }
+const { fakes, gateway: gw } = gatewayWithFakes(
+  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" } },
+  (fakes) => ({
+    providers: {
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o"], credential: "env::ERR_OPENAI_KEY" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e-model"], credential: "env::ERR_ANTHROPIC_KEY" }
     },
-    { ERR_OPENAI_KEY: "sk-err-openai", ERR_ANTHROPIC_KEY: "sk-err-anthropic" }
-  )
-})
-afterAll(async () => {
-  await gw.close()
-  await Promise.all([openaiUp.close(), anthropicUp.close()])
-})
-beforeEach(() => {
-  openaiUp.reset()
-  anthropicUp.reset()
-})
+    routing: { retry: { max_retries: 0 } }
+  }),
+  { ERR_OPENAI_KEY: "sk-err-openai", ERR_ANTHROPIC_KEY: "sk-err-anthropic" }
+)
 
 type Json = Record<string, any>
 type Family = "openai" | "anthropic"
@@ -73,7 +58,7 @@ const call = async (caller: Family, provider: Family, stream = false): Promise<R
   return { status: res.status, headers: res.headers, text, json }
 }
 
-const fakeOf = (provider: Family): FakeUpstream => (provider === "openai" ? openaiUp : anthropicUp)
+const fakeOf = (provider: Family): FakeUpstream => (provider === "openai" ? fakes.openai : fakes.anthropic)
 
 interface Row {
   /** What the caller notices, used as the test name. */
@@ -303,7 +288,7 @@ describe("upstream errors by classification", () => {
   }
 
   it("docs/reference/gateway-spec.md §7.3 example exactly: upstream 529 overloaded_error to an OpenAI caller", async () => {
-    anthropicUp.script({ kind: "error", status: 529, body: anthropicErrorBody(529, "Overloaded", "overloaded_error", "req_011abc") })
+    fakes.anthropic.script({ kind: "error", status: 529, body: anthropicErrorBody(529, "Overloaded", "overloaded_error", "req_011abc") })
     const reply = await call("openai", "anthropic")
     expect(reply.status).toBe(529)
     expect(reply.headers.get("x-gw-error-code")).toBe("overloaded")
@@ -311,7 +296,7 @@ describe("upstream errors by classification", () => {
   })
 
   it("a streaming request that fails before any byte gets the plain error response, not a stream", async () => {
-    anthropicUp.script({ kind: "error", status: 529, body: anthropicErrorBody(529, "Overloaded") })
+    fakes.anthropic.script({ kind: "error", status: 529, body: anthropicErrorBody(529, "Overloaded") })
     const reply = await call("openai", "anthropic", true)
     expect(reply.status).toBe(529)
     expect(reply.headers.get("content-type")).toContain("application/json")
@@ -323,7 +308,7 @@ describe("upstream errors by classification", () => {
 describe("Retry-After and the provider header", () => {
   it("an upstream Retry-After given as an HTTP date is re-emitted as integer seconds", async () => {
     const at = new Date(Date.now() + 20_000).toUTCString()
-    openaiUp.script({ kind: "error", status: 429, body: openAiErrorBody(429), headers: { "retry-after": at } })
+    fakes.openai.script({ kind: "error", status: 429, body: openAiErrorBody(429), headers: { "retry-after": at } })
     const reply = await call("openai", "openai")
     expect(reply.status).toBe(429)
     const value = reply.headers.get("retry-after")
@@ -333,7 +318,7 @@ describe("Retry-After and the provider header", () => {
   })
 
   it("the openai SDK sees a RateLimitError whose headers carry Retry-After", async () => {
-    openaiUp.script({ kind: "error", status: 429, body: openAiErrorBody(429), headers: { "retry-after": "9" } })
+    fakes.openai.script({ kind: "error", status: 429, body: openAiErrorBody(429), headers: { "retry-after": "9" } })
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "k", maxRetries: 0 })
     const error = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(OpenAI.RateLimitError)
@@ -342,7 +327,7 @@ describe("Retry-After and the provider header", () => {
   })
 
   it("the anthropic SDK sees an overloaded 529 as an APIError with status 529", async () => {
-    anthropicUp.script({ kind: "error", status: 529, body: anthropicErrorBody(529, "Overloaded") })
+    fakes.anthropic.script({ kind: "error", status: 529, body: anthropicErrorBody(529, "Overloaded") })
     const client = new Anthropic({ baseURL: gw.url, apiKey: "k", maxRetries: 0 })
     const error = await client.messages.create({ model: "claude-e2e-model", max_tokens: 5, messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(Anthropic.APIError)
@@ -427,13 +412,13 @@ describe("upstream 5xx", () => {
   }
 
   it("the redacted message never reaches the gateway's log lines either", async () => {
-    openaiUp.script({ kind: "error", status: 500, body: openAiErrorBody(500, `crash at ${SECRET}`) })
+    fakes.openai.script({ kind: "error", status: 500, body: openAiErrorBody(500, `crash at ${SECRET}`) })
     await call("openai", "openai")
     expect(JSON.stringify(gw.logs)).not.toContain(SECRET)
   })
 
   it("the openai SDK sees a 502 InternalServerError", async () => {
-    openaiUp.script({ kind: "error", status: 500, body: openAiErrorBody(500, `crash at ${SECRET}`) })
+    fakes.openai.script({ kind: "error", status: 500, body: openAiErrorBody(500, `crash at ${SECRET}`) })
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "k", maxRetries: 0 })
     const error = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(OpenAI.InternalServerError)
@@ -442,7 +427,7 @@ describe("upstream 5xx", () => {
   })
 
   it("the anthropic SDK sees a 502 InternalServerError", async () => {
-    anthropicUp.script({ kind: "error", status: 500, body: anthropicErrorBody(500, `stack trace ${SECRET}`) })
+    fakes.anthropic.script({ kind: "error", status: 500, body: anthropicErrorBody(500, `stack trace ${SECRET}`) })
     const client = new Anthropic({ baseURL: gw.url, apiKey: "k", maxRetries: 0 })
     const error = await client.messages.create({ model: "claude-e2e-model", max_tokens: 5, messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(Anthropic.InternalServerError)

@@ -8,47 +8,25 @@
  */
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import {
-  anthropicEvent,
-  anthropicStartMessage,
-  anthropicStreamError,
-  openAiChunk,
-  openAiStreamError,
-  startFakeUpstream
-} from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import { describe, expect, it } from "vitest"
+import { anthropicEvent, anthropicStartMessage, anthropicStreamError, openAiChunk, openAiStreamError } from "../fixtures/fake-upstream.ts"
+import { gatewayWithFakes } from "./harness.ts"
 
 type Family = "openai" | "anthropic"
 type Json = Record<string, any>
 
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let gw: RunningGateway
-
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  gw = await startGateway({
+const { fakes, gateway: gw } = gatewayWithFakes(
+  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" } },
+  (fakes) => ({
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "gpt-4o-patient"], credential: "none", timeout_ms: 300 },
-      anthropic: { base_url: anthropicUp.url, models: ["claude-e2e-model", "claude-patient"], credential: "none", timeout_ms: 300 }
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "gpt-4o-patient"], credential: "none", timeout_ms: 300 },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e-model", "claude-patient"], credential: "none", timeout_ms: 300 }
     },
     // The "patient" models never time out during a test: only the caller can end their streams.
     models: { "gpt-4o-patient": { timeout_ms: 20000 }, "claude-patient": { timeout_ms: 20000 } },
     routing: { retry: { max_retries: 0 } }
   })
-})
-afterAll(async () => {
-  await gw.close()
-  await Promise.all([openaiUp.close(), anthropicUp.close()])
-})
-beforeEach(() => {
-  openaiUp.reset()
-  anthropicUp.reset()
-})
+)
 
 // ---------------------------------------------------------------------------
 // Upstream frames and raw SSE reading
@@ -70,7 +48,7 @@ const anthropicPartial = (): string[] => [
 ]
 
 const partialFor = (provider: Family) => (provider === "openai" ? openAiPartial() : anthropicPartial())
-const fakeOf = (provider: Family) => (provider === "openai" ? openaiUp : anthropicUp)
+const fakeOf = (provider: Family) => (provider === "openai" ? fakes.openai : fakes.anthropic)
 const modelOf = (provider: Family, patient = false) =>
   provider === "openai" ? (patient ? "gpt-4o-patient" : "gpt-4o") : patient ? "claude-patient" : "claude-e2e-model"
 
@@ -267,7 +245,7 @@ for (const { caller, provider, path } of pairs) {
 
 describe("upstream error event before any output (normalized path)", () => {
   it("Anthropic overloaded_error as the first event reaches an OpenAI caller as an HTTP 529, not a stream", async () => {
-    anthropicUp.script({ kind: "sse", events: [anthropicStreamError("overloaded_error", "Overloaded")] })
+    fakes.anthropic.script({ kind: "sse", events: [anthropicStreamError("overloaded_error", "Overloaded")] })
     const { path, body } = requestFor("openai", "claude-e2e-model")
     const res = await fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
     const json = (await res.json()) as Json
@@ -280,7 +258,7 @@ describe("upstream error event before any output (normalized path)", () => {
 
 describe("upstream in-band error mid-stream", () => {
   it("Anthropic `event: error` to an OpenAI caller becomes data: {error} carrying the upstream message, no [DONE]", async () => {
-    anthropicUp.script({ kind: "sse", events: [...anthropicPartial(), anthropicStreamError("overloaded_error", "Overloaded")] })
+    fakes.anthropic.script({ kind: "sse", events: [...anthropicPartial(), anthropicStreamError("overloaded_error", "Overloaded")] })
     const s = await rawStream("openai", "claude-e2e-model")
     const error = expectOpenAiErrorFrameLast(s)
     expect(error.message).toBe("Overloaded")
@@ -289,14 +267,14 @@ describe("upstream in-band error mid-stream", () => {
 
   it("Anthropic `event: error` to an Anthropic caller is forwarded verbatim, nothing appended", async () => {
     const events = [...anthropicPartial(), anthropicStreamError("overloaded_error", "Overloaded")]
-    anthropicUp.script({ kind: "sse", events })
+    fakes.anthropic.script({ kind: "sse", events })
     const s = await rawStream("anthropic", "claude-e2e-model")
     expectAnthropicErrorFrameLast(s)
     expect(s.text).toBe(events.join(""))
   })
 
   it("OpenAI data: {error} to an Anthropic caller becomes event: error carrying the upstream message, no message_stop", async () => {
-    openaiUp.script({ kind: "sse", events: [...openAiPartial(), openAiStreamError("The server had an error while processing your request.")] })
+    fakes.openai.script({ kind: "sse", events: [...openAiPartial(), openAiStreamError("The server had an error while processing your request.")] })
     const s = await rawStream("anthropic", "gpt-4o")
     const error = expectAnthropicErrorFrameLast(s)
     expect(error.message).toBe("The server had an error while processing your request.")
@@ -305,7 +283,7 @@ describe("upstream in-band error mid-stream", () => {
 
   it("OpenAI data: {error} to an OpenAI caller is forwarded verbatim, nothing appended", async () => {
     const events = [...openAiPartial(), openAiStreamError("The server had an error while processing your request.")]
-    openaiUp.script({ kind: "sse", events })
+    fakes.openai.script({ kind: "sse", events })
     const s = await rawStream("openai", "gpt-4o")
     expectOpenAiErrorFrameLast(s)
     expect(s.text).toBe(events.join(""))
@@ -374,14 +352,14 @@ describe("the SDKs surface a mid-stream failure as an error", () => {
   }
 
   it("openai SDK: an OpenAI upstream torn mid-frame throws APIError, not a JSON parse error", async () => {
-    openaiUp.script({ kind: "sse", events: [...openAiPartial(), 'data: {"id":"chatcmpl-mid","object":"chat.comp'], thenError: "close" })
+    fakes.openai.script({ kind: "sse", events: [...openAiPartial(), 'data: {"id":"chatcmpl-mid","object":"chat.comp'], thenError: "close" })
     const { text, error } = await consumeOpenAi("gpt-4o")
     expect(text).toBe("Hello")
     expect(error).toBeInstanceOf(OpenAI.APIError)
   })
 
   it("openai SDK: an Anthropic in-band overloaded_error throws APIError with the upstream message", async () => {
-    anthropicUp.script({ kind: "sse", events: [...anthropicPartial(), anthropicStreamError("overloaded_error", "Overloaded")] })
+    fakes.anthropic.script({ kind: "sse", events: [...anthropicPartial(), anthropicStreamError("overloaded_error", "Overloaded")] })
     const { text, error } = await consumeOpenAi("claude-e2e-model")
     expect(text).toBe("Hello")
     expect(error).toBeInstanceOf(OpenAI.APIError)
@@ -389,12 +367,12 @@ describe("the SDKs surface a mid-stream failure as an error", () => {
   })
 
   it("openai SDK: aborting a translated stream after the first chunk closes the upstream connection", async () => {
-    anthropicUp.script({ kind: "sse", events: anthropicPartial(), thenError: "hang" })
+    fakes.anthropic.script({ kind: "sse", events: anthropicPartial(), thenError: "hang" })
     const stream = await openai().chat.completions.create({ model: "claude-patient", messages: [{ role: "user", content: "hi" }], stream: true })
     for await (const _chunk of stream) {
       stream.controller.abort()
       break
     }
-    await anthropicUp.waitForClosedEarly(1, 3000)
+    await fakes.anthropic.waitForClosedEarly(1, 3000)
   })
 })

@@ -4,10 +4,11 @@
  * `[defaults.provider]`).
  */
 import OpenAI from "openai"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway, waitForRequestLogs } from "./harness.ts"
+import { closedPort } from "../fixtures/otlp-receiver.ts"
+import { gatewayWithFakes, startGateway, waitForRequestLogs } from "./harness.ts"
 import type { RunningGateway } from "./harness.ts"
 
 type Json = Record<string, any>
@@ -53,35 +54,18 @@ const expectEnvelope = (reply: Reply, caller: Family) => {
 }
 
 describe("network failures and timeouts", () => {
-  let openaiUp: FakeUpstream
-  let anthropicUp: FakeUpstream
-  let refusedUrl: string
-  let gw: RunningGateway
-
-  beforeAll(async () => {
-    openaiUp = await startFakeUpstream({ kind: "openai" })
-    anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-    // A port that was just listening and is now closed: connections are refused.
-    const gone = await startFakeUpstream({ kind: "openai" })
-    refusedUrl = gone.url
-    await gone.close()
-    gw = await startGateway({
+  const { fakes, gateway: gw } = gatewayWithFakes(
+    { openai: { kind: "openai" }, anthropic: { kind: "anthropic" } },
+    async (fakes) => ({
       providers: {
-        openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o"], credential: "none", timeout_ms: 300 },
-        anthropic: { base_url: anthropicUp.url, models: ["claude-e2e-model"], credential: "none", timeout_ms: 300 },
-        closed: { kind: "openai", base_url: `${refusedUrl}/v1`, models: ["gpt-closed"], credential: "none", timeout_ms: 300 }
+        openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o"], credential: "none", timeout_ms: 300 },
+        anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e-model"], credential: "none", timeout_ms: 300 },
+        // A port that was just listening and is now closed: connections are refused.
+        closed: { kind: "openai", base_url: `http://127.0.0.1:${await closedPort()}/v1`, models: ["gpt-closed"], credential: "none", timeout_ms: 300 }
       },
       routing: { retry: { max_retries: 0 } }
     })
-  })
-  afterAll(async () => {
-    await gw.close()
-    await Promise.all([openaiUp.close(), anthropicUp.close()])
-  })
-  beforeEach(() => {
-    openaiUp.reset()
-    anthropicUp.reset()
-  })
+  )
 
   const cases: Array<{ caller: Family; provider: Family }> = [
     { caller: "openai", provider: "openai" },
@@ -89,7 +73,7 @@ describe("network failures and timeouts", () => {
     { caller: "anthropic", provider: "anthropic" },
     { caller: "anthropic", provider: "openai" }
   ]
-  const fakeOf = (p: Family) => (p === "openai" ? openaiUp : anthropicUp)
+  const fakeOf = (p: Family) => (p === "openai" ? fakes.openai : fakes.anthropic)
   const modelOf = (p: Family) => (p === "openai" ? "gpt-4o" : "claude-e2e-model")
 
   for (const { caller, provider } of cases) {
@@ -127,16 +111,16 @@ describe("network failures and timeouts", () => {
   })
 
   it("a non-streamed answer whose body stalls past timeout_ms on the normalized path is a 504, never a success", async () => {
-    openaiUp.script(stalledBody())
+    fakes.openai.script(stalledBody())
     const reply = await post(gw.url, "anthropic", "gpt-4o")
     expect(reply.status).toBe(504)
     expect(reply.headers.get("x-gw-error-code")).toBe("upstream")
     expectEnvelope(reply, "anthropic")
-    await openaiUp.waitForClosedEarly(1, 3000)
+    await fakes.openai.waitForClosedEarly(1, 3000)
   })
 
   it("a non-streamed answer whose body stalls past timeout_ms on the fast path makes the SDK call fail, never succeed", async () => {
-    openaiUp.script(stalledBody())
+    fakes.openai.script(stalledBody())
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "k", maxRetries: 0, timeout: 5000 })
     const outcome = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "x" }] }).then(
       (completion) => ({ ok: true as const, completion }),
@@ -144,11 +128,11 @@ describe("network failures and timeouts", () => {
     )
     // The 200 head was already forwarded: the gateway can only cut the connection, which the SDK reports as a failure.
     expect(outcome.ok).toBe(false)
-    await openaiUp.waitForClosedEarly(1, 3000)
+    await fakes.openai.waitForClosedEarly(1, 3000)
   })
 
   it("a connection dropped as soon as the headers arrive is 502 upstream", async () => {
-    openaiUp.script({ kind: "drop", immediate: true })
+    fakes.openai.script({ kind: "drop", immediate: true })
     const reply = await post(gw.url, "openai", "gpt-4o")
     expect(reply.status).toBe(502)
     expect(reply.headers.get("x-gw-error-code")).toBe("upstream")
@@ -156,7 +140,7 @@ describe("network failures and timeouts", () => {
   })
 
   it("a streaming request whose upstream never answers is a 504 JSON error, not a stream", async () => {
-    anthropicUp.script({ kind: "hang" })
+    fakes.anthropic.script({ kind: "hang" })
     const reply = await post(gw.url, "openai", "claude-e2e-model", true)
     expect(reply.status).toBe(504)
     expect(reply.headers.get("content-type")).toContain("application/json")
@@ -173,7 +157,7 @@ describe("network failures and timeouts", () => {
   })
 
   it("the openai SDK surfaces a timeout as a 504 APIError", async () => {
-    openaiUp.script({ kind: "delay", ms: 1500 })
+    fakes.openai.script({ kind: "delay", ms: 1500 })
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "k", maxRetries: 0 })
     const error = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(OpenAI.APIError)
@@ -181,7 +165,7 @@ describe("network failures and timeouts", () => {
   })
 
   it("a timeout is logged with status 504 and error_code upstream", async () => {
-    openaiUp.script({ kind: "delay", ms: 1500 })
+    fakes.openai.script({ kind: "delay", ms: 1500 })
     const before = gw.requestLogs().length
     await post(gw.url, "openai", "gpt-4o")
     const logs = await waitForRequestLogs(gw, before + 1)

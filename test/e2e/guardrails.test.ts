@@ -7,50 +7,34 @@
  */
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI, { toFile } from "openai"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway, waitForRequestLogs } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import { beforeAll, describe, expect, it } from "vitest"
+import { gatewayWithFakes, waitForRequestLogs } from "./harness.ts"
 
 const EMAIL = "alice.secret@example.com"
 const TERM = "Project Nightingale"
 
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let cohereUp: FakeUpstream
-let geminiUp: FakeUpstream
-let gateway: RunningGateway
-let openai: OpenAI
-let anthropic: Anthropic
-
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  cohereUp = await startFakeUpstream({ kind: "cohere" })
-  geminiUp = await startFakeUpstream({ kind: "generic" })
-  gateway = await startGateway({
+const { fakes, gateway } = gatewayWithFakes(
+  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" }, cohere: { kind: "cohere" }, gemini: { kind: "generic" } },
+  (fakes) => ({
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "text-embedding-3-small", "gpt-image-1", "tts-1", "whisper-1"], credential: "none" },
-      anthropic: { base_url: anthropicUp.url, models: ["claude-e2e"], credential: "none" },
-      cohere: { base_url: cohereUp.url, models: ["rerank-v3.5"], credential: "none" },
-      gemini: { base_url: geminiUp.url, credential: "none" }
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "text-embedding-3-small", "gpt-image-1", "tts-1", "whisper-1"], credential: "none" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e"], credential: "none" },
+      cohere: { base_url: fakes.cohere.url, models: ["rerank-v3.5"], credential: "none" },
+      gemini: { base_url: fakes.gemini.url, credential: "none" }
     },
     security: { enabled: true, blocklist: [TERM, "zanzibar"], output_guardrails: true },
     routing: { retry: { max_retries: 0 } }
   })
+)
+let openai: OpenAI
+let anthropic: Anthropic
+
+beforeAll(() => {
   openai = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0 })
   anthropic = new Anthropic({ baseURL: gateway.url, apiKey: "unused", maxRetries: 0 })
 })
-afterAll(async () => {
-  await gateway.close()
-  await Promise.all([openaiUp, anthropicUp, cohereUp, geminiUp].map((fake) => fake.close()))
-})
-beforeEach(() => {
-  for (const fake of [openaiUp, anthropicUp, cohereUp, geminiUp]) fake.reset()
-})
 
-const upstreamCount = () => openaiUp.requests.length + anthropicUp.requests.length + cohereUp.requests.length + geminiUp.requests.length
+const upstreamCount = () => fakes.openai.requests.length + fakes.anthropic.requests.length + fakes.cohere.requests.length + fakes.gemini.requests.length
 
 interface Refusal {
   readonly status: number
@@ -170,15 +154,15 @@ describe("what is not scanned reaches the provider byte for byte", () => {
     const native = JSON.stringify({ contents: [{ parts: [{ text: `mail ${EMAIL}` }] }] })
     const response = await fetch(`${gateway.url}/v1/gemini/models/x:generateContent`, { method: "POST", headers: { "content-type": "application/json" }, body: native })
     expect(response.status).not.toBe(400)
-    expect(openaiUp.requests.some((request) => request.multipart?.files.some((file) => file.content?.equals(audio)))).toBe(true)
-    expect(openaiUp.requests.some((request) => request.multipart?.files.some((file) => file.content?.equals(upload)))).toBe(true)
-    expect(geminiUp.requests[0].body.toString("utf8")).toBe(native)
+    expect(fakes.openai.requests.some((request) => request.multipart?.files.some((file) => file.content?.equals(audio)))).toBe(true)
+    expect(fakes.openai.requests.some((request) => request.multipart?.files.some((file) => file.content?.equals(upload)))).toBe(true)
+    expect(fakes.gemini.requests[0].body.toString("utf8")).toBe(native)
   })
 })
 
 describe("output guardrails", () => {
   it("a non-streamed answer holding PII is withheld: 422, nothing of it in the body, usage logged", async () => {
-    openaiUp.script({ kind: "reply", text: `Sure, write to ${EMAIL} for access.` })
+    fakes.openai.script({ kind: "reply", text: `Sure, write to ${EMAIL} for access.` })
     const refusal = await refusalOf(openai.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "who do I ask?" }] }))
     expect(refusal.status).toBe(422)
     expect(refusal.json).toMatchObject({ code: "output_guardrail_violation" })
@@ -191,14 +175,14 @@ describe("output guardrails", () => {
   })
 
   it("the same through translation, to an Anthropic caller", async () => {
-    openaiUp.script({ kind: "reply", text: `the codename is ${TERM}` })
+    fakes.openai.script({ kind: "reply", text: `the codename is ${TERM}` })
     const refusal = await refusalOf(anthropic.messages.create({ model: "gpt-4o", max_tokens: 50, messages: [{ role: "user", content: "tell me" }] }))
     expect(refusal).toMatchObject({ status: 422, json: { type: "error", error: { code: "output_guardrail_violation" } } })
     expect(refusal.body.toLowerCase()).not.toContain("nightingale")
   })
 
   it("a violating stream arrives whole, and the log line records the violation", async () => {
-    anthropicUp.script({ kind: "reply", text: `your card 4111 1111 1111 1111 is on file` })
+    fakes.anthropic.script({ kind: "reply", text: `your card 4111 1111 1111 1111 is on file` })
     const final = await anthropic.messages.stream({ model: "claude-e2e", max_tokens: 50, messages: [{ role: "user", content: "which card?" }] }).finalMessage()
     expect(final.content[0]).toMatchObject({ type: "text", text: "your card 4111 1111 1111 1111 is on file" })
     const line = (await waitForRequestLogs(gateway, 1)).at(-1)!

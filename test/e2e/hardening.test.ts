@@ -8,46 +8,35 @@ import OpenAI from "openai"
 import { connect } from "node:net"
 import type { Socket } from "node:net"
 import type { ServerResponse } from "node:http"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
 import { anthropicEvent, anthropicStartMessage, openAiChunk, startFakeUpstream } from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream, ScriptContext } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
-
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let geminiUp: FakeUpstream
-let gateway: RunningGateway
-let openai: OpenAI
-let anthropic: Anthropic
+import type { ScriptContext } from "../fixtures/fake-upstream.ts"
+import { gatewayWithFakes, startGateway } from "./harness.ts"
 
 const KEY = "sk-configured-secret-0123456789"
 
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  geminiUp = await startFakeUpstream({ kind: "generic" })
-  gateway = await startGateway({
+const { fakes, gateway } = gatewayWithFakes(
+  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" }, gemini: { kind: "generic" } },
+  (fakes) => ({
     server: { body_idle_timeout_secs: 1, max_body_bytes: 1024 * 1024, max_upload_bytes: 1024 * 1024 },
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "gpt-4o-quick"], credential: "env::OPENAI_KEY" },
-      anthropic: { base_url: anthropicUp.url, models: ["claude-e2e"], credential: "env::OPENAI_KEY" },
-      gemini: { base_url: geminiUp.url, credential: "env::OPENAI_KEY" }
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "gpt-4o-quick"], credential: "env::OPENAI_KEY" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e"], credential: "env::OPENAI_KEY" },
+      gemini: { base_url: fakes.gemini.url, credential: "env::OPENAI_KEY" }
     },
     models: { "gpt-4o-quick": { timeout_ms: 300 } },
     targets: { gpt: { model: "gpt-4o" }, claude: { model: "claude-e2e" } },
     routes: { gpt_then_claude: { endpoint: "chat", models: ["gpt-then-claude"], strategy: "fallback", targets: ["gpt", "claude"], retry: { max_retries: 0 } } },
     routing: { retry: { max_retries: 0 } }
-  }, { OPENAI_KEY: KEY })
+  }),
+  { OPENAI_KEY: KEY }
+)
+let openai: OpenAI
+let anthropic: Anthropic
+
+beforeAll(() => {
   openai = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
   anthropic = new Anthropic({ baseURL: gateway.url, apiKey: "unused", maxRetries: 0, defaultHeaders: { "x-api-key": null } })
-})
-afterAll(async () => {
-  await gateway.close()
-  await Promise.all([openaiUp.close(), anthropicUp.close(), geminiUp.close()])
-})
-beforeEach(() => {
-  for (const fake of [openaiUp, anthropicUp, geminiUp]) fake.reset()
 })
 
 const custom = (handle: (res: ServerResponse, ctx: ScriptContext) => void | Promise<void>) => ({
@@ -90,7 +79,7 @@ const rawExchange = (request: string | Buffer, options: { keepWriting?: () => Bu
 
 describe("a non-streamed success is committed only when it is whole and good", () => {
   it("an upstream that stalls mid-body is a timeout (504), not a truncated 200", async () => {
-    openaiUp.script(custom((res) => {
+    fakes.openai.script(custom((res) => {
       res.writeHead(200, { "content-type": "application/json", "content-length": String(completion.length) })
       res.write(completion.slice(0, 20))
     }))
@@ -101,7 +90,7 @@ describe("a non-streamed success is committed only when it is whole and good", (
   })
 
   it("an upstream that resets mid-body fails over to the next target", async () => {
-    openaiUp.script(custom((res, ctx) => {
+    fakes.openai.script(custom((res, ctx) => {
       res.writeHead(200, { "content-type": "application/json" })
       res.write(completion.slice(0, 30))
       setTimeout(() => ctx.res.socket?.destroy(), 10)
@@ -112,19 +101,19 @@ describe("a non-streamed success is committed only when it is whole and good", (
   })
 
   it("a 200 with garbage is a 502 that says the response was invalid, in the caller's format", async () => {
-    openaiUp.script({ kind: "json", body: "this is not json {", headers: { "content-type": "application/json" } })
+    fakes.openai.script({ kind: "json", body: "this is not json {", headers: { "content-type": "application/json" } })
     const response = await chat(ask)
     expect(response.status).toBe(502)
     const body = await response.json() as { error: { message: string } }
     expect(body.error.message).toBe("provider sent an invalid response (upstream sent a response that is not valid JSON)")
-    openaiUp.script({ kind: "json", body: "<html>oops</html>", headers: { "content-type": "text/html" } })
+    fakes.openai.script({ kind: "json", body: "<html>oops</html>", headers: { "content-type": "text/html" } })
     const translated = await anthropic.messages.create({ model: "gpt-4o", max_tokens: 5, messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
     expect(translated).toMatchObject({ status: 502, error: { type: "error", error: { type: "api_error" } } })
     expect(JSON.stringify((translated as { error: unknown }).error)).not.toContain("status 502")
   })
 
   it("a streamed 200 whose events stop parsing ends with the error frame", async () => {
-    openaiUp.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "" }), openAiChunk({ content: "Hel" }), "data: {not json\n\n", openAiChunk({ content: "lo" })] })
+    fakes.openai.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "" }), openAiChunk({ content: "Hel" }), "data: {not json\n\n", openAiChunk({ content: "lo" })] })
     const response = await chat({ ...ask, stream: true })
     const text = await response.text()
     expect(text).toContain('"content":"Hel"')
@@ -137,7 +126,7 @@ describe("a non-streamed success is committed only when it is whole and good", (
 
 describe("1xx and 3xx are not answers", () => {
   it("an interim 102 is skipped; the caller gets the final answer", async () => {
-    openaiUp.script(custom((res) => {
+    fakes.openai.script(custom((res) => {
       res.writeProcessing()
       setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).end(completion), 20)
     }))
@@ -147,28 +136,28 @@ describe("1xx and 3xx are not answers", () => {
   })
 
   it("a redirect is never followed nor handed over: 502 upstream, no Location", async () => {
-    openaiUp.script(custom((res) => {
+    fakes.openai.script(custom((res) => {
       res.writeHead(307, { location: "http://203.0.113.7/v1/chat/completions" }).end()
     }))
     const response = await chat(ask, {}, "/v1/chat/completions")
     expect(response.status).toBe(502)
     expect(response.headers.get("location")).toBeNull()
     expect(((await response.json()) as { error: { message: string } }).error.message).toBe("provider returned status 307")
-    expect(openaiUp.requests.length).toBe(1)
+    expect(fakes.openai.requests.length).toBe(1)
   })
 })
 
 describe("one huge event", () => {
   const big = "z".repeat(5 * 1024 * 1024)
   it("a 5 MB event passes the same-format path whole", async () => {
-    openaiUp.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "" }), openAiChunk({ content: big }), openAiChunk({}, { finishReason: "stop" }), "data: [DONE]\n\n"] })
+    fakes.openai.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "" }), openAiChunk({ content: big }), openAiChunk({}, { finishReason: "stop" }), "data: [DONE]\n\n"] })
     const text = await (await chat({ ...ask, stream: true })).text()
     expect(text.length).toBeGreaterThan(big.length)
     expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true)
   })
 
   it("a 5 MB event is translated whole", async () => {
-    openaiUp.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "" }), openAiChunk({ content: big }), openAiChunk({}, { finishReason: "stop" }), "data: [DONE]\n\n"] })
+    fakes.openai.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "" }), openAiChunk({ content: big }), openAiChunk({}, { finishReason: "stop" }), "data: [DONE]\n\n"] })
     const message = await anthropic.messages.stream({ model: "gpt-4o", max_tokens: 5, messages: [{ role: "user", content: "x" }] }).finalMessage()
     expect(message.content[0]).toMatchObject({ type: "text" })
     expect((message.content[0] as { text: string }).text.length).toBe(big.length)
@@ -176,17 +165,22 @@ describe("one huge event", () => {
 })
 
 describe("limits that cannot be bypassed", () => {
+  /** A request body sent chunked (no content-length), one piece each time the gateway reads. */
+  const chunked = (chunks: Array<Buffer>) => ({
+    body: new ReadableStream({ pull(controller) {
+      const next = chunks.shift()
+      if (next === undefined) controller.close()
+      else controller.enqueue(next)
+    } }),
+    duplex: "half"
+  })
+
   it("a chunked passthrough body past max_body_bytes is stopped with 413", async () => {
     const chunks = Array.from({ length: 40 }, () => Buffer.alloc(64 * 1024, 97))
     const response = await fetch(`${gateway.url}/v1/gemini/models/x:generateContent`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: new ReadableStream({ pull(controller) {
-        const next = chunks.shift()
-        if (next === undefined) controller.close()
-        else controller.enqueue(next)
-      } }),
-      duplex: "half"
+      ...chunked(chunks)
     } as RequestInit).catch((e: unknown) => e)
     if (response instanceof Response) {
       expect(response.status).toBe(413)
@@ -204,12 +198,7 @@ describe("limits that cannot be bypassed", () => {
     const response = await fetch(`${gateway.url}/v1/files`, {
       method: "POST",
       headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
-      body: new ReadableStream({ pull(controller) {
-        const next = chunks.shift()
-        if (next === undefined) controller.close()
-        else controller.enqueue(next)
-      } }),
-      duplex: "half"
+      ...chunked(chunks)
     } as RequestInit).catch((e: unknown) => e)
     if (response instanceof Response) expect(response.status).toBe(413)
     else expect(String(response)).toMatch(/fetch failed|other side closed|socket/i)
@@ -255,7 +244,7 @@ describe("limits that cannot be bypassed", () => {
       expect(response.status).toBe(400)
       expect(JSON.stringify(await response.json())).toContain("128 levels")
     }
-    expect(openaiUp.requests.length + anthropicUp.requests.length).toBe(0)
+    expect(fakes.openai.requests.length + fakes.anthropic.requests.length).toBe(0)
   })
 
   it("an out-of-range number and a model given twice are refused", async () => {
@@ -266,7 +255,7 @@ describe("limits that cannot be bypassed", () => {
     expect(((await twice.json()) as { error: { message: string } }).error.message).toContain('"model" is given twice')
     const valueNamedModel = await fetch(`${gateway.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"model":"gpt-4o","messages":[{"role":"user","content":"x","name":"model"}]}' })
     expect(valueNamedModel.status).toBe(200)
-    expect(openaiUp.requests.length).toBe(1)
+    expect(fakes.openai.requests.length).toBe(1)
   })
 
   it("nothing the caller sent is reflected without bound", async () => {
@@ -296,7 +285,7 @@ describe("browsers cannot spend the configured key", () => {
       expect(response.status).toBe(415)
       expect(response.headers.get("access-control-allow-origin")).toBeNull()
     }
-    expect(openaiUp.requests.length).toBe(0)
+    expect(fakes.openai.requests.length).toBe(0)
   })
 
   it("a CORS preflight is not answered with permission", async () => {
@@ -313,19 +302,19 @@ describe("configured secrets stay secret", () => {
   })
 
   it("a 401 that echoes the key is relayed with the key masked, same format and translated", async () => {
-    openaiUp.script(echoKey(401))
+    fakes.openai.script(echoKey(401))
     const same = await chat(ask)
     expect(same.status).toBe(401)
     const sameText = await same.text()
     expect(sameText).not.toContain(KEY)
     expect(sameText).toContain("Incorrect API key provided: [redacted]")
-    openaiUp.script(echoKey(401))
+    fakes.openai.script(echoKey(401))
     const translated = await anthropic.messages.create({ model: "gpt-4o", max_tokens: 5, messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
     expect(JSON.stringify((translated as { error: unknown }).error)).not.toContain(KEY)
   })
 
   it("a passthrough error that echoes the key is masked too", async () => {
-    geminiUp.script(echoKey(403))
+    fakes.gemini.script(echoKey(403))
     const response = await fetch(`${gateway.url}/v1/gemini/models/x:generateContent`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
     expect(response.status).toBe(403)
     expect(await response.text()).not.toContain(KEY)
@@ -340,7 +329,7 @@ describe("hop-by-hop headers", () => {
         `x-private-hop: secret\r\nsec-websocket-key: abc\r\nx-kept: yes\r\ncontent-length: ${body.length}\r\n\r\n${body}`
     )
     expect(text).toMatch(/^HTTP\/1\.1 200/)
-    const headers = openaiUp.requests[0].headers
+    const headers = fakes.openai.requests[0].headers
     expect(headers["x-private-hop"]).toBeUndefined()
     expect(headers["sec-websocket-key"]).toBeUndefined()
     expect(headers["x-kept"]).toBe("yes")

@@ -6,44 +6,30 @@
 import OpenAI from "openai"
 import { connect } from "node:net"
 import type { ServerResponse } from "node:http"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { ECHO_LIMIT } from "../../src/domain/index.ts"
 import { MAX_JSON_DEPTH } from "../../src/http/json-guard.ts"
 import { HOLD_LIMIT } from "../../src/pipeline/forward/index.ts"
-import { openAiChunk, openAiStreamError, startFakeUpstream } from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream, ScriptContext } from "../fixtures/fake-upstream.ts"
-import { startGateway, waitForRequestLogs } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import { openAiChunk, openAiStreamError } from "../fixtures/fake-upstream.ts"
+import type { ScriptContext } from "../fixtures/fake-upstream.ts"
+import { gatewayWithFakes, waitForRequestLogs } from "./harness.ts"
 
 const MAX_BODY = 4096
 const MAX_UPLOAD = 8192
 
-let openaiUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let gateway: RunningGateway
-
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  gateway = await startGateway({
+const { fakes, gateway } = gatewayWithFakes(
+  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" } },
+  (fakes) => ({
     server: { max_body_bytes: MAX_BODY, max_upload_bytes: MAX_UPLOAD, header_timeout_secs: 1, client_idle_timeout_secs: 1 },
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "text-embedding-3-small"], credential: "none" },
-      anthropic: { base_url: anthropicUp.url, models: ["claude-e2e"], credential: "none" }
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "text-embedding-3-small"], credential: "none" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e"], credential: "none" }
     },
     targets: { gpt: { model: "gpt-4o" }, claude: { model: "claude-e2e" } },
     routes: { gpt_then_claude: { endpoint: "chat", models: ["gpt-then-claude"], strategy: "fallback", targets: ["gpt", "claude"], retry: { max_retries: 0 } } },
     routing: { retry: { max_retries: 0 } }
   })
-})
-afterAll(async () => {
-  await gateway.close()
-  await Promise.all([openaiUp.close(), anthropicUp.close()])
-})
-beforeEach(() => {
-  openaiUp.reset()
-  anthropicUp.reset()
-})
+)
 
 const post = (path: string, body: string | Uint8Array, headers: Record<string, string> = { "content-type": "application/json" }) =>
   fetch(`${gateway.url}${path}`, { method: "POST", headers, body })
@@ -74,7 +60,7 @@ describe("server.max_upload_bytes", () => {
     expect((await post("/v1/files", exact.body, exact.headers)).status).toBe(200)
     const over = form(MAX_UPLOAD + 1)
     expect((await post("/v1/files", over.body, over.headers)).status).toBe(413)
-    expect(openaiUp.requests.length).toBe(1)
+    expect(fakes.openai.requests.length).toBe(1)
   })
 })
 
@@ -114,7 +100,7 @@ describe("server.header_timeout_secs", () => {
 describe("server.client_idle_timeout_secs", () => {
   it("a caller that stops reading a stream is disconnected, and the upstream request closed", async () => {
     // An upstream that writes as fast as it may: the caller's buffers fill, then nothing moves.
-    openaiUp.script({
+    fakes.openai.script({
       kind: "custom",
       handle: ({ res }: ScriptContext) =>
         new Promise<void>((resolve) => {
@@ -136,7 +122,7 @@ describe("server.client_idle_timeout_secs", () => {
     socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
     // A paused caller never reads the gateway's close; the upstream side shows it.
     socket.pause()
-    await openaiUp.waitForClosedEarly(1, 10_000)
+    await fakes.openai.waitForClosedEarly(1, 10_000)
     const logs = await waitForRequestLogs(gateway, gateway.requestLogs().length || 1)
     expect(logs.at(-1)).toMatchObject({ path: "/v1/chat/completions", aborted: true })
     socket.destroy()
@@ -152,11 +138,11 @@ describe(`held non-stream bodies (${HOLD_LIMIT} bytes)`, () => {
     }
   })
   it("a body up to the hold limit is checked before it is sent: garbage is a 502", async () => {
-    openaiUp.script(garbage(HOLD_LIMIT))
+    fakes.openai.script(garbage(HOLD_LIMIT))
     expect((await post("/v1/embeddings", JSON.stringify({ model: "text-embedding-3-small", input: "x" }))).status).toBe(502)
   })
   it("a body past the hold limit is streamed as it comes, unchecked", async () => {
-    openaiUp.script(garbage(HOLD_LIMIT + 1))
+    fakes.openai.script(garbage(HOLD_LIMIT + 1))
     const response = await post("/v1/embeddings", JSON.stringify({ model: "text-embedding-3-small", input: "x" }))
     expect(response.status).toBe(200)
     expect((await response.arrayBuffer()).byteLength).toBe(HOLD_LIMIT + 1)
@@ -167,7 +153,7 @@ describe("a stream's preamble (1 MiB)", () => {
   const role = openAiChunk({ role: "assistant", content: "" })
   const preamble = (bytes: number) => Array.from({ length: Math.ceil(bytes / role.length) }, () => role)
   it("an error after a preamble under 1 MiB is still the attempt's failure: the next target answers", async () => {
-    openaiUp.script({ kind: "sse", events: [...preamble(900 * 1024), openAiStreamError()] })
+    fakes.openai.script({ kind: "sse", events: [...preamble(900 * 1024), openAiStreamError()] })
     const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "x", maxRetries: 0 })
     const stream = await client.chat.completions.create({ model: "gpt-then-claude", stream: true, messages: [{ role: "user", content: "after" }] })
     let text = ""
@@ -175,10 +161,10 @@ describe("a stream's preamble (1 MiB)", () => {
     expect(text).toBe("echo: after")
   })
   it("a preamble over 1 MiB commits the stream: a later error is the stream's error frame", async () => {
-    openaiUp.script({ kind: "sse", events: [...preamble(1100 * 1024), openAiStreamError()] })
+    fakes.openai.script({ kind: "sse", events: [...preamble(1100 * 1024), openAiStreamError()] })
     const response = await post("/v1/chat/completions", JSON.stringify({ model: "gpt-then-claude", stream: true, messages: [{ role: "user", content: "x" }] }))
     expect(response.status).toBe(200)
     expect(await response.text()).toContain('data: {"error":')
-    expect(anthropicUp.requests.length).toBe(0)
+    expect(fakes.anthropic.requests.length).toBe(0)
   })
 })

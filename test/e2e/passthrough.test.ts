@@ -6,22 +6,14 @@
  */
 import { createHash, randomBytes } from "node:crypto"
 import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 import { Readable } from "node:stream"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { sseData } from "../fixtures/fake-upstream.ts"
-import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream, ScriptContext } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import type { ScriptContext } from "../fixtures/fake-upstream.ts"
+import { closedPort } from "../fixtures/otlp-receiver.ts"
+import { gatewayWithFakes } from "./harness.ts"
 
 type Json = Record<string, any>
-
-let geminiUp: FakeUpstream
-let bedrockUp: FakeUpstream
-let cohereUp: FakeUpstream
-let gateway: RunningGateway
-let closedPort: number
 
 /** Answers with exactly these bytes, status and headers. */
 const answer = (status: number, headers: Record<string, string>, body: string | Buffer) => ({
@@ -32,38 +24,23 @@ const answer = (status: number, headers: Record<string, string>, body: string | 
   }
 })
 
-beforeAll(async () => {
-  geminiUp = await startFakeUpstream({ kind: "generic" })
-  bedrockUp = await startFakeUpstream({ kind: "generic" })
-  cohereUp = await startFakeUpstream({ kind: "cohere" })
-  // A port with nothing listening: bind, note the port, close.
-  const probe = Http.createServer()
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve))
-  closedPort = (probe.address() as AddressInfo).port
-  await new Promise((resolve) => probe.close(resolve))
-  gateway = await startGateway({
+const { fakes, gateway } = gatewayWithFakes(
+  { gemini: { kind: "generic" }, bedrock: { kind: "generic" }, cohere: { kind: "cohere" } },
+  async (fakes) => ({
     providers: {
-      gemini: { base_url: `${geminiUp.url}/v1beta`, credential: "env::GEMINI_KEY" },
-      "gemini-down": { kind: "gemini", base_url: `http://127.0.0.1:${closedPort}`, credential: "env::GEMINI_KEY" },
-      bedrock: { base_url: bedrockUp.url, credential: "env::BEDROCK_TOKEN" },
-      cohere: { base_url: cohereUp.url, models: ["rerank-v3.5"], credential: "none" }
+      gemini: { base_url: `${fakes.gemini.url}/v1beta`, credential: "env::GEMINI_KEY" },
+      "gemini-down": { kind: "gemini", base_url: `http://127.0.0.1:${await closedPort()}`, credential: "env::GEMINI_KEY" },
+      bedrock: { base_url: fakes.bedrock.url, credential: "env::BEDROCK_TOKEN" },
+      cohere: { base_url: fakes.cohere.url, models: ["rerank-v3.5"], credential: "none" }
     }
-  }, { GEMINI_KEY: "gemini-config-key", BEDROCK_TOKEN: "bedrock-config-token" })
-})
-
-afterAll(async () => {
-  await gateway.close()
-  await Promise.all([geminiUp.close(), bedrockUp.close(), cohereUp.close()])
-})
-
-beforeEach(() => {
-  for (const fake of [geminiUp, bedrockUp, cohereUp]) fake.reset()
-})
+  }),
+  { GEMINI_KEY: "gemini-config-key", BEDROCK_TOKEN: "bedrock-config-token" }
+)
 
 describe("passthrough", () => {
   it("forwards method, path rest, query and body byte for byte and answers with the upstream bytes", async () => {
     const upstreamBody = '{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],  "usageMetadata":{"totalTokenCount":3}}\n'
-    geminiUp.script(answer(200, { "content-type": "application/json; charset=UTF-8", "x-goog-trace": "t1" }, upstreamBody))
+    fakes.gemini.script(answer(200, { "content-type": "application/json; charset=UTF-8", "x-goog-trace": "t1" }, upstreamBody))
     const requestBody = '{"contents":[{"parts":[{"text":"hello"}]}] , "odd":  "spacing"}'
     const response = await fetch(`${gateway.url}/v1/gemini/models/gemini-2.0-flash:generateContent?foo=bar%20baz&x=1+2`, {
       method: "POST",
@@ -84,7 +61,7 @@ describe("passthrough", () => {
     expect(response.headers.get("x-goog-trace")).toBe("t1")
     expect(await response.text()).toBe(upstreamBody)
 
-    const seen = geminiUp.requests[0]
+    const seen = fakes.gemini.requests[0]
     expect(seen.method).toBe("POST")
     expect(seen.path).toBe("/v1beta/models/gemini-2.0-flash:generateContent?foo=bar%20baz&x=1+2")
     expect(seen.body.toString()).toBe(requestBody)
@@ -98,15 +75,15 @@ describe("passthrough", () => {
   })
 
   it("drops a credential passed in Gemini's ?key= query parameter and keeps the rest of the query", async () => {
-    geminiUp.script(answer(200, { "content-type": "application/json" }, "{}"))
+    fakes.gemini.script(answer(200, { "content-type": "application/json" }, "{}"))
     await fetch(`${gateway.url}/v1/gemini/models?pageSize=5&key=caller-key&pageToken=abc`)
-    expect(geminiUp.requests[0].path).toBe("/v1beta/models?pageSize=5&pageToken=abc")
-    expect(geminiUp.requests[0].method).toBe("GET")
+    expect(fakes.gemini.requests[0].path).toBe("/v1beta/models?pageSize=5&pageToken=abc")
+    expect(fakes.gemini.requests[0].method).toBe("GET")
   })
 
   it("streams an SSE response through byte for byte", async () => {
     const events = [sseData({ candidates: [{ content: { parts: [{ text: "Hel" }] } }] }), sseData({ candidates: [{ content: { parts: [{ text: "lo" }] } }] })]
-    geminiUp.script({ kind: "sse", events, delayMs: 5 })
+    fakes.gemini.script({ kind: "sse", events, delayMs: 5 })
     const response = await fetch(`${gateway.url}/v1/gemini/models/gemini-2.0-flash:streamGenerateContent?alt=sse`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -115,12 +92,12 @@ describe("passthrough", () => {
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/)
     expect(await response.text()).toBe(events.join(""))
-    expect(geminiUp.requests[0].path).toBe("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse")
+    expect(fakes.gemini.requests[0].path).toBe("/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse")
   })
 
   it("returns an upstream JSON error byte for byte with its status and the classification headers", async () => {
     const errorBody = '{\n  "error": {\n    "code": 429,\n    "message": "Resource has been exhausted",\n    "status": "RESOURCE_EXHAUSTED"\n  }\n}\n'
-    geminiUp.script(answer(429, { "content-type": "application/json; charset=UTF-8", "retry-after": "7" }, errorBody))
+    fakes.gemini.script(answer(429, { "content-type": "application/json; charset=UTF-8", "retry-after": "7" }, errorBody))
     const response = await fetch(`${gateway.url}/v1/gemini/models/x:generateContent`, { method: "POST", body: "{}" })
     expect(response.status).toBe(429)
     expect(response.headers.get("content-type")).toBe("application/json; charset=UTF-8")
@@ -132,7 +109,7 @@ describe("passthrough", () => {
 
   it("returns an error body larger than 64 KB whole, byte for byte, classified from its start", async () => {
     const errorBody = JSON.stringify({ error: { code: 400, message: "bad request", status: "INVALID_ARGUMENT", details: "d".repeat(300 * 1024) } })
-    geminiUp.script(answer(400, { "content-type": "application/json" }, errorBody))
+    fakes.gemini.script(answer(400, { "content-type": "application/json" }, errorBody))
     const response = await fetch(`${gateway.url}/v1/gemini/models/x:generateContent`, { method: "POST", body: "{}" })
     expect(response.status).toBe(400)
     expect(response.headers.get("x-gw-error-code")).toBe("bad_request")
@@ -142,7 +119,7 @@ describe("passthrough", () => {
   })
 
   it("returns an upstream 5xx with a non-JSON body as it came (no redaction on passthrough)", async () => {
-    bedrockUp.script(answer(503, { "content-type": "text/plain" }, "service unavailable, try later"))
+    fakes.bedrock.script(answer(503, { "content-type": "text/plain" }, "service unavailable, try later"))
     const response = await fetch(`${gateway.url}/v1/bedrock/model/m/invoke`, { method: "POST", body: "{}" })
     expect(response.status).toBe(503)
     expect(response.headers.get("content-type")).toBe("text/plain")
@@ -152,7 +129,7 @@ describe("passthrough", () => {
   })
 
   it("sends Bedrock the bearer API key and keeps escaped characters of the model id in the path", async () => {
-    bedrockUp.script(answer(200, { "content-type": "application/json" }, '{"output":{"message":{}}}'))
+    fakes.bedrock.script(answer(200, { "content-type": "application/json" }, '{"output":{"message":{}}}'))
     const path = "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123%3Ainference-profile%2Fus.anthropic.claude/converse"
     const response = await fetch(`${gateway.url}/v1/bedrock${path}`, {
       method: "POST",
@@ -160,14 +137,14 @@ describe("passthrough", () => {
       body: '{"messages":[]}'
     })
     expect(response.status).toBe(200)
-    const seen = bedrockUp.requests[0]
+    const seen = fakes.bedrock.requests[0]
     expect(seen.path).toBe(path)
     expect(seen.headers.authorization).toBe("Bearer bedrock-config-token")
     expect(seen.headers).not.toHaveProperty("x-amz-security-token")
   })
 
   it("streams a large request body upstream intact", async () => {
-    bedrockUp.script(answer(200, { "content-type": "application/json" }, "{}"))
+    fakes.bedrock.script(answer(200, { "content-type": "application/json" }, "{}"))
     const chunks = Array.from({ length: 80 }, () => randomBytes(64 * 1024))
     const hash = createHash("sha256")
     for (const chunk of chunks) hash.update(chunk)
@@ -178,7 +155,7 @@ describe("passthrough", () => {
     })
     response.resume()
     expect(response.statusCode).toBe(200)
-    const seen = bedrockUp.requests[0]
+    const seen = fakes.bedrock.requests[0]
     expect(seen.method).toBe("PUT")
     expect(seen.bodySize).toBe(80 * 64 * 1024)
     expect(seen.bodySha256).toBe(hash.digest("hex"))
@@ -193,8 +170,8 @@ describe("passthrough", () => {
     expect(response.status).toBe(200)
     const body = (await response.json()) as Json
     expect(body.results[0].index).toBe(0)
-    expect(cohereUp.requests[0].path).toBe("/v2/rerank")
-    expect(cohereUp.requests[0].headers.authorization).toBe("Bearer caller-cohere-key")
+    expect(fakes.cohere.requests[0].path).toBe("/v2/rerank")
+    expect(fakes.cohere.requests[0].headers.authorization).toBe("Bearer caller-cohere-key")
   })
 
   it("picks among providers of a kind with x-genai-provider and answers 502 when the upstream is unreachable", async () => {
@@ -213,7 +190,7 @@ describe("passthrough", () => {
       response.resume()
       expect(response.statusCode).toBe(400)
     }
-    expect(geminiUp.requests).toHaveLength(0)
+    expect(fakes.gemini.requests).toHaveLength(0)
   })
 
   it("answers 404 naming the missing provider for a passthrough kind that is not configured", async () => {

@@ -1,9 +1,6 @@
 import OpenAI from "openai"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway, waitForRequestLogs } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import { beforeAll, describe, expect, it } from "vitest"
+import { gatewayWithFakes, waitForRequestLogs } from "./harness.ts"
 
 /**
  * `/v1/responses` with the official OpenAI SDK, against three kinds of provider:
@@ -11,40 +8,26 @@ import type { RunningGateway } from "./harness.ts"
  * OpenAI-compatible server without the Responses API (translated to Chat
  * Completions) and Anthropic (translated to Messages).
  */
-let openaiUp: FakeUpstream
-let compatUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let gateway: RunningGateway
-let client: OpenAI
-
-beforeAll(async () => {
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  compatUp = await startFakeUpstream({ kind: "openai" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  gateway = await startGateway({
+const { fakes, gateway } = gatewayWithFakes(
+  { openai: { kind: "openai" }, compat: { kind: "openai" }, anthropic: { kind: "anthropic" } },
+  (fakes) => ({
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-4o", "o4-mini"], credential: "env::OPENAI_KEY" },
-      compat: { kind: "openai", base_url: `${compatUp.url}/v1`, models: ["llama-compat"], credential: "env::OPENAI_KEY" },
-      anthropic: { base_url: anthropicUp.url, models: ["claude-e2e"], credential: "env::ANTHROPIC_KEY" }
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "o4-mini"], credential: "env::OPENAI_KEY" },
+      compat: { kind: "openai", base_url: `${fakes.compat.url}/v1`, models: ["llama-compat"], credential: "env::OPENAI_KEY" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e"], credential: "env::ANTHROPIC_KEY" }
     },
     targets: { native: { model: "gpt-4o" }, translated: { model: "claude-e2e" } },
     routes: {
       native_first: { endpoint: "chat", models: ["native-first"], strategy: "fallback", targets: ["native", "translated"], retry: { max_retries: 0, backoff_base_ms: 1 } },
       translated_first: { endpoint: "chat", models: ["translated-first"], strategy: "fallback", targets: ["translated", "native"], retry: { max_retries: 0, backoff_base_ms: 1 } }
     }
-  }, { OPENAI_KEY: "sk-openai-conf", ANTHROPIC_KEY: "sk-ant-conf" })
+  }),
+  { OPENAI_KEY: "sk-openai-conf", ANTHROPIC_KEY: "sk-ant-conf" }
+)
+let client: OpenAI
+
+beforeAll(() => {
   client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
-})
-afterAll(async () => {
-  await gateway.close()
-  await openaiUp.close()
-  await compatUp.close()
-  await anthropicUp.close()
-})
-beforeEach(() => {
-  openaiUp.reset()
-  compatUp.reset()
-  anthropicUp.reset()
 })
 
 const weatherTool = {
@@ -56,9 +39,9 @@ const weatherTool = {
 }
 
 const PROVIDERS = [
-  ["OpenAI's own Responses API", "gpt-4o", () => openaiUp],
-  ["an OpenAI-compatible server (translated to Chat Completions)", "llama-compat", () => compatUp],
-  ["an Anthropic provider", "claude-e2e", () => anthropicUp]
+  ["OpenAI's own Responses API", "gpt-4o", () => fakes.openai],
+  ["an OpenAI-compatible server (translated to Chat Completions)", "llama-compat", () => fakes.compat],
+  ["an Anthropic provider", "claude-e2e", () => fakes.anthropic]
 ] as const
 
 for (const [label, model, upstream] of PROVIDERS) {
@@ -157,10 +140,10 @@ describe("/v1/responses shapes", () => {
     expect(error).toMatchObject({ status: 400, error: { code: "unsupported_response_format", param: "text.format" } })
     expect((error as { message: string }).message).toContain("text.format")
     expect((error as { message: string }).message).not.toContain("response_format")
-    expect(anthropicUp.requests.length).toBe(0)
+    expect(fakes.anthropic.requests.length).toBe(0)
   })
   it("an upstream error reaches a Responses caller in the OpenAI envelope", async () => {
-    openaiUp.script({ kind: "error", status: 400, message: "bad input" })
+    fakes.openai.script({ kind: "error", status: 400, message: "bad input" })
     await expect(client.responses.create({ model: "gpt-4o", input: "x" })).rejects.toMatchObject({ status: 400 })
   })
 })
@@ -180,8 +163,8 @@ describe("Responses requests to OpenAI's own API go to its /responses, byte for 
     expect(second.status).toBe(200)
     expect(second.headers.get("x-gw-dropped-params")).toBeNull()
     expect(((await second.json()) as { previous_response_id: string }).previous_response_id).toBe(first.id)
-    expect(openaiUp.requests[1].pathname).toBe("/v1/responses")
-    expect(openaiUp.requests[1].body.toString("utf8")).toBe(raw)
+    expect(fakes.openai.requests[1].pathname).toBe("/v1/responses")
+    expect(fakes.openai.requests[1].body.toString("utf8")).toBe(raw)
   })
 
   it("stream events arrive exactly as the provider sent them", async () => {
@@ -203,14 +186,14 @@ describe("Responses requests to OpenAI's own API go to its /responses, byte for 
   })
 
   it("a native failure fails over to a translated provider when the request needs nothing native", async () => {
-    openaiUp.script({ kind: "error", status: 500 })
+    fakes.openai.script({ kind: "error", status: 500 })
     const response = await client.responses.create({ model: "native-first", input: "fail over" }).withResponse()
     expect(response.data.output_text).toBe("echo: fail over")
     expect(response.response.headers.get("x-gw-upstream-provider")).toBe("anthropic")
   })
 
   it("a stream that opens and then fails before any content is retried on the next target", async () => {
-    openaiUp.script({
+    fakes.openai.script({
       kind: "sse",
       events: [
         'event: response.created\ndata: {"type":"response.created","sequence_number":0,"response":{"id":"resp_x","object":"response","status":"in_progress","model":"gpt-4o","output":[]}}\n\n',
@@ -219,7 +202,7 @@ describe("Responses requests to OpenAI's own API go to its /responses, byte for 
     })
     const final = await client.responses.stream({ model: "native-first", input: "retry me" }).finalResponse()
     expect(final.output_text).toBe("echo: retry me")
-    expect(anthropicUp.requests.length).toBe(1)
+    expect(fakes.anthropic.requests.length).toBe(1)
   })
 })
 
@@ -239,7 +222,7 @@ describe("a field whose meaning another format cannot carry is refused, never dr
       const error = ((await response.json()) as { error: { param: string; message: string; code: string } }).error
       expect(error).toMatchObject({ param, code: "unsupported_for_model" })
       expect(error.message).toContain(param)
-      expect(anthropicUp.requests.length).toBe(0)
+      expect(fakes.anthropic.requests.length).toBe(0)
     })
   }
 
@@ -247,18 +230,18 @@ describe("a field whose meaning another format cannot carry is refused, never dr
     const first = await client.responses.create({ model: "gpt-4o", input: "a" })
     const response = await client.responses.create({ model: "translated-first", input: "b", previous_response_id: first.id }).withResponse()
     expect(response.response.headers.get("x-gw-upstream-provider")).toBe("openai")
-    expect(anthropicUp.requests.length).toBe(0)
+    expect(fakes.anthropic.requests.length).toBe(0)
   })
 })
 
 describe("reasoning effort and output limits across formats", () => {
   it("reasoning.effort becomes reasoning_effort, max_output_tokens a max_tokens for a compatible server", async () => {
     await client.responses.create({ model: "llama-compat", input: "x", reasoning: { effort: "high" }, max_output_tokens: 300 })
-    expect(compatUp.requests[0].json).toMatchObject({ reasoning_effort: "high", max_tokens: 300 })
+    expect(fakes.compat.requests[0].json).toMatchObject({ reasoning_effort: "high", max_tokens: 300 })
   })
 
   it("reasoning.effort becomes a thinking budget for Anthropic", async () => {
     await client.responses.create({ model: "claude-e2e", input: "x", reasoning: { effort: "medium" }, max_output_tokens: 4000 })
-    expect(anthropicUp.requests[0].json).toMatchObject({ thinking: { type: "enabled", budget_tokens: 2048 }, max_tokens: 4000 })
+    expect(fakes.anthropic.requests[0].json).toMatchObject({ thinking: { type: "enabled", budget_tokens: 2048 }, max_tokens: 4000 })
   })
 })

@@ -10,17 +10,9 @@ import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import OpenAI, { toFile } from "openai"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
-import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { startGateway } from "./harness.ts"
-import type { RunningGateway } from "./harness.ts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { gatewayWithFakes, startGateway } from "./harness.ts"
 
-let openaiUp: FakeUpstream
-let azureUp: FakeUpstream
-let anthropicUp: FakeUpstream
-let gateway: RunningGateway
-let client: OpenAI
 let spoolRoot: string
 let previousTmp: string | undefined
 
@@ -37,18 +29,25 @@ const waitForNoLeftovers = async () => {
   return leftovers()
 }
 
-beforeAll(async () => {
+// Spooled forms go under TMPDIR: this test's private root, set before the gateway starts and restored after it closed.
+beforeAll(() => {
   previousTmp = process.env.TMPDIR
   spoolRoot = mkdtempSync(join(tmpdir(), "transcriptions-test-"))
   process.env.TMPDIR = spoolRoot
-  openaiUp = await startFakeUpstream({ kind: "openai" })
-  azureUp = await startFakeUpstream({ kind: "azure" })
-  anthropicUp = await startFakeUpstream({ kind: "anthropic" })
-  gateway = await startGateway({
+})
+afterAll(() => {
+  if (previousTmp === undefined) delete process.env.TMPDIR
+  else process.env.TMPDIR = previousTmp
+  rmSync(spoolRoot, { recursive: true, force: true })
+})
+
+const { fakes, gateway } = gatewayWithFakes(
+  { openai: { kind: "openai" }, azure: { kind: "azure" }, anthropic: { kind: "anthropic" } },
+  (fakes) => ({
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["whisper-1", "gpt-4o-transcribe"], credential: "env::OPENAI_KEY" },
-      azure: { base_url: azureUp.url, models: ["whisper-azure"], credential: "env::AZURE_KEY" },
-      anthropic: { base_url: anthropicUp.url, models: ["claude-sonnet-4-5"], credential: "env::ANTHROPIC_KEY" }
+      openai: { base_url: `${fakes.openai.url}/v1`, models: ["whisper-1", "gpt-4o-transcribe"], credential: "env::OPENAI_KEY" },
+      azure: { base_url: fakes.azure.url, models: ["whisper-azure"], credential: "env::AZURE_KEY" },
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-sonnet-4-5"], credential: "env::ANTHROPIC_KEY" }
     },
     targets: { stt: { model: "whisper-1" }, "stt-azure": { model: "whisper-azure" } },
     routes: {
@@ -59,22 +58,13 @@ beforeAll(async () => {
       french: { endpoint: "audio_transcription", strategy: "experiment", variants: { fr: { model: "whisper-1", weight: 1, language: "fr" } } }
     },
     routing: { retry: { max_retries: 1, backoff_base_ms: 1 } }
-  }, { OPENAI_KEY: "sk-openai-test", AZURE_KEY: "azure-key", ANTHROPIC_KEY: "sk-ant-test" })
+  }),
+  { OPENAI_KEY: "sk-openai-test", AZURE_KEY: "azure-key", ANTHROPIC_KEY: "sk-ant-test" }
+)
+let client: OpenAI
+
+beforeAll(() => {
   client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "sk-caller-own", maxRetries: 0 })
-})
-
-afterAll(async () => {
-  await gateway.close()
-  await Promise.all([openaiUp.close(), azureUp.close(), anthropicUp.close()])
-  if (previousTmp === undefined) delete process.env.TMPDIR
-  else process.env.TMPDIR = previousTmp
-  rmSync(spoolRoot, { recursive: true, force: true })
-})
-
-beforeEach(() => {
-  openaiUp.reset()
-  azureUp.reset()
-  anthropicUp.reset()
 })
 
 const postRaw = (path: string, headers: Record<string, string>, body: string | FormData) =>
@@ -85,7 +75,7 @@ describe("transcriptions", () => {
     const audio = randomBytes(3 * 1024 * 1024 + 17)
     const result = await client.audio.transcriptions.create({ file: await toFile(audio, "a.wav"), model: "whisper-1" })
     expect(result.text).toBe(`transcript of a.wav: ${audio.byteLength} bytes, sha256 ${sha256(audio)}, model whisper-1`)
-    const seen = openaiUp.requests[0]
+    const seen = fakes.openai.requests[0]
     expect(seen.pathname).toBe("/v1/audio/transcriptions")
     // Bring-your-own-key: the SDK's key replaces the configured one, as for chat.
     expect(seen.headers.authorization).toBe("Bearer sk-caller-own")
@@ -107,23 +97,23 @@ describe("transcriptions", () => {
     expect(response.headers.get("content-type")).toMatch(/^text\/plain/)
     expect(await response.text()).toBe(`transcript of clip.mp3: 4096 bytes, sha256 ${sha256(audio)}, model gpt-4o-transcribe\n`)
     // No caller key: the configured credential is used.
-    expect(openaiUp.requests[0].headers.authorization).toBe("Bearer sk-openai-test")
-    const multipart = openaiUp.requests[0].multipart!
+    expect(fakes.openai.requests[0].headers.authorization).toBe("Bearer sk-openai-test")
+    const multipart = fakes.openai.requests[0].multipart!
     expect(multipart.fields).toMatchObject({ model: "gpt-4o-transcribe", response_format: "text", language: "de" })
     expect(multipart.files[0]).toMatchObject({ name: "file", filename: "clip.mp3", size: 4096 })
   })
 
   it("replaces the model field with the target's model and re-streams the file on failover", async () => {
-    azureUp.script({ kind: "error", status: 503, times: 2 })
+    fakes.azure.script({ kind: "error", status: 503, times: 2 })
     const audio = randomBytes(200_000)
     const result = await client.audio.transcriptions.create({ file: await toFile(audio, "b.wav"), model: "speech-to-text" })
     expect(result.text).toBe(`transcript of b.wav: ${audio.byteLength} bytes, sha256 ${sha256(audio)}, model whisper-1`)
-    expect(azureUp.requests[0].headers["api-key"]).toBe("sk-caller-own")
+    expect(fakes.azure.requests[0].headers["api-key"]).toBe("sk-caller-own")
     // Two attempts at Azure (a retry), then the fallback target at OpenAI, each with the whole file.
-    expect(azureUp.requests).toHaveLength(2)
-    expect(azureUp.requests[0].pathname).toBe("/openai/deployments/whisper-azure/audio/transcriptions")
-    for (const request of azureUp.requests) expect(request.multipart?.files[0]).toMatchObject({ size: audio.byteLength, sha256: sha256(audio) })
-    expect(openaiUp.requests[0].multipart?.fields.model).toBe("whisper-1")
+    expect(fakes.azure.requests).toHaveLength(2)
+    expect(fakes.azure.requests[0].pathname).toBe("/openai/deployments/whisper-azure/audio/transcriptions")
+    for (const request of fakes.azure.requests) expect(request.multipart?.files[0]).toMatchObject({ size: audio.byteLength, sha256: sha256(audio) })
+    expect(fakes.openai.requests[0].multipart?.fields.model).toBe("whisper-1")
     expect(await waitForNoLeftovers()).toEqual([])
   })
 
@@ -133,7 +123,7 @@ describe("transcriptions", () => {
     const body = (await response.json()) as Json
     expect(body.error).toMatchObject({ type: "invalid_request_error", code: "invalid_request", param: "file" })
     expect(body.error.message).toMatch(/file/)
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
     expect(await waitForNoLeftovers()).toEqual([])
   })
 
@@ -191,7 +181,7 @@ describe("transcriptions", () => {
     ]))
     expect(response.status).toBe(413)
     expect(((await response.json()) as Json).error.code).toBe("request_too_large")
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
     expect(await waitForNoLeftovers()).toEqual([])
   })
 
@@ -208,12 +198,12 @@ describe("transcriptions", () => {
     expect(anthropic.error.message).toMatch(/messages-style/)
     const chatRoute = await client.audio.transcriptions.create({ file: await toFile(randomBytes(100), "a.wav"), model: "chatty" }).catch((e) => e)
     expect(chatRoute).toBeInstanceOf(OpenAI.BadRequestError)
-    expect(anthropicUp.requests).toHaveLength(0)
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.anthropic.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
   })
 
   it("passes an upstream 4xx through with the classification headers", async () => {
-    openaiUp.script({ kind: "error", status: 400, message: "Invalid file format.", code: "invalid_value" })
+    fakes.openai.script({ kind: "error", status: 400, message: "Invalid file format.", code: "invalid_value" })
     const response = await postRaw("/v1/audio/transcriptions", {}, formOf([
       ["file", new File([randomBytes(10)], "a.txt")],
       ["model", "whisper-1"]
@@ -238,7 +228,7 @@ describe("transcriptions", () => {
     expect(leftovers()).toHaveLength(1)
     request.destroy()
     expect(await waitForNoLeftovers()).toEqual([])
-    expect(openaiUp.requests).toHaveLength(0)
+    expect(fakes.openai.requests).toHaveLength(0)
   })
 })
 
@@ -254,7 +244,7 @@ describe("translations", () => {
     const audio = randomBytes(50_000)
     const result = await client.audio.translations.create({ file: await toFile(audio, "speech.wav"), model: "whisper-1" })
     expect(result.text).toContain(`${audio.byteLength} bytes, sha256 ${sha256(audio)}`)
-    const received = openaiUp.requests[0]
+    const received = fakes.openai.requests[0]
     expect(received.path).toBe("/v1/audio/translations")
     expect(Number(received.headers["content-length"])).toBe(received.bodySize)
   })
@@ -264,7 +254,7 @@ describe("experiments", () => {
   it("a transcription experiment variant replaces the form's fields with its parameters", async () => {
     const audio = randomBytes(2048)
     await client.audio.transcriptions.create({ file: await toFile(audio, "clip.wav"), model: "function::french", language: "en" })
-    const multipart = openaiUp.requests[0].multipart!
+    const multipart = fakes.openai.requests[0].multipart!
     expect(multipart.fields).toMatchObject({ model: "whisper-1", language: "fr" })
     expect(multipart.files[0]).toMatchObject({ name: "file", size: 2048, sha256: sha256(audio) })
   })
@@ -274,7 +264,7 @@ describe("upload limits", () => {
   it("a transcription file over server.max_upload_bytes is refused with 413 before it fills the disk", async () => {
     const small = await startGateway({
       server: { max_upload_bytes: 64 * 1024 },
-      providers: { openai: { base_url: `${openaiUp.url}/v1`, models: ["whisper-1"], credential: "none" } }
+      providers: { openai: { base_url: `${fakes.openai.url}/v1`, models: ["whisper-1"], credential: "none" } }
     })
     try {
       const form = new FormData()
@@ -283,7 +273,7 @@ describe("upload limits", () => {
       const response = await fetch(`${small.url}/v1/audio/transcriptions`, { method: "POST", body: form })
       expect(response.status).toBe(413)
       expect(await response.json()).toMatchObject({ error: { code: "request_too_large" } })
-      expect(openaiUp.requests.length).toBe(0)
+      expect(fakes.openai.requests.length).toBe(0)
       expect(await waitForNoLeftovers()).toEqual([])
     } finally {
       await small.close()

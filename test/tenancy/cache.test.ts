@@ -11,7 +11,7 @@ import type { SnapshotLookup, SnapshotSource } from "../../src/tenancy/contracts
 import { SourceUnavailable } from "../../src/tenancy/contracts.ts"
 import { openSnapshot } from "../../src/tenancy/open-snapshot.ts"
 import type { Compiled, OpenStore } from "./support.ts"
-import { capturedLog, eventually, openStore, recordingCompile, snapshotDocument } from "./support.ts"
+import { capturedLog, eventually, openStore, recordingCompile, snapshotDocument, versionOf } from "./support.ts"
 import type { TenantStore } from "../../src/tenancy/index.ts"
 
 const open: Array<OpenStore<TenantStore<unknown>>> = []
@@ -61,11 +61,6 @@ const startCache = async (source: SnapshotSource, sweepIntervalMs?: number) => {
   const store = await openStore(made)
   open.push(store)
   return { ...store, logs }
-}
-
-const versionOf = async (store: OpenStore<TenantStore<Compiled>>, project: string) => {
-  const result = await store.resolve(project)
-  return result.ok ? result.value.identity.version : result.error.code
 }
 
 describe("tenant cache ordering", () => {

@@ -9,12 +9,11 @@ import { Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { renderInfraError } from "../../src/domain/index.ts"
 import { makeTenantStore } from "../../src/tenancy/index.ts"
-import type { TenantStore } from "../../src/tenancy/index.ts"
 import { startFallbackApi } from "./fake-fallback-api.ts"
-import { startOwnRedis } from "./own-redis.ts"
-import type { OwnRedis } from "./own-redis.ts"
-import type { Compiled, OpenStore } from "./support.ts"
-import { capturedLog, eventually, openStore, recordingCompile, redisFixture, snapshotDocument } from "./support.ts"
+import { startOwnRedis } from "../fixtures/own-redis.ts"
+import type { OwnRedis } from "../fixtures/own-redis.ts"
+import type { Compiled } from "./support.ts"
+import { capturedLog, eventually, openStore, recordingCompile, redisFixture, snapshotDocument, versionOf } from "./support.ts"
 
 const SERVICE_KEY = "svc-key-routing-publish-SECRET"
 
@@ -23,11 +22,6 @@ beforeAll(async () => {
   redis = await startOwnRedis()
 })
 afterAll(() => redis.kill())
-
-const versionOf = async (store: OpenStore<TenantStore<Compiled>>, projectId: string, envSlug?: string) => {
-  const result = await store.resolve(projectId, envSlug)
-  return result.ok ? result.value.identity.version : result.error.code
-}
 
 describe("Redis down", () => {
   it("cached projects keep serving, cold ones come from the fallback API, neither → INFRA_UNAVAILABLE; Redis back → normal", async () => {

@@ -7,9 +7,7 @@
  * key written is deleted afterwards.
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import type { TenantStore } from "../../src/tenancy/index.ts"
-import type { Compiled, OpenStore } from "./support.ts"
-import { eventually, liveStores, redisFixture, sleep, snapshotDocument, uniqueProject } from "./support.ts"
+import { eventually, liveStores, redisFixture, sleep, snapshotDocument, uniqueProject, versionOf } from "./support.ts"
 
 const redis = redisFixture()
 const stores = liveStores()
@@ -18,11 +16,6 @@ afterEach(async () => {
   await stores.closeAll()
 })
 afterAll(() => redis.cleanup())
-
-const versionOf = async (store: OpenStore<TenantStore<Compiled>>, projectId: string, envSlug?: string) => {
-  const result = await store.resolve(projectId, envSlug)
-  return result.ok ? result.value.identity.version : result.error.code
-}
 
 describe("tenant store on Redis", () => {
   it("two projects with different providers each resolve to their own configuration", async () => {

@@ -102,6 +102,12 @@ export const openStore = async <S extends TenantStore<any>, E>(make: Effect.Effe
   }
 }
 
+/** The version a project resolves to, or the error code its resolve fails with. */
+export const versionOf = async (store: OpenStore<TenantStore<Compiled>>, projectId: string, envSlug?: string) => {
+  const result = await store.resolve(projectId, envSlug)
+  return result.ok ? result.value.identity.version : result.error.code
+}
+
 /**
  * Live stores on the shared Redis, with a recording compile and a captured
  * log each; `closeAll` (afterEach) ends every store started.

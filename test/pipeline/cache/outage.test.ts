@@ -7,14 +7,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { MemoryStore } from "../../../src/pipeline/cache/index.ts"
-import type { OwnRedis } from "./support.ts"
-import { buildCache, chatEntry, keyFor, ownRedis, scopeOf, section, uniqueProject, until } from "./support.ts"
+import { startOwnRedis } from "../../fixtures/own-redis.ts"
+import type { OwnRedis } from "../../fixtures/own-redis.ts"
+import { buildCache, chatEntry, keyFor, scopeOf, section, uniqueProject, until } from "./support.ts"
 
 let redis: OwnRedis
 
 beforeAll(async () => {
-  redis = await ownRedis()
-  await redis.start()
+  redis = await startOwnRedis()
 })
 afterAll(async () => {
   await redis.kill()
@@ -43,7 +43,7 @@ describe("a live store that goes away", () => {
       for (let i = 0; i < 5; i++) await cache.store(scope, keyFor(scope, `lost write ${i}`), chatEntry("lost"))
 
       // Restarted (empty: nothing on disk): the pool reconnects by itself and writes land again.
-      await redis.start()
+      await redis.restart()
       await until("hits after the restart", async () => {
         await cache.store(scope, key, chatEntry("back again"))
         await new Promise((resolve) => setTimeout(resolve, 50))

@@ -1,11 +1,9 @@
 /**
  * Helpers for the cache service tests: a layer built in a scope of its own,
- * sections and entries, bounded polling, and a redis-server of a test's own.
+ * sections and entries, and bounded polling. A redis-server of a test's own
+ * is the shared fixture `startOwnRedis` (test/fixtures/own-redis.ts).
  */
-import { spawn } from "node:child_process"
-import type { ChildProcess } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { createConnection } from "node:net"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import type { ChatResponse } from "../../../src/domain/index.ts"
 import { cacheKey, ResponseCache } from "../../../src/pipeline/cache/index.ts"
@@ -107,51 +105,3 @@ export const until = async (what: string, check: () => Promise<boolean> | boolea
 }
 
 export { closedPort }
-
-/** A redis-server of the test's own, on a free port, with nothing on disk. */
-export interface OwnRedis {
-  readonly url: string
-  readonly start: () => Promise<void>
-  readonly kill: () => Promise<void>
-  readonly freeze: () => void
-  readonly thaw: () => void
-}
-
-const answersOn = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = createConnection({ host: "127.0.0.1", port })
-    socket.setTimeout(500)
-    socket.once("connect", () => socket.write("PING\r\n"))
-    socket.once("data", (data) => {
-      socket.destroy()
-      resolve(data.toString().startsWith("+PONG"))
-    })
-    socket.once("error", () => resolve(false))
-    socket.once("timeout", () => {
-      socket.destroy()
-      resolve(false)
-    })
-  })
-
-export const ownRedis = async (): Promise<OwnRedis> => {
-  const port = await closedPort()
-  let server: ChildProcess | undefined
-  const kill = () =>
-    new Promise<void>((resolve) => {
-      const running = server
-      server = undefined
-      if (running === undefined || running.exitCode !== null || running.signalCode !== null) return resolve()
-      running.once("exit", () => resolve())
-      running.kill("SIGKILL")
-    })
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    start: async () => {
-      server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" })
-      await until("the test's redis-server to answer", () => answersOn(port), 5000)
-    },
-    kill,
-    freeze: () => server?.kill("SIGSTOP"),
-    thaw: () => server?.kill("SIGCONT")
-  }
-}

@@ -5,11 +5,11 @@
  * exports grouped by the request's platform token.
  */
 import { Effect, Redacted } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { ChatRequest } from "../../../src/domain/index.ts"
 import { CALLER_CODECS } from "../../../src/formats/index.ts"
 import type { GenAiCall } from "../../../src/pipeline/telemetry/genai/call.ts"
-import type { ExportCredential } from "../../../src/pipeline/telemetry/settings.ts"
+import type { ExportCredential, TelemetrySettings } from "../../../src/pipeline/telemetry/settings.ts"
 import { startOtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import type { OtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import { settingsOf, startTelemetry } from "./support.ts"
@@ -19,6 +19,7 @@ beforeAll(async () => {
   collector = await startOtlpReceiver()
 })
 afterAll(() => collector.close())
+beforeEach(() => collector.reset())
 
 const REQUEST = { model: "gpt-4o", messages: [{ role: "system", content: "Be kind." }, { role: "user", content: "Say hello" }], temperature: 0.3, max_tokens: 64 }
 const canonical = (): ChatRequest => {
@@ -49,15 +50,19 @@ const credential = (token: string): ExportCredential => ({ token: Redacted.make(
 const genai = (extra: object = {}) =>
   settingsOf({ telemetry: { enabled: false }, genai_telemetry: { enabled: true, otlp_endpoint: collector.url, metrics_export_interval_secs: 60, ...extra } })
 
+/** Records one model call with a telemetry of its own, flushed and shut down, and gives the span the collector received. */
+const exportedSpan = async (settings: TelemetrySettings, call: GenAiCall = callOf()) => {
+  const running = await startTelemetry(settings)
+  await running.run(running.telemetry.recordModelCall(call))
+  await running.run(running.telemetry.flush)
+  await running.close()
+  await collector.waitFor((c) => c.spans().length >= 1)
+  return collector.spans()[0]
+}
+
 describe("GenAI span", () => {
   it("a non-streamed call: one CLIENT span named `{operation} {model}` with the conventions' attributes", async () => {
-    collector.reset()
-    const running = await startTelemetry(genai({ service_name: "genai-svc", environment: "qa" }))
-    await running.run(running.telemetry.recordModelCall(callOf()))
-    await running.run(running.telemetry.flush)
-    await running.close()
-    await collector.waitFor((c) => c.spans().length >= 1)
-    const [span] = collector.spans()
+    const span = await exportedSpan(genai({ service_name: "genai-svc", environment: "qa" }))
     expect(span.name).toBe("chat gpt-4o")
     expect(span.kind).toBe(3)
     expect(span.resource).toMatchObject({ "service.name": "genai-svc", "deployment.environment.name": "qa" })
@@ -91,18 +96,12 @@ describe("GenAI span", () => {
   })
 
   it("a streamed call: the same span plus the stream flag, time to first chunk and tool calls in the output", async () => {
-    collector.reset()
-    const running = await startTelemetry(genai())
-    await running.run(running.telemetry.recordModelCall(callOf({
+    const span = await exportedSpan(genai(), callOf({
       stream: true,
       request: { format: "openai", json: { ...REQUEST, stream: true }, canonical },
       response: { id: "chatcmpl-9", model: "gpt-4o", stopReason: "tool_use", usage: { inputTokens: 30, outputTokens: 9 }, text: "", toolCalls: [{ id: "call_1", name: "lookup", arguments: "{\"q\":1}" }] },
       timing: { startedAt: T0, attemptStartedAt: T0 + 2, responseStartedAt: T0 + 40, firstTokenAt: T0 + 102, endedAt: T0 + 300 }
-    })))
-    await running.run(running.telemetry.flush)
-    await running.close()
-    await collector.waitFor((c) => c.spans().length >= 1)
-    const [span] = collector.spans()
+    }))
     expect(span.attributes).toMatchObject({ "gen_ai.request.stream": true, "gen_ai.response.finish_reasons": ["tool_call"], "gen_ai.response.time_to_first_chunk": 0.1 })
     expect(JSON.parse(span.attributes["gen_ai.output.messages"] as string)).toEqual([
       { role: "assistant", parts: [{ type: "tool_call", id: "call_1", name: "lookup", arguments: { q: 1 } }], finish_reason: "tool_call" }
@@ -110,33 +109,20 @@ describe("GenAI span", () => {
   })
 
   it("a failed call has error.type and status ERROR", async () => {
-    collector.reset()
-    const running = await startTelemetry(genai())
-    await running.run(running.telemetry.recordModelCall(callOf({ response: undefined, error: "rate_limit" })))
-    await running.run(running.telemetry.flush)
-    await running.close()
-    await collector.waitFor((c) => c.spans().length >= 1)
-    const [span] = collector.spans()
+    const span = await exportedSpan(genai(), callOf({ response: undefined, error: "rate_limit" }))
     expect(span.attributes["error.type"]).toBe("rate_limit")
     expect(span.status.code).toBe(2)
     expect(span.attributes["gen_ai.output.messages"]).toBeUndefined()
   })
 
   it("with capture_content off no prompt or completion text leaves the gateway", async () => {
-    collector.reset()
-    const running = await startTelemetry(genai({ capture_content: false }))
-    await running.run(running.telemetry.recordModelCall(callOf()))
-    await running.run(running.telemetry.flush)
-    await running.close()
-    await collector.waitFor((c) => c.spans().length >= 1)
-    const [span] = collector.spans()
+    const span = await exportedSpan(genai({ capture_content: false }))
     for (const key of ["gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"]) expect(span.attributes[key]).toBeUndefined()
     expect(JSON.stringify(span.attributes)).not.toMatch(/Say hello|Hello there|Be kind/)
     expect(span.attributes["gen_ai.usage.output_tokens"]).toBe(5)
   })
 
   it("joins the trace it runs in: the current span is its parent", async () => {
-    collector.reset()
     const running = await startTelemetry(genai())
     const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
     // Application tracing is off: the server span is a no-op, the caller's span is the parent.
@@ -155,7 +141,6 @@ describe("GenAI span", () => {
 
 describe("GenAI metrics", () => {
   it("token usage by token type, operation duration and (streams) time to first token, with the conventions' buckets", async () => {
-    collector.reset()
     const running = await startTelemetry(genai())
     await running.run(running.telemetry.recordModelCall(callOf()))
     await running.run(running.telemetry.recordModelCall(callOf({
@@ -194,7 +179,6 @@ describe("GenAI metrics", () => {
   })
 
   it("metrics are exported every metrics_export_interval_secs without a flush", async () => {
-    collector.reset()
     const running = await startTelemetry(genai({ metrics_export_interval_secs: 1, metrics_export_timeout_secs: 1 }))
     await running.run(running.telemetry.recordModelCall(callOf()))
     await collector.waitFor((c) => c.points().some((point) => point.metric === "gen_ai.client.operation.duration"), 4000)
@@ -202,7 +186,6 @@ describe("GenAI metrics", () => {
   })
 
   it("metrics_enabled = false exports spans only", async () => {
-    collector.reset()
     const running = await startTelemetry(genai({ metrics_enabled: false }))
     await running.run(running.telemetry.recordModelCall(callOf()))
     await running.run(running.telemetry.flush)
@@ -214,7 +197,6 @@ describe("GenAI metrics", () => {
 
 describe("GenAI export credentials", () => {
   it("otlp_bearer_token is sent as gRPC authorization metadata on spans and metrics", async () => {
-    collector.reset()
     const running = await startTelemetry(genai({ otlp_bearer_token: "collector-secret" }))
     await running.run(running.telemetry.recordModelCall(callOf()))
     await running.run(running.telemetry.flush)
@@ -224,7 +206,6 @@ describe("GenAI export credentials", () => {
   })
 
   it("each request's platform token is its export credential: exports never mix tokens", async () => {
-    collector.reset()
     const running = await startTelemetry(genai({ otlp_bearer_token: "static-token" }))
     const plan: Array<string | undefined> = ["alpha", "beta", "alpha", undefined, "beta", "alpha"]
     for (const [i, token] of plan.entries()) {
