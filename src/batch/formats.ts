@@ -15,7 +15,7 @@
 import { randomBytes } from "node:crypto"
 import type { JsonObject, LocalRequest } from "../index.ts"
 
-export const OPENAI_URLS = new Set(["/v1/chat/completions", "/v1/embeddings", "/v1/responses"])
+const OPENAI_URLS = new Set(["/v1/chat/completions", "/v1/embeddings", "/v1/responses"])
 
 export type BatchItem =
   | { readonly format: "openai"; readonly customId: string; readonly url: string; readonly body: JsonObject }

@@ -160,5 +160,3 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
     }
   }
 }
-
-export { ConfigError }

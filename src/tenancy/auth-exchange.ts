@@ -50,7 +50,7 @@ export interface PlatformAuthShape {
   readonly authenticate: (headers: IncomingHttpHeaders) => Effect.Effect<PlatformToken | undefined, GatewayError | InfraError>
 }
 
-export const MAX_CACHED = 10_000
+const MAX_CACHED = 10_000
 const MAX_ANSWER_BYTES = 64 * 1024
 const RETRY_AFTER_MS = 1000
 const LOG_INTERVAL_MS = 10_000

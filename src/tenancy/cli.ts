@@ -23,7 +23,7 @@ import { parseJson } from "./open-snapshot.ts"
 import { generateKeyPair, isEnvelope, keyBytes, publicKeyFromBytes, seal } from "./sealing.ts"
 import { environmentsKey, tenantId, UPDATES_CHANNEL } from "./selection.ts"
 
-export const SNAPSHOT_USAGE = `usage:
+const SNAPSHOT_USAGE = `usage:
   gateway snapshot keygen [--out DIR]
   gateway snapshot seal --public-key K SNAPSHOT.json
   gateway snapshot publish --redis URL --project P --env E [--public-key K] SNAPSHOT.json
