@@ -99,17 +99,18 @@ const extractCredentials = (
   return { section: stripped, credentials }
 }
 
-/**
- * Validates a parsed snapshot. `source` names it in messages (a file path, or
- * the Redis key); `gateway` is the gateway's own file, whose sections the
- * resolved settings carry (their defaults when absent, as in the CLI).
- */
+/** A refusal: the `check-config` message, and the problems' key paths alone for the log. */
 const refuse = (source: string, lines: ReadonlyArray<string>, warnings: ReadonlyArray<string>): SnapshotValidation => ({
   ok: false,
   error: configFailure(source, lines, warnings),
   problems: [...new Set(lines.map((line) => line.split(": ")[0]))]
 })
 
+/**
+ * Validates a parsed snapshot. `source` names it in messages (a file path, or
+ * the Redis key); `gateway` is the gateway's own file, whose sections the
+ * resolved settings carry (their defaults when absent, as in the CLI).
+ */
 export const snapshotFromDocument = (document: unknown, source: string, gateway: ConfigFile = DEFAULT_FILE): SnapshotValidation => {
   if (!isRecord(document)) return { ok: false, error: configFailure(source, ["expected a JSON object at the top level"]), problems: ["(top level)"] }
   const errors: Array<string> = []
