@@ -16,6 +16,7 @@
  */
 import { Redacted, Schema } from "effect"
 import { checkConfig } from "./checks.ts"
+import { NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
 import { ConfigError, configFailure, documentDecoder, unknownKeyWarnings } from "./decode.ts"
 import type { GatewaySettings } from "./resolved.ts"
@@ -52,11 +53,9 @@ const DEFAULT_FILE: ConfigFile = Schema.decodeUnknownSync(ConfigFile)({ server: 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value) && !Redacted.isRedacted(value)
 
-const NONE: ResolvedCredential = { location: { kind: "none" }, value: undefined }
-
 /** The only credential shapes a snapshot may carry; the message never repeats a value. */
 const readCredential = (path: string, value: unknown, errors: Array<string>): ResolvedCredential | undefined => {
-  if (value === "none") return NONE
+  if (value === "none") return NO_CREDENTIAL
   if (isRecord(value) && Object.keys(value).length === 1) {
     const key = value.value
     if (Redacted.isRedacted(key) && typeof Redacted.value(key) === "string" && Redacted.value(key) !== "") {
