@@ -96,14 +96,15 @@ const cutError = (status: number, headers: Readonly<Record<string, string>>): Ga
 
 const isSuccess = (status: number): boolean => status >= 200 && status < 300
 
-interface Answer {
+/** A whole answer: status, headers and the body (parsed JSON, or its text). */
+export interface Answer {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: unknown
 }
 
 /** The whole answer, its body parsed (JSON, else its text); a cut answer fails. */
-const readAnswer = (response: LocalResponse): Effect.Effect<Answer, GatewayRequestError> =>
+export const readAnswer = (response: LocalResponse): Effect.Effect<Answer, GatewayRequestError> =>
   Effect.mapBoth(readLocal(response), {
     onFailure: () => cutError(response.status, response.headers),
     onSuccess: (whole) => ({ status: whole.status, headers: whole.headers, body: parseJson(whole.body) })
