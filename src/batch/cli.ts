@@ -14,7 +14,7 @@ import { Progress } from "./progress.ts"
 import { failedCount, runBatch } from "./run.ts"
 import type { BatchSummary } from "./run.ts"
 
-export const BATCH_USAGE = `usage: gateway batch INPUT.jsonl --out OUTPUT.jsonl [--concurrency N] [--config PATH] [--project P] [--env E]
+const BATCH_USAGE = `usage: gateway batch INPUT.jsonl --out OUTPUT.jsonl [--concurrency N] [--config PATH] [--project P] [--env E]
 
   Runs every line of INPUT (OpenAI Batch API or Anthropic Message Batches
   format, detected per line) through the gateway's routing, and writes one

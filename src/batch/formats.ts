@@ -14,8 +14,9 @@
  */
 import { randomBytes } from "node:crypto"
 import type { JsonObject, LocalRequest } from "../index.ts"
+import type { Answer } from "../library/Gateway.ts"
 
-export const OPENAI_URLS = new Set(["/v1/chat/completions", "/v1/embeddings", "/v1/responses"])
+const OPENAI_URLS = new Set(["/v1/chat/completions", "/v1/embeddings", "/v1/responses"])
 
 export type BatchItem =
   | { readonly format: "openai"; readonly customId: string; readonly url: string; readonly body: JsonObject }
@@ -69,13 +70,6 @@ export const requestOf = (item: BatchItem, headers: Readonly<Record<string, stri
       headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", ...headers },
       body: JSON.stringify(item.params)
     }
-
-/** What the gateway answered a line: status, headers and the body (parsed JSON, or its text). */
-export interface Answer {
-  readonly status: number
-  readonly headers: Readonly<Record<string, string>>
-  readonly body: unknown
-}
 
 const batchRequestId = () => `batch_req_${randomBytes(12).toString("hex")}`
 

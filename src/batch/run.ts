@@ -18,9 +18,10 @@
 import { Effect, Stream } from "effect"
 import { closeSync, openSync, writeSync } from "node:fs"
 import { Gateway } from "../index.ts"
+import { readAnswer } from "../library/Gateway.ts"
 import { FingerprintSet } from "./fingerprints.ts"
 import { answerLine, classificationOf, errorLine, parseLine, requestOf, tokensOf } from "./formats.ts"
-import type { Answer, BatchItem } from "./formats.ts"
+import type { BatchItem } from "./formats.ts"
 import { readLines, repairOutput } from "./lines.ts"
 import type { Line } from "./lines.ts"
 
@@ -50,17 +51,6 @@ export interface BatchSummary {
 }
 
 export const failedCount = (summary: BatchSummary): number => Object.values(summary.failed).reduce((sum, n) => sum + n, 0)
-
-const decoder = new TextDecoder()
-
-const parseBody = (bytes: Uint8Array): unknown => {
-  const text = decoder.decode(bytes)
-  try {
-    return JSON.parse(text)
-  } catch {
-    return text
-  }
-}
 
 /** The custom_ids an existing output already answers. */
 const answeredIds = async (output: string): Promise<FingerprintSet> => {
@@ -95,13 +85,7 @@ export const runBatch = (options: BatchOptions) => {
 
     const run = (item: BatchItem): Effect.Effect<void> =>
       gateway.request(requestOf(item, options.headers)).pipe(
-        Effect.flatMap((response) =>
-          Effect.map(Stream.runCollect(response.body), (chunks): Answer => ({
-            status: response.status,
-            headers: response.headers,
-            body: parseBody(Buffer.concat([...chunks]))
-          }))
-        ),
+        Effect.flatMap(readAnswer),
         Effect.match({
           onFailure: () => {
             fail("response_cut")

@@ -7,7 +7,7 @@
  */
 import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, isProviderKind, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { ProviderKind } from "../domain/index.ts"
-import { parseCredentialLocation, resolveCredential } from "./credentials.ts"
+import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
 import type { ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
@@ -31,8 +31,6 @@ export type CredentialSource =
     /** A target absent here uses its provider's credential. */
     readonly targets: ReadonlyMap<string, ResolvedCredential>
   }
-
-const NO_CREDENTIAL: ResolvedCredential = { location: { kind: "none" }, value: undefined }
 
 export interface CheckResult {
   readonly errors: ReadonlyArray<string>

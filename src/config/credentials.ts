@@ -31,6 +31,9 @@ export interface ResolvedCredential {
   readonly value: Redacted.Redacted<string> | undefined
 }
 
+/** No credential (`none`, or a snapshot provider without one): callers bring their own key. */
+export const NO_CREDENTIAL: ResolvedCredential = { location: { kind: "none" }, value: undefined }
+
 export const resolveCredential = (
   location: CredentialLocation,
   env: Readonly<Record<string, string | undefined>>

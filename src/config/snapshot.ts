@@ -16,6 +16,7 @@
  */
 import { Redacted, Schema } from "effect"
 import { checkConfig } from "./checks.ts"
+import { NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
 import { ConfigError, configFailure, documentDecoder, unknownKeyWarnings } from "./decode.ts"
 import type { GatewaySettings } from "./resolved.ts"
@@ -52,11 +53,9 @@ const DEFAULT_FILE: ConfigFile = Schema.decodeUnknownSync(ConfigFile)({ server: 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value) && !Redacted.isRedacted(value)
 
-const NONE: ResolvedCredential = { location: { kind: "none" }, value: undefined }
-
 /** The only credential shapes a snapshot may carry; the message never repeats a value. */
 const readCredential = (path: string, value: unknown, errors: Array<string>): ResolvedCredential | undefined => {
-  if (value === "none") return NONE
+  if (value === "none") return NO_CREDENTIAL
   if (isRecord(value) && Object.keys(value).length === 1) {
     const key = value.value
     if (Redacted.isRedacted(key) && typeof Redacted.value(key) === "string" && Redacted.value(key) !== "") {
@@ -99,17 +98,18 @@ const extractCredentials = (
   return { section: stripped, credentials }
 }
 
-/**
- * Validates a parsed snapshot. `source` names it in messages (a file path, or
- * the Redis key); `gateway` is the gateway's own file, whose sections the
- * resolved settings carry (their defaults when absent, as in the CLI).
- */
+/** A refusal: the `check-config` message, and the problems' key paths alone for the log. */
 const refuse = (source: string, lines: ReadonlyArray<string>, warnings: ReadonlyArray<string>): SnapshotValidation => ({
   ok: false,
   error: configFailure(source, lines, warnings),
   problems: [...new Set(lines.map((line) => line.split(": ")[0]))]
 })
 
+/**
+ * Validates a parsed snapshot. `source` names it in messages (a file path, or
+ * the Redis key); `gateway` is the gateway's own file, whose sections the
+ * resolved settings carry (their defaults when absent, as in the CLI).
+ */
 export const snapshotFromDocument = (document: unknown, source: string, gateway: ConfigFile = DEFAULT_FILE): SnapshotValidation => {
   if (!isRecord(document)) return { ok: false, error: configFailure(source, ["expected a JSON object at the top level"]), problems: ["(top level)"] }
   const errors: Array<string> = []
@@ -160,5 +160,3 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
     }
   }
 }
-
-export { ConfigError }

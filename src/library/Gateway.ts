@@ -94,6 +94,24 @@ const requestError = (status: number, headers: Readonly<Record<string, string>>,
 const cutError = (status: number, headers: Readonly<Record<string, string>>): GatewayRequestError =>
   new GatewayRequestError({ status, message: "the answer was cut before it was complete", body: undefined, headers: { ...headers } })
 
+const isSuccess = (status: number): boolean => status >= 200 && status < 300
+
+/** A whole answer: status, headers and the body (parsed JSON, or its text). */
+export interface Answer {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+}
+
+/** The whole answer, its body parsed (JSON, else its text); a cut answer fails. */
+export const readAnswer = (response: LocalResponse): Effect.Effect<Answer, GatewayRequestError> =>
+  Effect.mapBoth(readLocal(response), {
+    onFailure: () => cutError(response.status, response.headers),
+    onSuccess: (whole) => ({ status: whole.status, headers: whole.headers, body: parseJson(whole.body) })
+  })
+
+const failWith = (answer: Answer) => Effect.fail(requestError(answer.status, answer.headers, answer.body))
+
 const jsonRequest = (path: string, body: object, options: RequestOptions | undefined, stream: boolean): LocalRequest => ({
   method: "POST",
   path,
@@ -121,23 +139,14 @@ export class Gateway extends Context.Service<Gateway, GatewayShape>()("gateway/l
         Effect.provideContext(runLocal(router, log, local, telemetry), telemetry.requestContext)
 
       const json = <A>(path: string) => (body: object, options?: RequestOptions): Effect.Effect<A, GatewayRequestError> =>
-        Effect.flatMap(request(jsonRequest(path, body, options, false)), (response) =>
-          Effect.flatMap(
-            Effect.mapError(readLocal(response), () => cutError(response.status, response.headers)),
-            (whole) => {
-              const parsed = parseJson(whole.body)
-              return whole.status >= 200 && whole.status < 300 ? Effect.succeed(parsed as A) : Effect.fail(requestError(whole.status, whole.headers, parsed))
-            }
-          ))
+        Effect.flatMap(
+          Effect.flatMap(request(jsonRequest(path, body, options, false)), readAnswer),
+          (answer) => isSuccess(answer.status) ? Effect.succeed(answer.body as A) : failWith(answer)
+        )
 
       const events = (path: string, terminal: Terminal) => (body: object, options?: RequestOptions): Stream.Stream<StreamEvent, GatewayRequestError> =>
         Stream.unwrap(Effect.flatMap(request(jsonRequest(path, body, options, true)), (response) => {
-          if (response.status < 200 || response.status >= 300) {
-            return Effect.flatMap(
-              Effect.mapError(readLocal(response), () => cutError(response.status, response.headers)),
-              (whole) => Effect.fail(requestError(whole.status, whole.headers, parseJson(whole.body)))
-            )
-          }
+          if (!isSuccess(response.status)) return Effect.flatMap(readAnswer(response), failWith)
           const parser = new SseParser()
           let ended = false
           return Effect.succeed(response.body.pipe(

@@ -9,7 +9,7 @@
  */
 import { Effect, Layer } from "effect"
 import { parse, TomlError } from "smol-toml"
-import { ConfigError, GatewayConfig, loadSettings, settingsFromDocument } from "../config/index.ts"
+import { ConfigError, GatewayConfig, settingsFromDocument } from "../config/index.ts"
 import type { GatewaySettings } from "../config/index.ts"
 import { liveLayer } from "../gateway.ts"
 import type { LayerOverrides } from "../gateway.ts"
@@ -39,11 +39,7 @@ export interface GatewayOptions extends LayerOverrides {
 
 /** Reads and validates the configuration; fails with the `check-config` message. */
 export const loadGatewaySettings = (source: GatewaySource, env: Env = process.env): Effect.Effect<GatewaySettings, ConfigError> =>
-  Effect.suspend(() => {
-    if ("file" in source) {
-      const result = loadSettings(source.file, env)
-      return result.ok ? Effect.succeed(result.settings) : Effect.fail(result.error)
-    }
+  "file" in source ? GatewayConfig.load(source.file, env) : Effect.suspend(() => {
     let document: unknown
     if ("toml" in source) {
       try {

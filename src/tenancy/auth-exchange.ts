@@ -21,7 +21,7 @@
  * - A failed exchange is not cached: the next request asks again (the exchange
  *   itself must rate-limit a caller that keeps sending a bad key).
  */
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted, Result } from "effect"
 import type { Clock } from "effect"
 import { createHash } from "node:crypto"
 import type { IncomingHttpHeaders } from "node:http"
@@ -50,7 +50,7 @@ export interface PlatformAuthShape {
   readonly authenticate: (headers: IncomingHttpHeaders) => Effect.Effect<PlatformToken | undefined, GatewayError | InfraError>
 }
 
-export const MAX_CACHED = 10_000
+const MAX_CACHED = 10_000
 const MAX_ANSWER_BYTES = 64 * 1024
 const RETRY_AFTER_MS = 1000
 const LOG_INTERVAL_MS = 10_000
@@ -68,22 +68,22 @@ const single = (value: string | ReadonlyArray<string> | undefined): string | und
 const BEARER = /^bearer\s+(\S+)\s*$/i
 
 /** The request's platform key and project: headers first, then the configuration's stand-ins. */
-export const platformCredentials = (
+const platformCredentials = (
   headers: IncomingHttpHeaders,
   settings: ConfigFile["auth"]
-): { readonly key: string; readonly projectId: string } | GatewayError => {
+): Result.Result<{ readonly key: string; readonly projectId: string }, GatewayError> => {
   const authorization = single(headers["x-gw-authorization"])
   let key: string | undefined
   if (authorization !== undefined) {
     key = BEARER.exec(authorization)?.[1]
-    if (key === undefined) return denied("auth", "x-gw-authorization must be `Bearer <platform API key>`")
+    if (key === undefined) return Result.fail(denied("auth", "x-gw-authorization must be `Bearer <platform API key>`"))
   } else {
     key = settings.api_token === "" ? undefined : settings.api_token
   }
-  if (key === undefined) return denied("auth", "missing platform credential: send x-gw-authorization: Bearer <platform API key>")
+  if (key === undefined) return Result.fail(denied("auth", "missing platform credential: send x-gw-authorization: Bearer <platform API key>"))
   const projectId = single(headers["x-gw-project-id"])?.trim() || (settings.project_id === "" ? undefined : settings.project_id)
-  if (projectId === undefined) return denied("auth", "missing x-gw-project-id")
-  return { key, projectId }
+  if (projectId === undefined) return Result.fail(denied("auth", "missing x-gw-project-id"))
+  return Result.succeed({ key, projectId })
 }
 
 type Outcome =
@@ -184,15 +184,16 @@ const makeLive = (settings: ConfigFile["auth"], log: JsonLog, pool: Pool): Platf
     authenticate: (headers) =>
       Effect.clockWith((clock) => {
         const credentials = platformCredentials(headers, settings)
-        if (credentials instanceof GatewayError) return Effect.fail(credentials)
-        const cacheKey = `${fingerprint(credentials.key)}\u0000${credentials.projectId}`
+        if (Result.isFailure(credentials)) return Effect.fail(credentials.failure)
+        const { key, projectId } = credentials.success
+        const cacheKey = `${fingerprint(key)}\u0000${projectId}`
         const cached = cache.get(cacheKey)
         if (cached !== undefined) {
           if (cached.validUntil > clock.currentTimeMillisUnsafe()) return Effect.succeed(cached.token)
           cache.delete(cacheKey)
         }
         return Effect.flatMap(
-          Effect.promise(() => shared(cacheKey, credentials.key, credentials.projectId, clock)),
+          Effect.promise(() => shared(cacheKey, key, projectId, clock)),
           (outcome) => (outcome._tag === "Token" ? Effect.succeed(outcome.token) : Effect.fail(outcome.error))
         )
       })
@@ -228,12 +229,13 @@ export class PlatformAuth extends Context.Service<PlatformAuth, PlatformAuthShap
       authenticate: (headers) =>
         Effect.suspend(() => {
           const credentials = platformCredentials(headers, settings)
-          if (credentials instanceof GatewayError) return Effect.fail(credentials)
-          const projects = keys[credentials.key]
+          if (Result.isFailure(credentials)) return Effect.fail(credentials.failure)
+          const { key, projectId } = credentials.success
+          const projects = keys[key]
           if (projects === undefined) return Effect.fail(denied("auth", "the platform credential was rejected"))
-          if (!projects.includes(credentials.projectId)) return Effect.fail(denied("forbidden", "the platform credential is not permitted for this project"))
-          const token = `token-${credentials.projectId}`
-          return Effect.succeed({ token: Redacted.make(token), fingerprint: fingerprint(token), expiresAt: Date.now() + 3_600_000, projectId: credentials.projectId })
+          if (!projects.includes(projectId)) return Effect.fail(denied("forbidden", "the platform credential is not permitted for this project"))
+          const token = `token-${projectId}`
+          return Effect.succeed({ token: Redacted.make(token), fingerprint: fingerprint(token), expiresAt: Date.now() + 3_600_000, projectId })
         })
     })
 }

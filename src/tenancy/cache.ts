@@ -34,7 +34,7 @@ import { tenantId } from "./selection.ts"
 import type { TenantId } from "./selection.ts"
 
 /** The pause `INFRA_UNAVAILABLE` asks callers to take (`retry-after-ms`). */
-export const INFRA_RETRY_AFTER_MS = 500
+const INFRA_RETRY_AFTER_MS = 500
 const SWEEP_CONCURRENCY = 8
 
 type State<P> =

@@ -18,12 +18,12 @@ import { parseArgs } from "node:util"
 import { Redis } from "ioredis"
 import { snapshotFromDocument } from "../config/index.ts"
 import type { ValidatedSnapshot } from "../config/index.ts"
+import { redisLogTarget } from "../infra/redis-url.ts"
 import { parseJson } from "./open-snapshot.ts"
-import { redisTarget } from "./redis.ts"
 import { generateKeyPair, isEnvelope, keyBytes, publicKeyFromBytes, seal } from "./sealing.ts"
 import { environmentsKey, tenantId, UPDATES_CHANNEL } from "./selection.ts"
 
-export const SNAPSHOT_USAGE = `usage:
+const SNAPSHOT_USAGE = `usage:
   gateway snapshot keygen [--out DIR]
   gateway snapshot seal --public-key K SNAPSHOT.json
   gateway snapshot publish --redis URL --project P --env E [--public-key K] SNAPSHOT.json
@@ -99,7 +99,7 @@ const publish = async (options: { redis: string; project: string; env: string; p
     process.stderr.write("warning: publishing a plaintext snapshot (development only); a gateway with tenant_routing.private_key_path refuses it\n")
   }
   const value = recipient === undefined ? text : JSON.stringify(seal(text, recipient))
-  const { target, scrub } = redisTarget(options.redis)
+  const { target, scrub } = redisLogTarget(options.redis)
   const client = new Redis(options.redis, {
     lazyConnect: true,
     connectTimeout: REDIS_TIMEOUT_MS,

@@ -47,9 +47,6 @@ export interface RedisStoreOptions {
   readonly onReconnect: () => void
 }
 
-/** Host and port of a Redis URL, and a scrubber of its password (infra/redis-url.ts). */
-export const redisTarget = (url: string): { readonly target: string; readonly scrub: (text: string) => string } => redisLogTarget(url)
-
 /** Whether a connection becomes ready before it fails or `STARTUP_WAIT_MS` passes. */
 const firstReady = (connection: Redis): Effect.Effect<boolean> =>
   Effect.callback<boolean>((resume) => {
@@ -76,7 +73,7 @@ const reconnectDelay = (times: number): number => Math.min(100 * 2 ** Math.min(t
 
 export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<RedisSnapshotStore, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { target, scrub } = redisTarget(options.url)
+    const { target, scrub } = redisLogTarget(options.url)
     const limited = new RateLimitedLog(options.log)
     const common: RedisOptions = {
       connectTimeout: Math.max(options.commandTimeoutMs, 1_000),

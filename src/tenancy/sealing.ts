@@ -14,7 +14,7 @@ import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, di
 import type { KeyObject } from "node:crypto"
 import { readFileSync, statSync } from "node:fs"
 
-export const ENVELOPE_ALG = "X25519-HKDF-SHA256-AES256GCM"
+const ENVELOPE_ALG = "X25519-HKDF-SHA256-AES256GCM"
 const HKDF_INFO = Buffer.from("gateway-snapshot/v1")
 const KEY_BYTES = 32
 const NONCE_BYTES = 12

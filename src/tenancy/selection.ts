@@ -10,9 +10,9 @@
 import { Result } from "effect"
 import { GatewayError } from "../domain/index.ts"
 
-export const PROJECT_HEADER = "x-gw-project-id"
-export const ENVIRONMENT_HEADER = "x-gw-environment"
-export const DEFAULT_ENVIRONMENT = "production"
+const PROJECT_HEADER = "x-gw-project-id"
+const ENVIRONMENT_HEADER = "x-gw-environment"
+const DEFAULT_ENVIRONMENT = "production"
 
 /** Channel announcing `{projectId, envSlug, version}` after a publish. */
 export const UPDATES_CHANNEL = "gw:routing:updates"
