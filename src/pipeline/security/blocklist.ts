@@ -15,7 +15,7 @@
  */
 
 /** Unicode full case folding as JavaScript can do it without tables. */
-export const foldCase = (text: string): string => text.toUpperCase().toLowerCase()
+const foldCase = (text: string): string => text.toUpperCase().toLowerCase()
 
 const NON_ASCII = /[^\x00-\x7f]/
 
