@@ -5,18 +5,7 @@
  * `node bench/guardrail.ts`; `npm run bench` includes its figures.
  */
 import { compileGuardPolicy } from "../src/pipeline/security/index.ts"
-
-/** Distinct pseudo-random words (mulberry32). */
-const words = (count: number, seed: number): Array<string> => {
-  let state = seed
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  return Array.from({ length: count }, () => Array.from({ length: 8 + Math.floor(next() * 6) }, () => String.fromCharCode(97 + Math.floor(next() * 26))).join(""))
-}
+import { randomWords } from "../test/fixtures/words.ts"
 
 /** About 100 KB of ordinary prose with numbers, dates and code in it, and no violation. */
 const PROMPT = Array.from({ length: 400 }, (_, i) =>
@@ -29,7 +18,7 @@ const SCANS = 200
 export const runGuardrailBench = async (): Promise<Record<string, number>> => {
   const results: Record<string, number> = { prompt_bytes: Buffer.byteLength(PROMPT) }
   for (const count of [10, 1_000, 10_000]) {
-    const policy = compileGuardPolicy({ enabled: true, blocklist: words(count, count), output_guardrails: false })
+    const policy = compileGuardPolicy({ enabled: true, blocklist: randomWords(count, count), output_guardrails: false })
     if (policy.scanText(PROMPT) !== undefined) throw new Error("the benchmark prompt must pass")
     for (let i = 0; i < 20; i++) policy.scanText(PROMPT)
     const started = performance.now()

@@ -19,12 +19,14 @@ import type { Operation } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import { executePlan } from "../routing/execute.ts"
 import { servableSteps } from "../routing/servable.ts"
-import type { PlanTarget } from "../routing/plan.ts"
+import type { PlanStep, PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { Project } from "../tenancy/project.ts"
 import { cacheKey, cacheUse, hitHeaders } from "./cache/index.ts"
 import type { CacheScope, ResponseCache } from "./cache/index.ts"
+import { choosePlan } from "./choose-plan.ts"
 import { header } from "./context.ts"
+import type { RequestContext } from "./context.ts"
 import {
   callerKey,
   callerKeyPolicy,
@@ -37,17 +39,12 @@ import {
   requestCredential,
   sendHeld
 } from "./forward/index.ts"
-import { sendBody } from "./reply.ts"
-import type { PlanStep } from "../routing/plan.ts"
-import { choosePlan } from "./choose-plan.ts"
-import { inputViolationError } from "./security/Guardrail.ts"
-import type { Surface } from "./security/surfaces.ts"
-import type { RequestContext } from "./context.ts"
 import { failureOf, ModelCallTrace } from "./model-call.ts"
-import { attemptLogger } from "./telemetry/attempts.ts"
-import { embeddingsRequestAttributes } from "./telemetry/index.ts"
-import type { GenAiOperation, GenAiResponseSummary, TelemetryShape } from "./telemetry/index.ts"
-import type { JsonLog } from "./telemetry/log.ts"
+import { sendBody } from "./reply.ts"
+import { inputViolationError } from "./security/index.ts"
+import type { Surface } from "./security/index.ts"
+import { attemptLogger, embeddingsRequestAttributes } from "./telemetry/index.ts"
+import type { GenAiOperation, GenAiResponseSummary, JsonLog, TelemetryShape } from "./telemetry/index.ts"
 
 export interface ProxyBody {
   readonly contentType: string
@@ -83,7 +80,6 @@ export const jsonBody = (raw: Uint8Array, json: Readonly<Record<string, unknown>
 })
 
 const NO_OVERRIDES: Readonly<Record<string, unknown>> = Object.freeze({})
-
 
 export interface ProxyDependencies {
   readonly client: ProviderClient["Service"]

@@ -41,7 +41,7 @@ const lingerThenClose = (socket: Socket | null | undefined): void => {
 }
 
 /** A request body is declared and not yet all received. */
-export const bodyPending = (ctx: RequestContext): boolean => {
+const bodyPending = (ctx: RequestContext): boolean => {
   const { req } = ctx
   if (req.complete) return false
   return req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")

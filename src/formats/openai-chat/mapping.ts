@@ -4,12 +4,20 @@
  * (§8.4). OpenAI counts cached tokens inside `prompt_tokens`, as the canonical
  * `Usage` does, so input passes through unchanged.
  */
-import type { StopReason, Usage } from "../../domain/chat.ts"
+import type { ChatStreamEvent, StopReason, Usage } from "../../domain/chat.ts"
 
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 const numberOr = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined)
+
+/** The `message_start` of an OpenAI stream (Chat Completions or Responses) from its own id, model and creation time; now when it sent none. */
+export const messageStartOf = (id: unknown, model: unknown, created: unknown): ChatStreamEvent => ({
+  type: "message_start",
+  id: typeof id === "string" ? id : "",
+  model: typeof model === "string" ? model : "",
+  created: typeof created === "number" ? created : Math.floor(Date.now() / 1000)
+})
 
 /**
  * `finish_reason` → canonical. Some compatible servers answer a tool call with

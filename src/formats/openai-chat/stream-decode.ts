@@ -20,14 +20,15 @@
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import type { SseEvent, StreamDecoder } from "../contract.ts"
 import { statusOfOpenAiError } from "./error.ts"
-import { decodeUsage, isRecord, stopReasonOfFinish } from "./mapping.ts"
+import { decodeUsage, isRecord, messageStartOf, stopReasonOfFinish } from "./mapping.ts"
 
 const MALFORMED: StreamError = { type: "server_error", message: "upstream sent a malformed stream chunk", status: 502, malformed: true }
 const TRUNCATED: StreamError = {
   type: "server_error",
   message: "upstream stream ended before a finish reason",
   status: 502,
-malformed: true }
+  malformed: true
+}
 
 export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
   let started = false
@@ -96,12 +97,7 @@ export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
       const out: Array<ChatStreamEvent> = []
       if (!started) {
         started = true
-        out.push({
-          type: "message_start",
-          id: typeof chunk.id === "string" ? chunk.id : "",
-          model: typeof chunk.model === "string" ? chunk.model : "",
-          created: typeof chunk.created === "number" ? chunk.created : Math.floor(Date.now() / 1000)
-        })
+        out.push(messageStartOf(chunk.id, chunk.model, chunk.created))
       }
       const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
       if (isRecord(choice)) {

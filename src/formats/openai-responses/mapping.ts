@@ -3,6 +3,7 @@
  * translators: ids, `status` ⇐ `StopReason`, `usage` ⇐ `Usage`, media URLs.
  */
 import type { StopReason, Usage } from "../../domain/chat.ts"
+import { isRecord } from "../openai-chat/mapping.ts"
 
 /** `status` of a finished response and, when not completed, why. */
 export interface Outcome {
@@ -53,10 +54,7 @@ export const messageItemId = (id: string, outputIndex: number): string =>
 
 export const functionCallItemId = (id: string, outputIndex: number): string => `fc_${idBody(id)}_${outputIndex}`
 
-
 const numberOr = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined)
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** Wire `usage` → canonical; undefined when absent. */
 export const decodeUsage = (raw: unknown): Usage | undefined => {

@@ -15,7 +15,7 @@
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import type { SseEvent, StreamDecoder } from "../contract.ts"
 import { statusOfOpenAiError } from "../openai-chat/error.ts"
-import { isRecord } from "../openai-chat/mapping.ts"
+import { isRecord, messageStartOf } from "../openai-chat/mapping.ts"
 import { decodeUsage, stopReasonOfResponse } from "./mapping.ts"
 
 const MALFORMED: StreamError = { type: "server_error", message: "upstream sent a malformed stream event", status: 502, malformed: true }
@@ -53,12 +53,7 @@ export const makeResponsesStreamDecoder = (): StreamDecoder => {
   const open = (response: Record<string, unknown>, out: Array<ChatStreamEvent>): void => {
     if (started) return
     started = true
-    out.push({
-      type: "message_start",
-      id: typeof response.id === "string" ? response.id : "",
-      model: typeof response.model === "string" ? response.model : "",
-      created: typeof response.created_at === "number" ? response.created_at : Math.floor(Date.now() / 1000)
-    })
+    out.push(messageStartOf(response.id, response.model, response.created_at))
   }
 
   const finish = (response: Record<string, unknown>, out: Array<ChatStreamEvent>): ReadonlyArray<ChatStreamEvent> => {

@@ -34,24 +34,26 @@ export interface GuardPolicy {
 
 const OFF: GuardPolicy = { enabled: false, output: false, scanRequest: () => undefined, scanText: () => undefined }
 
+/** An enabled policy: `scanText` on a piece of text, and on every text piece of a request until one violates. */
+const enabledPolicy = (output: boolean, scanText: (text: string) => Violation | undefined): GuardPolicy => ({
+  enabled: true,
+  output,
+  scanText,
+  scanRequest: (surface, json) => {
+    let found: Violation | undefined
+    visitText(surface, json, (text) => {
+      found = scanText(text)
+      return found !== undefined
+    })
+    return found
+  }
+})
+
 /** Compiles a `[security]` section: the blocklist automaton is built here, once. */
 export const compileGuardPolicy = (section: SecuritySection): GuardPolicy => {
   if (!section.enabled) return OFF
   const blocklist = compileBlocklist(section.blocklist)
-  const scanText = (text: string): Violation | undefined => findPii(text) ?? (blocklist.matches(text) ? "blocklist" : undefined)
-  return {
-    enabled: true,
-    output: section.output_guardrails,
-    scanText,
-    scanRequest: (surface, json) => {
-      let found: Violation | undefined
-      visitText(surface, json, (text) => {
-        found = scanText(text)
-        return found !== undefined
-      })
-      return found
-    }
-  }
+  return enabledPolicy(section.output_guardrails, (text) => findPii(text) ?? (blocklist.matches(text) ? "blocklist" : undefined))
 }
 
 const describe = (violation: Violation): string => (violation === "blocklist" ? "a blocklisted term" : PII_DESCRIPTIONS[violation])
@@ -95,23 +97,11 @@ export class Guardrail extends Context.Service<Guardrail, {
         compile: (section) => {
           const policy = compileGuardPolicy(section)
           if (!policy.enabled) return policy
-          const scanText = (text: string): Violation | undefined => {
+          return enabledPolicy(policy.output, (text) => {
             const found = policy.scanText(text)
             scans.push({ text, found })
             return found
-          }
-          return {
-            ...policy,
-            scanText,
-            scanRequest: (surface, json) => {
-              let found: Violation | undefined
-              visitText(surface, json, (text) => {
-                found = scanText(text)
-                return found !== undefined
-              })
-              return found
-            }
-          }
+          })
         }
       })
     )

@@ -15,9 +15,7 @@
  */
 
 /** Unicode full case folding as JavaScript can do it without tables. */
-export const foldCase = (text: string): string => text.toUpperCase().toLowerCase()
-
-const NON_ASCII = /[^\x00-\x7f]/
+const foldCase = (text: string): string => text.toUpperCase().toLowerCase()
 
 export interface Blocklist {
   /** Whether the text holds any of the terms. */
@@ -101,17 +99,7 @@ export const compileBlocklist = (terms: ReadonlyArray<string>): Blocklist => {
   const acceptRow = new Uint8Array(states * classes)
   for (let state = 0; state < states; state++) acceptRow[state * classes] = accept[state]
 
-  /** ASCII text: upper case shares its letter's class, so the text is read as it is, no copy. */
-  const runAscii = (text: string): boolean => {
-    let offset = 0
-    for (let i = 0; i < text.length; i++) {
-      offset = row[offset + asciiClass[text.charCodeAt(i)]]
-      if (acceptRow[offset] === 1) return true
-    }
-    return false
-  }
-
-  /** Any other text, already folded. */
+  /** Text with other characters than ASCII, already folded. */
   const runFolded = (text: string): boolean => {
     let offset = 0
     for (let i = 0; i < text.length; i++) {
@@ -122,8 +110,21 @@ export const compileBlocklist = (terms: ReadonlyArray<string>): Blocklist => {
     return false
   }
 
-  return {
-    matches: (text) => (NON_ASCII.test(text) ? runFolded(foldCase(text)) : runAscii(text)),
-    size: folded.length
+  /**
+   * ASCII text is read as it is, no copy (upper case shares its letter's
+   * class). At the first other character the whole text is folded and read
+   * again (its ASCII part folds to itself lower-cased: no match was missed).
+   */
+  const matches = (text: string): boolean => {
+    let offset = 0
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i)
+      if (code >= 128) return runFolded(foldCase(text))
+      offset = row[offset + asciiClass[code]]
+      if (acceptRow[offset] === 1) return true
+    }
+    return false
   }
+
+  return { matches, size: folded.length }
 }

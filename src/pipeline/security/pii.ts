@@ -30,10 +30,11 @@ const PEM = /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----/
 const AWS_KEY_ID = /\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/
 /** `sk-…` API keys (OpenAI `sk-`/`sk-proj-`, Anthropic `sk-ant-…`, Stripe-style `sk_live_`). */
 const SK_KEY = /\bsk(?:-proj|-ant(?:-[a-z]+\d*)?|-svcacct|_live|_test)?[-_][A-Za-z0-9_-]{20,}/g
+const SK_PREFIX = /^sk(?:-proj|-ant(?:-[a-z]+\d*)?|-svcacct|_live|_test)?[-_]/
 
 /** A key-like token: long enough, with digits and letters mixed in (not a hyphenated phrase). */
 const looksRandom = (token: string): boolean => {
-  const body = token.replace(/^sk(?:-proj|-ant(?:-[a-z]+\d*)?|-svcacct|_live|_test)?[-_]/, "")
+  const body = token.replace(SK_PREFIX, "")
   if (body.length < 20) return false
   let digits = 0
   let upper = 0
@@ -83,7 +84,9 @@ const hasEmail = (text: string): boolean => {
  */
 const NUMBERISH = /(?:\+|\(|\b)\d[\d .()/-]{4,28}\d\b/g
 
-const digitsOf = (span: string): string => span.replace(/\D/g, "")
+const NON_DIGITS = /\D/g
+
+const digitsOf = (span: string): string => span.replace(NON_DIGITS, "")
 
 const luhn = (digits: string): boolean => {
   let sum = 0
@@ -120,6 +123,9 @@ const isSsn = (span: string): boolean => {
 }
 
 const IPV4_SHAPE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/
+const DOT_DIGIT = /^\.\d/
+const DIGIT_DOT = /\d\.$/
+const VERSION_WORD = /(?:\bv|\bversion\s*|\bver\.?\s*|\brelease\s*)$/i
 
 const isIpv4 = (span: string, before: string, after: string): boolean => {
   const parts = IPV4_SHAPE.exec(span)
@@ -129,9 +135,8 @@ const isIpv4 = (span: string, before: string, after: string): boolean => {
     if (Number(octet) > 255 || (octet.length > 1 && octet[0] === "0")) return false
   }
   // Part of a longer dotted run (1.2.3.4.5), or a version (v1.2.3.4, "version 1.2.3.4").
-  if (after.startsWith(".") && /^\.\d/.test(after)) return false
-  if (/\.\d*$/.test(before) && /\d\.$/.test(before)) return false
-  return !/(?:\bv|\bversion\s*|\bver\.?\s*|\brelease\s*)$/i.test(before)
+  if (DOT_DIGIT.test(after) || DIGIT_DOT.test(before)) return false
+  return !VERSION_WORD.test(before)
 }
 
 /**
@@ -159,6 +164,10 @@ const isPhone = (span: string): boolean => {
   return INDIAN.test(span)
 }
 
+const LETTER_BEFORE = /[A-Za-z_]$/
+const LETTER_AFTER = /^[A-Za-z_]/
+const IBAN_HEAD_BEFORE = /[A-Z]{2}\d{2} ?$/
+
 /** The first digit-based category the text holds, checked in the order of `PII_CATEGORIES`. */
 const numericCategory = (text: string): PiiCategory | undefined => {
   let found: Array<PiiCategory> | undefined
@@ -181,7 +190,7 @@ const numericCategory = (text: string): PiiCategory | undefined => {
     const after = text.slice(start + span.length, start + span.length + 2)
     // Glued to letters on either side (an order id like ORD-1234-5678, a hex string), or the body of an
     // IBAN (its country code and check digits just before): not a number of its own.
-    if (/[A-Za-z_]$/.test(before) || /^[A-Za-z_]/.test(after) || /[A-Z]{2}\d{2} ?$/.test(before)) continue
+    if (LETTER_BEFORE.test(before) || LETTER_AFTER.test(after) || IBAN_HEAD_BEFORE.test(before)) continue
     const category = isCard(span) ? "payment_card"
       : isSsn(span) ? "us_ssn"
       : isIpv4(span, before, after) ? "ipv4"
@@ -224,7 +233,7 @@ const mod97 = (iban: string): boolean => {
 const hasIban = (text: string): boolean => {
   IBAN.lastIndex = 0
   for (let match = IBAN.exec(text); match !== null; match = IBAN.exec(text)) {
-    const iban = match[0].replace(/ /g, "")
+    const iban = match[0].replaceAll(" ", "")
     if (IBAN_LENGTH[iban.slice(0, 2)] === iban.length && mod97(iban)) return true
   }
   return false

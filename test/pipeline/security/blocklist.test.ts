@@ -9,18 +9,7 @@ import { compileBlocklist } from "../../../src/pipeline/security/blocklist.ts"
 import { compileGuardPolicy } from "../../../src/pipeline/security/Guardrail.ts"
 import { visitText } from "../../../src/pipeline/security/surfaces.ts"
 import type { Surface } from "../../../src/pipeline/security/surfaces.ts"
-
-/** Distinct pseudo-random words (mulberry32), the same every run. */
-const words = (count: number, seed: number): Array<string> => {
-  let state = seed
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  return Array.from({ length: count }, () => Array.from({ length: 8 + Math.floor(next() * 6) }, () => String.fromCharCode(97 + Math.floor(next() * 26))).join(""))
-}
+import { randomWords } from "../../fixtures/words.ts"
 
 describe("blocklist", () => {
   it("matches a term as a case-insensitive substring, inside a longer word too", () => {
@@ -44,7 +33,7 @@ describe("blocklist", () => {
   })
 
   it("finds a term among 10,000 with overlapping prefixes and suffixes (Aho–Corasick failure links)", () => {
-    const terms = [...words(10_000, 7), "abcde", "bcdx", "cdxyz"]
+    const terms = [...randomWords(10_000, 7), "abcde", "bcdx", "cdxyz"]
     const blocklist = compileBlocklist(terms)
     expect(blocklist.size).toBe(terms.length)
     expect(blocklist.matches("zz abcdxyz zz")).toBe(true) // abcd fails at x, bcdx follows through the failure link
