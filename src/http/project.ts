@@ -24,16 +24,21 @@ export const makeProjectResolver = (
   auth: PlatformAuthShape,
   defaultProjectId: string | undefined
 ): ProjectResolver => {
-  const resolve = (ctx: HttpRequestContext, projectId: string | undefined, authenticated?: string) =>
-    Effect.map(store.resolve({ projectId, environment: header(ctx, "x-gw-environment"), authenticated }), (project) => {
+  const resolve = (ctx: HttpRequestContext, authenticated?: string) =>
+    Effect.map(store.resolve({
+      projectId: header(ctx, "x-gw-project-id"),
+      configuredProjectId: defaultProjectId,
+      environment: header(ctx, "x-gw-environment"),
+      authenticated
+    }), (project) => {
       // Every answer of a project with a cache says whether it came from it (a hit overrides this).
       if (project.settings.file.cache.enabled) ctx.res.setHeader("x-gw-cache", "miss")
       return project
     })
-  if (!auth.enabled) return (ctx) => resolve(ctx, header(ctx, "x-gw-project-id") ?? defaultProjectId)
+  if (!auth.enabled) return (ctx) => resolve(ctx)
   return (ctx) =>
     Effect.flatMap(auth.authenticate(ctx.req.headers), (token) => {
       ctx.exportCredential = token
-      return resolve(ctx, header(ctx, "x-gw-project-id") ?? defaultProjectId, token?.projectId)
+      return resolve(ctx, token?.projectId)
     })
 }

@@ -18,8 +18,10 @@ import type { CompileSnapshot, TenantStore as SnapshotStore } from "./contracts.
 
 /** What a request says about its project. */
 export interface ProjectSelection {
-  /** `x-gw-project-id`, else `[auth] project_id`. */
+  /** `x-gw-project-id`, as sent. */
   readonly projectId: string | undefined
+  /** `[auth] project_id`: the project when the header is absent or empty. */
+  readonly configuredProjectId?: string | undefined
   /** `x-gw-environment`. */
   readonly environment: string | undefined
   /** The project the platform exchange authenticated the request for: it wins over the header. */
@@ -54,7 +56,7 @@ const compilerOf = (stages: StageCompilers, gateway?: GatewaySettings): CompileS
 /** The multi-tenant shape over a snapshot store: the request's tenant, checked, then its project. */
 const overSnapshots = (store: SnapshotStore<Project>): Shape => ({
   resolve: (selection) => {
-    const tenant = tenantFromRequest(selection.authenticated ?? selection.projectId, selection.environment, undefined)
+    const tenant = tenantFromRequest(selection.authenticated ?? selection.projectId, selection.environment, selection.configuredProjectId)
     return Result.isFailure(tenant) ? Effect.fail(tenant.failure) : store.resolve(tenant.success)
   },
   ready: store.ready,

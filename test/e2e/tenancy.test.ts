@@ -102,6 +102,23 @@ describe("projects from snapshots", () => {
     expect((environment?.error as { code?: string }).code).toBe("ENVIRONMENT_NOT_FOUND")
   })
 
+  it("[auth] project_id stands in for an absent or empty x-gw-project-id", async () => {
+    const defaulted = await startGateway({
+      tenant_routing: { enabled: true, redis_url: REDIS_URL },
+      auth: { project_id: projectA }
+    })
+    try {
+      alpha.reset()
+      for (const headers of [{}, { "x-gw-project-id": "" }]) {
+        const caller = new OpenAI({ baseURL: `${defaulted.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null, ...headers } })
+        await caller.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "which tenant?" }] })
+      }
+      expect(alpha.requests).toHaveLength(2)
+    } finally {
+      await defaulted.close()
+    }
+  })
+
   it("a snapshot that does not open fails closed with SNAPSHOT_DECRYPT_FAILED and no retry headers", async () => {
     const broken = uniqueProject("broken")
     await publish(broken, "production", { version: 1, providers: { p: { kind: "openai", base_url: "not a url", models: ["gpt-4o"] } } })
