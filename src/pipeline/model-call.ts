@@ -10,8 +10,11 @@
  */
 import { Effect, Exit } from "effect"
 import type { AttemptInfo } from "../routing/execute.ts"
+import type { GatewayError } from "../domain/index.ts"
 import type { ChosenPlan } from "./choose-plan.ts"
 import type { RequestContext } from "./context.ts"
+import { inputViolationError } from "./security/index.ts"
+import type { GuardPolicy, Surface } from "./security/index.ts"
 import type { GenAiCall, GenAiUpstream, TelemetryShape } from "./telemetry/index.ts"
 import { ATTR, resolvedAttributes, withAttemptSpan, withCacheLookupSpan, withGuardrailSpan, withResolveSpan } from "./telemetry/index.ts"
 
@@ -56,6 +59,20 @@ export class ModelCallTrace {
     if (!this.telemetry.tracing) return Effect.sync(scan)
     return withGuardrailSpan(direction)(Effect.flatMap(Effect.sync(scan), (violation) =>
       Effect.as(Effect.annotateCurrentSpan(ATTR.guardrailOutcome, violation ?? "pass"), violation)))
+  }
+
+  /**
+   * The project's input guardrail over what the caller sent (`json`, read only
+   * when the guardrail is on): a violation is named in the log line and refused
+   * with a 400 that names its kind.
+   */
+  guardInput(guard: GuardPolicy, surface: Surface, json: () => Readonly<Record<string, unknown>>): Effect.Effect<void, GatewayError> {
+    if (!guard.enabled) return Effect.void
+    return Effect.flatMap(this.guardrail("input", () => guard.scanRequest(surface, json())), (violation) => {
+      if (violation === undefined) return Effect.void
+      this.ctx.log.guardrail = violation
+      return Effect.fail(inputViolationError(violation))
+    })
   }
 
   /** A cache lookup in its span, annotated `hit` or `miss`. */

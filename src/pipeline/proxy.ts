@@ -41,7 +41,6 @@ import {
 } from "./forward/index.ts"
 import { failureOf, ModelCallTrace } from "./model-call.ts"
 import { sendBody } from "./reply.ts"
-import { inputViolationError } from "./security/index.ts"
 import type { Surface } from "./security/index.ts"
 import { attemptLogger, embeddingsRequestAttributes } from "./telemetry/index.ts"
 import type { GenAiOperation, GenAiResponseSummary, JsonLog, TelemetryShape } from "./telemetry/index.ts"
@@ -121,15 +120,8 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
     const chosen = yield* trace.resolve(input.model, choosePlan(ctx, input.project, input.model, input.endpoint))
     const { plan, steps: planSteps, overrides: drawn } = chosen
     const overrides = drawn ?? NO_OVERRIDES
-    const { guard } = input.project
-    if (guard.enabled && input.scan !== undefined) {
-      const { scan } = input
-      const violation = yield* trace.guardrail("input", () => guard.scanRequest(scan.surface, drawn === undefined ? scan.json : { ...scan.json, ...drawn }))
-      if (violation !== undefined) {
-        ctx.log.guardrail = violation
-        return yield* inputViolationError(violation)
-      }
-    }
+    const { scan } = input
+    if (scan !== undefined) yield* trace.guardInput(input.project.guard, scan.surface, () => drawn === undefined ? scan.json : { ...scan.json, ...drawn })
 
     // Targets whose provider cannot do this operation are skipped; none left → 400 (docs/reference/gateway-spec.md §4.3).
     const steps = servableSteps(planSteps, { capability: input.capability })

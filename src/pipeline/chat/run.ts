@@ -27,7 +27,7 @@ import type { ChosenPlan } from "../choose-plan.ts"
 import { header } from "../context.ts"
 import { JSON_CONTENT_TYPE } from "../reply.ts"
 import { replayChat } from "./replay.ts"
-import { inputViolationError, outputViolationError } from "../security/Guardrail.ts"
+import { outputViolationError } from "../security/Guardrail.ts"
 import { failureOf, ModelCallTrace } from "../model-call.ts"
 import type { TelemetryShape } from "../telemetry/index.ts"
 import type { Surface } from "../security/surfaces.ts"
@@ -138,14 +138,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     let steps = chosen.steps
     const overridden = chosen.overrides !== undefined
     const json = overridden ? { ...input.json, ...chosen.overrides } : input.json
-    const { guard } = input.project
-    if (guard.enabled) {
-      const violation = yield* trace.guardrail("input", () => guard.scanRequest(SURFACE[caller], json))
-      if (violation !== undefined) {
-        ctx.log.guardrail = violation
-        return yield* inputViolationError(violation)
-      }
-    }
+    yield* trace.guardInput(input.project.guard, SURFACE[caller], () => json)
 
     // The canonical request, decoded once and only if some attempt needs it.
     let canonical: ChatRequest | GatewayError | undefined
@@ -312,6 +305,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         error: failureOf(exit) ?? collector.error
       }), collector.firstTokenAt)
     }))
+    const { guard } = input.project
     if (guard.output) {
       // The answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4): a held answer is withheld; a stream already went out, so it is recorded.
       const violation = collector.text === "" ? undefined : yield* trace.guardrail("output", () => guard.scanText(collector.text))
