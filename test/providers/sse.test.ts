@@ -20,6 +20,19 @@ describe("SSE parsing", () => {
       expect(feed(parser, [text.slice(0, cut), text.slice(cut)])).toEqual([{ event: "x", data: "{\"k\":\"v\"}" }, { data: "[DONE]" }])
     }
   })
+  it("LF, CRLF and lone CR line ends mixed in one stream, cut into three pieces anywhere, give the same events", () => {
+    const text = "data: a\n\nevent: e\rdata: b\r\rdata:c\r\ndata: d\r\n\r\n: note\n\ndata: é\n\n"
+    const expected = [{ data: "a" }, { event: "e", data: "b" }, { data: "c\nd" }, { data: "é" }]
+    const encoded = bytes(text)
+    expect(feed(new SseParser(), [encoded])).toEqual(expected)
+    for (let first = 1; first < encoded.length; first++) {
+      for (let second = first; second < encoded.length; second++) {
+        const parser = new SseParser()
+        const pieces = [encoded.subarray(0, first), encoded.subarray(first, second), encoded.subarray(second)]
+        expect([...feed(parser, pieces), ...parser.end()]).toEqual(expected)
+      }
+    }
+  })
   it("a UTF-8 character split between chunks is decoded intact", () => {
     const encoded = bytes("data: héllo 日本\n\n")
     const parser = new SseParser()
