@@ -69,11 +69,23 @@ const PREAMBLE_CAP = 1024 * 1024
 const LF = 10
 const CR = 13
 
-/** End of the last complete SSE event in `bytes` (after its blank line), or -1. */
-const lastEventEnd = (bytes: Uint8Array): number => {
+const isLineEnd = (byte: number | undefined): boolean => byte === LF || byte === CR
+
+/**
+ * End of the last complete SSE event in `bytes` (after its blank line), or -1.
+ * A blank line is two line ends in a row, each LF, CRLF or CR, in any mix
+ * (`\n\n`, `\r\n\r\n`, `\n\r\n`, `\r\r\n`, `\r\n\r`, `\r\r`…).
+ */
+export const lastEventEnd = (bytes: Uint8Array): number => {
   for (let i = bytes.length - 1; i > 0; i--) {
-    if (bytes[i] === LF && (bytes[i - 1] === LF || (bytes[i - 1] === CR && i > 2 && bytes[i - 2] === LF && bytes[i - 3] === CR))) return i + 1
-    if (bytes[i] === CR && bytes[i - 1] === CR) return i + 1
+    const byte = bytes[i]
+    if (byte === LF) {
+      // LF after LF; or a CRLF whose CR follows another line end.
+      const before = bytes[i - 1]
+      if (before === LF || (before === CR && i > 1 && isLineEnd(bytes[i - 2]))) return i + 1
+    } else if (byte === CR && isLineEnd(bytes[i - 1])) {
+      return i + 1
+    }
   }
   return -1
 }
