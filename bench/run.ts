@@ -28,6 +28,7 @@ import type { Pool } from "undici"
 import type { Scenario } from "./lib.ts"
 import { chatBody, jsonHeaders, printPerformance, runPerformanceBench, startGateway as startGatewayIn, twentyWords } from "./performance.ts"
 import type { PerformanceResult } from "./performance.ts"
+import { runTelemetryThroughput } from "./telemetry.ts"
 import { runTenancyBench } from "./tenancy.ts"
 
 const QUICK = process.argv.includes("--quick")
@@ -39,12 +40,6 @@ const PACED_SECONDS = QUICK ? 2 : 6
 
 const closedLoop = (pool: Pool, scenario: Scenario, count: number) => closedLoopAt(pool, scenario, count, CONCURRENCY)
 const pacedLoop = (pool: Pool, scenario: Scenario) => pacedLoopAt(pool, scenario, PACED_RPS, PACED_SECONDS)
-
-/** An OTLP receiver (accepting and forgetting exports) in its own process on core 1, like the upstream. */
-const startReceiver = async (dir: string): Promise<{ readonly url: string; readonly child: ChildProcess }> => {
-  const started = await startProcess(["bench/telemetry.ts", "--receiver"], "1", dir, "otlp-receiver")
-  return { url: started.line.trim(), child: started.child }
-}
 
 const main = async () => {
   // The gateway runs as `npm start` runs it: the production bundle.
@@ -171,36 +166,7 @@ ttl_seconds = 120
 
     // Telemetry: both sections at ratio 1.0, and the defaults (application 0.1, GenAI 1.0), exporting
     // to an OTLP receiver in its own process, against the same gateway with telemetry off.
-    const receiver = await startReceiver(dir)
-    try {
-      const measure = async (name: string, telemetryTable: string, extra = "") => {
-        const running = await startGateway(name, extra, telemetryTable)
-        const run = await measured(running, { ...nonStream, origin: running.url })
-        await stopGateway(running)
-        return run
-      }
-      const genai = (ratio: number) => `[genai_telemetry]
-enabled = true
-otlp_endpoint = "${receiver.url}"
-sample_ratio = ${ratio}
-metrics_export_interval_secs = 5
-metrics_export_timeout_secs = 5`
-      const off = await measure("gateway-telemetry-off", "[telemetry]\nenabled = false")
-      const full = await measure("gateway-telemetry-full", `[telemetry]\nenabled = true\notlp_endpoint = "${receiver.url}"\nsample_ratio = 1.0`, genai(1))
-      const defaults = await measure("gateway-telemetry-defaults", `[telemetry]\nenabled = true\notlp_endpoint = "${receiver.url}"\nsample_ratio = 0.1`, genai(1))
-      telemetry = {
-        off_rps: Math.round(off.rps),
-        all_at_1_rps: Math.round(full.rps),
-        defaults_rps: Math.round(defaults.rps),
-        all_at_1_throughput_ratio: round(full.rps / off.rps, 2),
-        defaults_throughput_ratio: round(defaults.rps / off.rps, 2),
-        off_cpu_us_per_request: off.cpu,
-        all_at_1_cpu_us_per_request: full.cpu,
-        defaults_cpu_us_per_request: defaults.cpu
-      }
-    } finally {
-      receiver.child.kill("SIGTERM")
-    }
+    telemetry = await runTelemetryThroughput({ dir, upstreamUrl, pools, requests: REQUESTS, warmup: WARMUP, concurrency: CONCURRENCY, rounds: QUICK ? 1 : 3 })
 
     // Tenant mode: one project's snapshot in Redis (database 9), a warm LRU, against the static file.
     const redisUrl = `${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/9`

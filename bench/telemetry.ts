@@ -17,8 +17,11 @@
  * `runTelemetryBench()` returns the figures; `npm run bench` can print them
  * beside the gateway's throughput. Bounded: a fixed request count per scenario.
  */
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { GatewayConfig } from "../src/config/index.ts"
@@ -28,6 +31,9 @@ import { telemetrySettingsOf } from "../src/pipeline/telemetry/settings.ts"
 import { withAttemptSpan, withCacheLookupSpan, withResolveSpan } from "../src/pipeline/telemetry/spans.ts"
 import { Telemetry } from "../src/pipeline/telemetry/Telemetry.ts"
 import type { TelemetryShape } from "../src/pipeline/telemetry/Telemetry.ts"
+import { closedLoop, Pools, root, round, served, startProcess, stopProcess, withCpu } from "./lib.ts"
+import { chatScenario, startGateway } from "./performance.ts"
+import type { Gateway } from "./performance.ts"
 
 const QUICK = process.argv.includes("--quick")
 const REQUESTS = QUICK ? 10_000 : 50_000
@@ -147,12 +153,107 @@ export const runTelemetryBench = async (): Promise<ReadonlyArray<TelemetryBenchR
   }
 }
 
+export interface TelemetryThroughputOptions {
+  readonly dir: string
+  readonly upstreamUrl: string
+  readonly pools: Pools
+  readonly requests: number
+  readonly warmup: number
+  readonly concurrency: number
+  /** Rounds of off / all at 1.0 / defaults, interleaved; the median of each is reported. */
+  readonly rounds: number
+}
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]
+}
+
+/**
+ * The gateway's throughput (fast path JSON chat at full load, the gateway
+ * pinned to its core) with both telemetry sections off, with both at sample
+ * ratio 1.0, and at the default ratios (application 0.1, GenAI 1.0 with
+ * content and metrics), exporting to an OTLP receiver in its own process.
+ * The three gateways run side by side and are measured in interleaved rounds,
+ * so a slow spell of the machine does not land on one of them alone.
+ */
+export const runTelemetryThroughput = async (options: TelemetryThroughputOptions): Promise<Record<string, number>> => {
+  const { dir, upstreamUrl, pools } = options
+  const receiver = await startProcess(["bench/telemetry.ts", "--receiver"], "1", dir, "otlp-receiver")
+  const receiverUrl = receiver.line.trim()
+  const genai = `[genai_telemetry]
+enabled = true
+otlp_endpoint = "${receiverUrl}"
+sample_ratio = 1.0
+metrics_export_interval_secs = 5
+metrics_export_timeout_secs = 5`
+  const app = (ratio: string) => `[telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = ${ratio}`
+  const gateways: Array<readonly [string, Gateway]> = []
+  try {
+    gateways.push(["off", await startGateway(dir, "gateway-telemetry-off", upstreamUrl, { telemetry: "[telemetry]\nenabled = false" })])
+    gateways.push(["all_at_1", await startGateway(dir, "gateway-telemetry-full", upstreamUrl, { telemetry: app("1.0"), extra: genai })])
+    gateways.push(["defaults", await startGateway(dir, "gateway-telemetry-defaults", upstreamUrl, { telemetry: app("0.1"), extra: genai })])
+    const rps: Record<string, Array<number>> = { off: [], all_at_1: [], defaults: [] }
+    const cpu: Record<string, Array<number>> = { off: [], all_at_1: [], defaults: [] }
+    for (const [, gateway] of gateways) await closedLoop(pools.for(gateway.url), chatScenario("warmup", gateway.url, false), options.warmup, options.concurrency)
+    for (let round = 0; round < options.rounds; round++) {
+      for (const [name, gateway] of gateways) {
+        const scenario = chatScenario(name, gateway.url, false)
+        const { result, cpuPerRequest } = await withCpu(gateway.child.pid!, () => closedLoop(pools.for(gateway.url), scenario, options.requests, options.concurrency), served)
+        rps[name].push(result.rps)
+        cpu[name].push(cpuPerRequest)
+      }
+    }
+    const off = median(rps.off)
+    return {
+      off_rps: Math.round(off),
+      all_at_1_rps: Math.round(median(rps.all_at_1)),
+      defaults_rps: Math.round(median(rps.defaults)),
+      all_at_1_throughput_ratio: round(median(rps.all_at_1) / off, 3),
+      defaults_throughput_ratio: round(median(rps.defaults) / off, 3),
+      off_cpu_us_per_request: median(cpu.off),
+      all_at_1_cpu_us_per_request: median(cpu.all_at_1),
+      defaults_cpu_us_per_request: median(cpu.defaults),
+      rounds: options.rounds
+    }
+  } finally {
+    for (const [, gateway] of gateways) {
+      await pools.forget(gateway.url)
+      await stopProcess(gateway.child)
+    }
+    await stopProcess(receiver.child)
+  }
+}
+
 if (process.argv.includes("--receiver")) {
   const { startOtlpReceiver } = await import("../test/fixtures/otlp-receiver.ts")
   const receiver = await startOtlpReceiver({ record: false })
   process.stdout.write(`${receiver.url}\n`)
   process.on("SIGTERM", () => void receiver.close().then(() => process.exit(0)))
-} else if (import.meta.url === `file://${process.argv[1]}`) {
+} else if (import.meta.main && process.argv.includes("--gateway")) {
+  // `node bench/telemetry.ts --gateway [--quick]`: the gateway's throughput with telemetry off, all at 1.0, at the defaults.
+  const built = spawnSync(process.execPath, ["scripts/build.ts"], { cwd: root, stdio: "inherit" })
+  if (built.status !== 0) throw new Error("npm run build failed")
+  const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
+  const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
+  const pools = new Pools(64)
+  try {
+    const figures = await runTelemetryThroughput({
+      dir,
+      upstreamUrl: JSON.parse(upstream.line).url as string,
+      pools,
+      requests: QUICK ? 3_000 : 10_000,
+      warmup: QUICK ? 1_000 : 3_000,
+      concurrency: 32,
+      rounds: QUICK ? 2 : 3
+    })
+    console.table(figures)
+  } finally {
+    await pools.close()
+    await stopProcess(upstream.child)
+  }
+  process.exit(0)
+} else if (import.meta.main) {
   const results = await runTelemetryBench()
   process.stdout.write(`telemetry cost per request (${REQUESTS} requests, CPU time of the gateway process, exports included)\n`)
   for (const result of results) {
