@@ -5,22 +5,14 @@
  * the request rate.
  *
  * Details
- * - Every exporter the telemetry creates is wrapped so its failed exports are
- *   reported here; spans and metrics are dropped by the SDK's bounded queues,
+ * - Failed exports and spans dropped from a full queue are reported here;
  *   requests never wait for an export.
- * - OpenTelemetry's own diagnostics (`diag`, the global error handler) and
- *   grpc-js's logger are process-wide: `installDiagnostics` routes them here
+ * - grpc-js's logger is process-wide: `installDiagnostics` routes it here
  *   too, so nothing prints to the console behind the structured log.
  * - Messages are cut to 300 characters and any `Bearer …` value is masked:
  *   an error text must not carry a collector credential into the log.
  */
 import * as grpc from "@grpc/grpc-js"
-import { diag, DiagLogLevel } from "@opentelemetry/api"
-import type { DiagLogger } from "@opentelemetry/api"
-import { ExportResultCode, setGlobalErrorHandler } from "@opentelemetry/core"
-import type { ExportResult } from "@opentelemetry/core"
-import type { PushMetricExporter, ResourceMetrics } from "@opentelemetry/sdk-metrics"
-import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base"
 import type { JsonLog } from "./log.ts"
 
 const EXPORT_ERROR_INTERVAL_MS = 10_000
@@ -55,49 +47,9 @@ export class ExportErrorLog {
   }
 }
 
-const failed = (result: ExportResult): boolean => result.code !== ExportResultCode.SUCCESS
-
-/** A span exporter whose failed exports are reported (and otherwise behave as the inner one's). */
-export const reportingSpanExporter = (inner: SpanExporter, source: string, errors: ExportErrorLog): SpanExporter => ({
-  export: (spans: Array<ReadableSpan>, done: (result: ExportResult) => void) =>
-    inner.export(spans, (result) => {
-      if (failed(result)) errors.report(source, result.error ?? "export failed")
-      done(result)
-    }),
-  shutdown: () => inner.shutdown(),
-  forceFlush: () => inner.forceFlush?.() ?? Promise.resolve()
-})
-
-/** A metric exporter whose failed exports are reported; temporality and aggregation are the inner one's. */
-export const reportingMetricExporter = (inner: PushMetricExporter, source: string, errors: ExportErrorLog): PushMetricExporter => {
-  const exporter: PushMetricExporter = {
-    export: (metrics: ResourceMetrics, done: (result: ExportResult) => void) =>
-      inner.export(metrics, (result) => {
-        if (failed(result)) errors.report(source, result.error ?? "export failed")
-        done(result)
-      }),
-    forceFlush: () => inner.forceFlush(),
-    shutdown: () => inner.shutdown()
-  }
-  if (inner.selectAggregationTemporality !== undefined) exporter.selectAggregationTemporality = (type) => inner.selectAggregationTemporality!(type)
-  if (inner.selectAggregation !== undefined) exporter.selectAggregation = (type) => inner.selectAggregation!(type)
-  return exporter
-}
-
 /** Where process-wide diagnostics go: the latest installed log, or nowhere. */
 const installed: Array<ExportErrorLog> = []
 const current = (): ExportErrorLog | undefined => installed[installed.length - 1]
-
-const reportDiag = (message: string, ...args: Array<unknown>): void =>
-  current()?.report("opentelemetry", args.length > 0 ? `${message} ${args.map(describe).join(" ")}` : message)
-
-const diagLogger: DiagLogger = {
-  error: reportDiag,
-  warn: reportDiag,
-  info: () => {},
-  debug: () => {},
-  verbose: () => {}
-}
 
 const grpcLogger: Partial<Console> = {
   error: (...args: Array<unknown>) => current()?.report("grpc", args.map(describe).join(" ")),
@@ -106,14 +58,11 @@ const grpcLogger: Partial<Console> = {
 }
 
 /**
- * Routes OpenTelemetry's diagnostics and global error handler, and grpc-js's
- * logger, to `errors` (throttled) instead of the console. Returns the
- * uninstaller; the previous installation (if any) takes over again.
+ * Routes grpc-js's logger to `errors` (throttled) instead of the console.
+ * Returns the uninstaller; the previous installation (if any) takes over again.
  */
 export const installDiagnostics = (errors: ExportErrorLog): (() => void) => {
   if (installed.length === 0) {
-    diag.setLogger(diagLogger, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true })
-    setGlobalErrorHandler((error) => current()?.report("opentelemetry", error))
     grpc.setLogger(grpcLogger)
     grpc.setLogVerbosity(grpc.logVerbosity.ERROR)
   }

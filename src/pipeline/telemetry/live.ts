@@ -1,13 +1,9 @@
 /**
  * The telemetry stage when `[telemetry]` or `[genai_telemetry]` is on: the
- * OpenTelemetry providers, the Effect tracer over them and the GenAI
- * recorder. Loaded by `Telemetry.layer` only then (a dynamic import), so a
- * gateway with telemetry off never loads OpenTelemetry or gRPC.
+ * application trace's tracer and export queue, and the GenAI recorder.
+ * Loaded by `Telemetry.layer` only then (a dynamic import), so a gateway
+ * with telemetry off never loads gRPC.
  */
-import * as OtelResource from "@effect/opentelemetry/Resource"
-import { resourceFromAttributes } from "@opentelemetry/resources"
-import type { Resource } from "@opentelemetry/resources"
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node"
 import { Context, Effect, Option, Tracer } from "effect"
 import type { Scope } from "effect"
 import { ExportErrorLog, installDiagnostics } from "./export-errors.ts"
@@ -15,26 +11,27 @@ import { GenAiRecorder } from "./genai/recorder.ts"
 import type { GenAiParent } from "./genai/recorder.ts"
 import type { JsonLog } from "./log.ts"
 import type { TelemetryMemory } from "./memory.ts"
+import { requestHead, resourceAttributes } from "./otlp/common.ts"
+import { ExportQueue } from "./otlp/queue.ts"
 import type { TelemetrySettings, TelemetrySinks } from "./settings.ts"
 import { otlpSinks } from "./sinks.ts"
 import { withServerSpan } from "./spans.ts"
 import type { ServerSpanRequest } from "./spans.ts"
 import type { TelemetryShape } from "./Telemetry.ts"
 import { TELEMETRY_OFF } from "./Telemetry.ts"
-import { appSampler, makeAppTracer, parentFromHeaders, sampleRequest, serverErrorStatus } from "./tracer.ts"
+import { makeAppTracer, parentFromHeaders, sampleRequest } from "./tracer.ts"
 
 const SCOPE = "gateway"
 const FLUSH_TIMEOUT = "5 seconds"
+/** The application trace has one queue (GenAI one per token): room for bursts of a few thousand requests. */
+const APP_QUEUE = { maxQueued: 8192, maxQueuedBytes: 32 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024, delayMs: 1000 }
 
 /**
  * Waits for an export-side promise, bounded, never failing: its failures were
- * already reported by the exporter (export-errors.ts).
+ * already reported (export-errors.ts).
  */
 const settle = (run: () => Promise<unknown>): Effect.Effect<void> =>
   Effect.promise(() => run().then(() => undefined, () => undefined)).pipe(Effect.timeout(FLUSH_TIMEOUT), Effect.ignore)
-
-const resourceOf = (serviceName: string, environment: string): Resource =>
-  resourceFromAttributes(OtelResource.configToAttributes({ serviceName, attributes: { "deployment.environment.name": environment } }))
 
 const TRACE_ID = /^[0-9a-f]{32}$/
 const SPAN_ID = /^[0-9a-f]{16}$/
@@ -68,32 +65,35 @@ const callerTrace = (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Eff
 
 const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog) {
   const { telemetry, genai } = settings
+  yield* Effect.addFinalizer(() => Effect.sync(sinks.close))
   let requestContext = TELEMETRY_OFF.requestContext
-  let appProvider: NodeTracerProvider | undefined
+  let appQueue: ExportQueue | undefined
   if (telemetry.enabled) {
-    appProvider = yield* Effect.acquireRelease(
+    appQueue = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        new NodeTracerProvider({
-          resource: resourceOf(telemetry.service_name, telemetry.environment),
-          sampler: appSampler(telemetry.sample_ratio),
-          spanProcessors: [serverErrorStatus(sinks.appSpanProcessor())]
+        new ExportQueue({
+          ...APP_QUEUE,
+          head: requestHead(resourceAttributes(telemetry.service_name, telemetry.environment), SCOPE),
+          send: sinks.appTraces,
+          immediate: sinks.immediate,
+          onFailure: (error) => errors.report("traces", error)
         })
       ),
-      (provider) => settle(() => provider.forceFlush().finally(() => provider.shutdown()))
+      (queue) => settle(() => queue.close())
     )
-    requestContext = Context.make(Tracer.Tracer, makeAppTracer(appProvider.getTracer(SCOPE)))
+    requestContext = Context.make(Tracer.Tracer, makeAppTracer(appQueue, telemetry.sample_ratio))
   }
   let recorder: GenAiRecorder | undefined
   if (genai.enabled) {
     recorder = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        new GenAiRecorder(settings, sinks, resourceOf(genai.service_name, genai.environment), (error) => errors.report("genai record", error))
+        new GenAiRecorder(settings, sinks, resourceAttributes(genai.service_name, genai.environment), (error) => errors.report("genai", error))
       ),
       (recorder) => settle(() => recorder.shutdown())
     )
   }
   const genAiRecorder = recorder
-  const provider = appProvider
+  const queue = appQueue
   return {
     tracing: telemetry.enabled,
     requestContext,
@@ -105,17 +105,16 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
       : (call, credential) =>
         Effect.flatMap(Effect.serviceOption(Tracer.ParentSpan), (parent) =>
           Effect.sync(() => genAiRecorder.record(call, genAiParentOf(parent), credential))),
-    flush: settle(() => Promise.all([provider?.forceFlush(), genAiRecorder?.flush()]))
+    flush: settle(() => Promise.all([queue?.flush(), genAiRecorder?.flush()]))
   } satisfies TelemetryShape
 })
 
-
-/** OTLP gRPC exporters to the configured collectors; OpenTelemetry's and grpc-js's own diagnostics go to the log (throttled) while the scope lives. */
+/** OTLP gRPC exporters to the configured collectors; grpc-js's own diagnostics go to the log (throttled) while the scope lives. */
 export const liveTelemetry = (settings: TelemetrySettings, log: JsonLog): Effect.Effect<TelemetryShape, never, Scope.Scope> =>
   Effect.gen(function*() {
     const errors = new ExportErrorLog(log)
     yield* Effect.acquireRelease(Effect.sync(() => installDiagnostics(errors)), (uninstall) => Effect.sync(uninstall))
-    return yield* make(settings, otlpSinks(settings, errors), errors)
+    return yield* make(settings, otlpSinks(settings), errors)
   })
 
 /** Everything in `memory` (spans as they end, metrics when collected); nothing leaves the process. */

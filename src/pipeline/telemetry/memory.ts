@@ -1,33 +1,16 @@
 /**
- * The test sinks of `Telemetry.layerTest`: every span and metric kept in
- * memory, synchronously, and readable by tests. GenAI spans and metrics are
- * labelled with the fingerprint of the credential they would be exported with
- * (`static` for the configured bearer token), so tests can see the grouping.
+ * The test sinks of `Telemetry.layerTest`: every export kept in memory as
+ * the encoded request a collector would receive, each span handed over the
+ * moment it ends, and read back decoded (otlp/decode.ts), so tests see
+ * exactly what a collector would. GenAI spans and metrics are labelled with
+ * the fingerprint of the credential they would be exported with (`static`
+ * for the configured bearer token), so tests can see the grouping.
  */
-import { AggregationTemporality, MetricReader } from "@opentelemetry/sdk-metrics"
-import type { DataPoint, Histogram, ResourceMetrics } from "@opentelemetry/sdk-metrics"
-import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base"
-import type { ExportCredential, TelemetrySinks } from "./settings.ts"
+import { decodeMetricsRequest, decodeTraceRequest } from "./otlp/decode.ts"
+import type { DecodedSpan } from "./otlp/decode.ts"
+import type { ExportCredential, SendExport, TelemetrySinks } from "./settings.ts"
 
-/** A reader that collects only when asked (`collect`). */
-class OnDemandReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE })
-  }
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve()
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve()
-  }
-}
-
-/** The exporter without its shutdown (which would forget the spans): tests read them after pipelines close. */
-const keeping = (exporter: InMemorySpanExporter): SpanExporter => ({
-  export: (spans, done) => exporter.export(spans, done),
-  shutdown: () => Promise.resolve()
-})
+export type { DecodedSpan } from "./otlp/decode.ts"
 
 /** One histogram data point, flattened for assertions. */
 export interface RecordedHistogram {
@@ -41,67 +24,71 @@ export interface RecordedHistogram {
   readonly boundaries: ReadonlyArray<number>
 }
 
+const labelOf = (credential: ExportCredential | undefined): string => credential?.fingerprint ?? "static"
+
 export class TelemetryMemory implements TelemetrySinks {
-  private readonly app = new InMemorySpanExporter()
-  private readonly genAi: Array<{ readonly credential: string; readonly exporter: InMemorySpanExporter }> = []
-  private readonly readers: Array<{ readonly credential: string; readonly reader: OnDemandReader }> = []
+  private app: Array<Buffer> = []
+  private genAiTraces: Array<{ readonly credential: string; readonly request: Buffer }> = []
+  private readonly collectors = new Set<{ readonly credential: string; readonly collect: () => Buffer | undefined }>()
 
-  readonly appSpanProcessor = () => new SimpleSpanProcessor(keeping(this.app))
+  readonly immediate = true
 
-  readonly genAiSpanProcessor = (credential: ExportCredential | undefined) => {
-    const exporter = new InMemorySpanExporter()
-    this.genAi.push({ credential: credential?.fingerprint ?? "static", exporter })
-    return new SimpleSpanProcessor(keeping(exporter))
+  readonly appTraces: SendExport = (request) => {
+    this.app.push(request)
+    return Promise.resolve()
   }
 
-  readonly genAiMetricReader = (credential: ExportCredential | undefined) => {
-    const reader = new OnDemandReader()
-    this.readers.push({ credential: credential?.fingerprint ?? "static", reader })
-    return reader
+  readonly genAi = (credential: ExportCredential | undefined, signal: "traces" | "metrics"): SendExport => {
+    const label = labelOf(credential)
+    return (request) => {
+      if (signal === "traces") this.genAiTraces.push({ credential: label, request })
+      return Promise.resolve()
+    }
   }
+
+  readonly collectOnDemand = (credential: ExportCredential | undefined, collect: () => Buffer | undefined) => {
+    const entry = { credential: labelOf(credential), collect }
+    this.collectors.add(entry)
+    return () => {
+      this.collectors.delete(entry)
+    }
+  }
+
+  readonly close = () => {}
 
   /** Finished application spans, in the order they ended. */
-  appSpans(): ReadonlyArray<ReadableSpan> {
-    return this.app.getFinishedSpans()
+  appSpans(): ReadonlyArray<DecodedSpan> {
+    return this.app.flatMap(decodeTraceRequest)
   }
 
   /** Finished GenAI spans with the credential label of their pipeline. */
-  genAiSpans(): ReadonlyArray<{ readonly credential: string; readonly span: ReadableSpan }> {
-    return this.genAi.flatMap(({ credential, exporter }) => exporter.getFinishedSpans().map((span) => ({ credential, span })))
+  genAiSpans(): ReadonlyArray<{ readonly credential: string; readonly span: DecodedSpan }> {
+    return this.genAiTraces.flatMap(({ credential, request }) => decodeTraceRequest(request).map((span) => ({ credential, span })))
   }
 
-  /** Every histogram point recorded so far (cumulative), across all GenAI pipelines. */
+  /** Every histogram point recorded so far (cumulative), across the GenAI pipelines still open. */
   async histograms(): Promise<ReadonlyArray<RecordedHistogram>> {
     const out: Array<RecordedHistogram> = []
-    for (const { credential, reader } of this.readers) {
-      let collected: ResourceMetrics
-      try {
-        collected = (await reader.collect()).resourceMetrics
-      } catch {
-        // A pipeline closed since (idle, evicted) has nothing more to say.
-        continue
-      }
-      for (const scope of collected.scopeMetrics) {
-        for (const metric of scope.metrics) {
-          for (const point of metric.dataPoints as ReadonlyArray<DataPoint<Histogram>>) {
-            out.push({
-              name: metric.descriptor.name,
-              unit: metric.descriptor.unit,
-              credential,
-              attributes: point.attributes,
-              count: point.value.count,
-              sum: point.value.sum ?? 0,
-              boundaries: point.value.buckets.boundaries
-            })
-          }
-        }
+    for (const { credential, collect } of this.collectors) {
+      const request = collect()
+      if (request === undefined) continue
+      for (const point of decodeMetricsRequest(request)) {
+        out.push({
+          name: point.metric,
+          unit: point.unit,
+          credential,
+          attributes: point.attributes,
+          count: point.count ?? 0,
+          sum: point.sum ?? 0,
+          boundaries: point.bounds ?? []
+        })
       }
     }
     return out
   }
 
   reset(): void {
-    this.app.reset()
-    for (const { exporter } of this.genAi) exporter.reset()
+    this.app = []
+    this.genAiTraces = []
   }
 }

@@ -4,8 +4,6 @@
  * the providers write to. Types only (and one pure function): the server
  * imports this whatever is enabled, so nothing here loads OpenTelemetry.
  */
-import type { MetricReader } from "@opentelemetry/sdk-metrics"
-import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { Redacted } from "effect"
 import type { ConfigFile } from "../../config/index.ts"
 
@@ -29,11 +27,23 @@ export interface ExportCredential {
   readonly expiresAt?: number | undefined
 }
 
+/** Sends one encoded OTLP export request; rejects when the collector did not take it. */
+export type SendExport = (request: Buffer) => Promise<void>
+
+/** Where the encoded exports go: OTLP gRPC collectors (sinks.ts), or memory (memory.ts). */
 export interface TelemetrySinks {
-  /** The application trace's span processor (asked once, when `[telemetry]` is enabled). */
-  readonly appSpanProcessor: () => SpanProcessor
-  /** A GenAI span processor for one credential (`undefined`: the configured `otlp_bearer_token`). */
-  readonly genAiSpanProcessor: (credential: ExportCredential | undefined) => SpanProcessor
-  /** A GenAI metric reader for one credential (asked only when metrics are enabled). */
-  readonly genAiMetricReader: (credential: ExportCredential | undefined) => MetricReader
+  /** The application trace's span exports. */
+  readonly appTraces: SendExport
+  /** A credential's GenAI exports of `signal` (`undefined`: the configured `otlp_bearer_token`). */
+  readonly genAi: (credential: ExportCredential | undefined, signal: "traces" | "metrics") => SendExport
+  /** Every span handed over the moment it ends, as its own export (the test sinks). */
+  readonly immediate: boolean
+  /**
+   * The test sinks read GenAI metrics when asked instead of on a timer: each
+   * pipeline registers how to collect its metrics (an export request, or
+   * undefined when empty). Returns the unregistration.
+   */
+  readonly collectOnDemand?: ((credential: ExportCredential | undefined, collect: () => Buffer | undefined) => () => void) | undefined
+  /** Closes the collectors' connections. */
+  readonly close: () => void
 }

@@ -1,71 +1,51 @@
 /**
- * Where telemetry goes: the span processors and metric readers the
- * `Telemetry` service plugs into its providers. The live sinks export over
- * OTLP gRPC; the test sinks (memory.ts) keep everything in memory.
+ * The live sinks: OTLP gRPC calls to the configured collectors.
  *
  * Details
- * - Batching everywhere (bounded queues: 8192 application spans, 2048 per
- *   GenAI token; batches of 512, flushed every second) and an export timeout
- *   on every call: a collector that is down or slow fills a queue that then
- *   drops, it never holds a request.
+ * - One channel per collector address (the application trace's and the
+ *   GenAI one may be the same collector or two).
  * - GenAI exports carry `authorization: Bearer <token>` gRPC metadata: the
- *   request's platform token when the auth exchange gave one (one exporter per
- *   token, so no export call mixes tokens), else `otlp_bearer_token` if set.
+ *   request's platform token when the auth exchange gave one (each token its
+ *   own pipeline, so no export call mixes tokens), else `otlp_bearer_token`
+ *   if set. The metadata is built once per pipeline.
+ * - Every call has a deadline: 10 s for spans, `metrics_export_timeout_secs`
+ *   for metrics.
  */
-import { Metadata } from "@grpc/grpc-js"
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-grpc"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-grpc"
-import { PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics"
-import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Redacted } from "effect"
-import { reportingMetricExporter, reportingSpanExporter } from "./export-errors.ts"
-import type { ExportErrorLog } from "./export-errors.ts"
+import { bearerMetadata, METRICS_EXPORT, OtlpGrpcChannel, TRACE_EXPORT } from "./otlp/grpc.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "./settings.ts"
 
-const BATCH = { maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 1000, exportTimeoutMillis: 10_000 }
-/** The application trace has one queue (GenAI up to one per token): room for bursts of a few thousand requests. */
-const APP_BATCH = { ...BATCH, maxQueueSize: 8192 }
 const TRACE_EXPORT_TIMEOUT_MS = 10_000
 
-const bearer = (token: string): Metadata => {
-  const metadata = new Metadata()
-  metadata.set("authorization", `Bearer ${token}`)
-  return metadata
-}
-
 /** OTLP gRPC exporters to the configured collectors. */
-export const otlpSinks = (settings: TelemetrySettings, errors: ExportErrorLog): TelemetrySinks => {
+export const otlpSinks = (settings: TelemetrySettings): TelemetrySinks => {
   const { telemetry, genai } = settings
-  const metadataFor = (credential: ExportCredential | undefined): Metadata | undefined => {
-    if (credential !== undefined) return bearer(Redacted.value(credential.token))
-    return genai.otlp_bearer_token === "" ? undefined : bearer(genai.otlp_bearer_token)
+  const channels = new Map<string, OtlpGrpcChannel>()
+  const channel = (url: string): OtlpGrpcChannel => {
+    let open = channels.get(url)
+    if (open === undefined) {
+      open = new OtlpGrpcChannel(url)
+      channels.set(url, open)
+    }
+    return open
   }
-  /** An exporter's options for the GenAI collector, exporting with `credential`. */
-  const genAiExporterConfig = (credential: ExportCredential | undefined, timeoutMillis: number) => {
-    const metadata = metadataFor(credential)
-    return { url: genai.otlp_endpoint, timeoutMillis, ...(metadata === undefined ? {} : { metadata }) }
-  }
-  const intervalMs = genai.metrics_export_interval_secs * 1000
-  // The SDK refuses a timeout longer than the interval; config checks reject it, this keeps the reader constructible.
-  const timeoutMs = Math.min(genai.metrics_export_timeout_secs * 1000, intervalMs)
+  const app = telemetry.enabled ? channel(telemetry.otlp_endpoint) : undefined
+  const metricsTimeoutMs = genai.metrics_export_timeout_secs * 1000
+  const configuredToken = genai.otlp_bearer_token === "" ? undefined : bearerMetadata(genai.otlp_bearer_token)
   return {
-    appSpanProcessor: () =>
-      new BatchSpanProcessor(
-        reportingSpanExporter(new OTLPTraceExporter({ url: telemetry.otlp_endpoint, timeoutMillis: TRACE_EXPORT_TIMEOUT_MS }), "traces", errors),
-        APP_BATCH
-      ),
-    genAiSpanProcessor: (credential) =>
-      new BatchSpanProcessor(
-        reportingSpanExporter(new OTLPTraceExporter(genAiExporterConfig(credential, TRACE_EXPORT_TIMEOUT_MS)), "genai traces", errors),
-        BATCH
-      ),
-    genAiMetricReader: (credential) => {
-      const exporter = new OTLPMetricExporter(genAiExporterConfig(credential, timeoutMs))
-      return new PeriodicExportingMetricReader({
-        exporter: reportingMetricExporter(exporter, "genai metrics", errors),
-        exportIntervalMillis: intervalMs,
-        exportTimeoutMillis: timeoutMs
-      })
+    appTraces: (request) =>
+      app === undefined ? Promise.reject(new Error("the application trace is off")) : app.send(TRACE_EXPORT, request, undefined, TRACE_EXPORT_TIMEOUT_MS),
+    genAi: (credential: ExportCredential | undefined, signal) => {
+      const collector = channel(genai.otlp_endpoint)
+      const metadata = credential === undefined ? configuredToken : bearerMetadata(Redacted.value(credential.token))
+      return signal === "traces"
+        ? (request) => collector.send(TRACE_EXPORT, request, metadata, TRACE_EXPORT_TIMEOUT_MS)
+        : (request) => collector.send(METRICS_EXPORT, request, metadata, metricsTimeoutMs)
+    },
+    immediate: false,
+    close: () => {
+      for (const open of channels.values()) open.close()
+      channels.clear()
     }
   }
 }

@@ -1,34 +1,34 @@
 /**
- * The application trace's plumbing: the Effect `Tracer` that turns every
- * `Effect.withSpan` / `Effect.fn` span into an OpenTelemetry span (the
- * `@effect/opentelemetry` bridge), the caller's W3C trace context as a parent,
- * and what the exported spans must never carry.
+ * The application trace's plumbing: the Effect `Tracer` whose sampled spans
+ * are encoded as OTLP the moment they end, the caller's W3C trace context as
+ * a parent, the sampling decision, and what the exported spans must never
+ * carry.
  *
  * Details
- * - The bridge's per-operation context hook is left out: it re-activates the
- *   OpenTelemetry context around every Effect operation so that libraries
- *   instrumented by OpenTelemetry itself see the current span. The gateway has
- *   none, no context manager is registered, and the hook cost two context
- *   copies per operation on the hot path.
+ * - Every `Effect.withSpan` / `Effect.fn` span of a request program is an
+ *   Effect `NativeSpan`; when a sampled one ends it is written straight into
+ *   the export queue (otlp/queue.ts), no span object outlives its request.
+ *   Unsampled spans are plain `NativeSpan`s (same trace id, never exported).
  * - Failures are redacted before a span records them: an `UpstreamError`
  *   carries the upstream's own message (for a 5xx, text the caller never
- *   sees, docs/reference/gateway-spec.md §7.3.6), and every span the failure passes through would
- *   otherwise copy it into an exception event. The attempt span records the
- *   withheld body explicitly (spans.ts); no other span does.
- * - A server span whose response is a 5xx gets status ERROR (HTTP semantic
- *   conventions), although its program succeeded (it wrote the error).
- * - Children of an unsampled span are plain in-memory spans (same trace id,
- *   never exported): at the default ratio 0.1, nine requests in ten create one
- *   OpenTelemetry span (the sampler's decision) instead of one per span.
+ *   sees, docs/reference/gateway-spec.md §7.3.6), and every span the failure
+ *   passes through would otherwise copy it into an exception event. The
+ *   attempt span records the withheld body explicitly (spans.ts); no other
+ *   span does.
+ * - As the OpenTelemetry bridge did: a span whose program succeeded has
+ *   status OK; a failure adds one `exception` event per error and status
+ *   ERROR with the first error's message; an interruption alone sets
+ *   `effect.fiber.interrupted`. A server span whose response is a 5xx gets
+ *   status ERROR (HTTP semantic conventions), although its program succeeded
+ *   (it wrote the error).
  */
-import * as OtelTracer from "@effect/opentelemetry/OtelTracer"
-import { createTraceState, SpanKind, SpanStatusCode } from "@opentelemetry/api"
-import type { Context as OtelContext } from "@opentelemetry/api"
-import { parseTraceParent } from "@opentelemetry/core"
-import { ParentBasedSampler, SamplingDecision, TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base"
-import type { ReadableSpan, Sampler, SamplingResult, Span as SdkSpan, SpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Cause, Effect, Exit, Tracer } from "effect"
+import { Cause, Exit, Option, Tracer } from "effect"
+import type { Context } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
+import { writeAttribute } from "./otlp/common.ts"
+import type { ProtoWriter } from "./otlp/protobuf.ts"
+import type { ExportQueue } from "./otlp/queue.ts"
+import { beginSpan, endSpan, EVENTS_FIELD, LINKS_FIELD, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "./otlp/trace.ts"
 import { HTTP } from "./spans.ts"
 
 /** An upstream failure as spans may show it: the class, the provider, the status; never the upstream's text. */
@@ -44,24 +44,146 @@ class RedactedUpstreamFailure extends Error {
 const isUpstreamError = (error: unknown): error is ConstructorParameters<typeof RedactedUpstreamFailure>[0] =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "UpstreamError"
 
-const redact = (exit: Exit.Exit<unknown, unknown>): Exit.Exit<unknown, unknown> =>
-  Exit.isSuccess(exit) ? exit : Exit.failCause(Cause.map(exit.cause, (error) => (isUpstreamError(error) ? new RedactedUpstreamFailure(error) : error)))
+const redact = (cause: Cause.Cause<unknown>): Cause.Cause<unknown> =>
+  Cause.map(cause, (error) => (isUpstreamError(error) ? new RedactedUpstreamFailure(error) : error))
 
-/** The Effect tracer of the application trace, backed by an OpenTelemetry tracer. */
-export const makeAppTracer = (otelTracer: OtelTracer.OtelTracer["Service"]): Tracer.Tracer => {
-  const bridge = Effect.runSync(Effect.provideService(OtelTracer.make, OtelTracer.OtelTracer, otelTracer))
-  return Tracer.make({
+/** The caller's span, with the W3C `tracestate` it came with. */
+interface CallerSpan extends Tracer.ExternalSpan {
+  readonly traceState: string
+}
+
+/** The `tracestate` a span carries: its caller's, inherited by every descendant. */
+const traceStateOf = (span: Tracer.AnySpan): string =>
+  span instanceof ExportedSpan ? span.traceState : (span as Partial<CallerSpan>).traceState ?? ""
+
+const EXCEPTION_EVENT = "exception"
+
+/** One span, as it ends: identity, attributes, events, links, status (OTLP `Span`). */
+const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit.Exit<unknown, unknown>): void => {
+  const parent = Option.getOrUndefined(span.parent)
+  const remoteParent = parent?._tag === "ExternalSpan"
+  const start = beginSpan(w, {
+    traceId: span.traceId,
+    spanId: span.spanId,
+    parentSpanId: parent?.spanId ?? "",
+    remoteParent,
+    traceState: span.traceState,
+    name: span.name,
+    kind: SPAN_KIND[span.kind],
+    startNs: span.startTime,
+    endNs
+  })
+  const attributes = span._attributes
+  if (attributes !== undefined) for (const [key, value] of attributes) writeAttribute(w, SPAN_ATTRIBUTES, key, value)
+  let code: number = STATUS_CODE.ok
+  let message = ""
+  if (Exit.isFailure(exit)) {
+    if (Cause.hasInterruptsOnly(exit.cause)) {
+      code = STATUS_CODE.unset
+      writeAttribute(w, SPAN_ATTRIBUTES, "effect.fiber.interrupted", true)
+    } else {
+      const errors = Cause.prettyErrors(redact(exit.cause))
+      for (const error of errors) {
+        const event = w.begin(EVENTS_FIELD)
+        w.fixed64Field(1, endNs)
+        w.stringField(2, EXCEPTION_EVENT)
+        writeAttribute(w, 3, "exception.type", error.name)
+        writeAttribute(w, 3, "exception.message", error.message)
+        writeAttribute(w, 3, "exception.stacktrace", error.stack ?? "")
+        w.end(event)
+      }
+      if (errors.length > 0) {
+        code = STATUS_CODE.error
+        message = errors[0].message
+      }
+    }
+  }
+  if (span.kind === "server") {
+    const status = attributes?.get(HTTP.responseStatusCode)
+    if (typeof status === "number" && status >= 500) code = STATUS_CODE.error
+  }
+  const events = span._events
+  if (events !== undefined) {
+    for (const [name, time, eventAttributes] of events) {
+      const event = w.begin(EVENTS_FIELD)
+      w.fixed64Field(1, time)
+      w.stringField(2, name)
+      for (const key in eventAttributes) writeAttribute(w, 3, key, eventAttributes[key])
+      w.end(event)
+    }
+  }
+  for (const link of span.links) {
+    const entry = w.begin(LINKS_FIELD)
+    w.hexBytesField(1, link.span.traceId)
+    w.hexBytesField(2, link.span.spanId)
+    for (const key in link.attributes) writeAttribute(w, 4, key, link.attributes[key])
+    w.end(entry)
+  }
+  endSpan(w, start, code, message, remoteParent)
+}
+
+type SpanOptions = ConstructorParameters<typeof Tracer.NativeSpan>[0]
+
+/** A sampled span of the application trace: written into the export queue when it ends. */
+class ExportedSpan extends Tracer.NativeSpan {
+  readonly traceState: string
+  private readonly queue: ExportQueue
+
+  constructor(options: SpanOptions, queue: ExportQueue) {
+    super(options)
+    this.queue = queue
+    const parent = Option.getOrUndefined(options.parent)
+    this.traceState = parent === undefined ? "" : traceStateOf(parent)
+  }
+
+  override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    if (this.status._tag === "Ended") return
+    super.end(endTime, exit)
+    const w = this.queue.open()
+    if (w === undefined) return
+    writeSpan(w, this, endTime, exit)
+    this.queue.commit()
+  }
+}
+
+/** The draw for a trace the caller did not decide: true at probability `ratio`. */
+const draw = (ratio: number): boolean => ratio >= 1 || (ratio > 0 && Math.random() < ratio)
+
+/**
+ * The Effect tracer of the application trace, exporting into `queue`.
+ * Children follow their parent's decision (Effect passes it as `sampled`);
+ * roots that are server spans were drawn by `sampleRequest` already; any
+ * other root (work outside a request) is drawn at `ratio`.
+ */
+export const makeAppTracer = (queue: ExportQueue, ratio: number): Tracer.Tracer =>
+  Tracer.make({
     span(options) {
-      // Inside a trace the sampler dropped (a child of an unsampled span, or of a caller's
-      // unsampled traceparent), nothing will be exported: an in-memory span keeps the ids
-      // and costs a fraction of a non-recording OpenTelemetry span. Roots always ask the sampler.
-      if (!options.sampled && options.parent._tag === "Some") return new Tracer.NativeSpan(options)
-      const span = bridge.span(options)
-      const end = span.end
-      span.end = (endTime, exit) => end.call(span, endTime, redact(exit))
-      return span
+      if (options.parent._tag === "Some") return options.sampled ? new ExportedSpan(options, queue) : new Tracer.NativeSpan(options)
+      const sampled = options.kind === "server" ? options.sampled : options.sampled && draw(ratio)
+      return sampled ? new ExportedSpan(options, queue) : new Tracer.NativeSpan(sampled === options.sampled ? options : { ...options, sampled })
     }
   })
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/
+const ZERO_TRACE = "0".repeat(32)
+const ZERO_SPAN = "0".repeat(16)
+/** A `tracestate` list member (W3C Trace Context, level 1). */
+const TRACESTATE_MEMBER = /^(?:[a-z0-9][_0-9a-z\-*/]{0,255}|[a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13})=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/
+const MAX_TRACESTATE_MEMBERS = 32
+
+const first = (header: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof header === "string" ? header : header?.join(",")
+
+/** The valid members of a `tracestate` header (at most 32), or "" when none is. */
+const traceStateFrom = (header: string | undefined): string => {
+  if (header === undefined || header.length > 8192) return ""
+  const members: Array<string> = []
+  for (const part of header.split(",")) {
+    const member = part.trim()
+    if (member !== "" && TRACESTATE_MEMBER.test(member)) members.push(member)
+    if (members.length === MAX_TRACESTATE_MEMBERS) break
+  }
+  return members.join(",")
 }
 
 /**
@@ -71,20 +193,25 @@ export const makeAppTracer = (otelTracer: OtelTracer.OtelTracer["Service"]): Tra
  */
 export const parentFromHeaders = (headers: IncomingHttpHeaders): Tracer.ExternalSpan | undefined => {
   const header = headers.traceparent
-  if (header === undefined) return undefined
-  const context = parseTraceParent(Array.isArray(header) ? header[0] : header)
-  if (context === null) return undefined
-  const state = headers.tracestate
-  let traceState: ReturnType<typeof createTraceState> | undefined
-  if (state !== undefined) {
-    try {
-      traceState = createTraceState(Array.isArray(state) ? state.join(",") : state)
-    } catch {
-      traceState = undefined
-    }
+  const value = Array.isArray(header) ? header[0] : header
+  if (value === undefined) return undefined
+  const match = TRACEPARENT.exec(value.trim())
+  if (match === null) return undefined
+  const [, version, traceId, spanId, flags, rest] = match
+  // Version ff is invalid; version 00 has exactly four fields (later versions may add more).
+  if (version === "ff" || (version === "00" && rest !== undefined) || traceId === ZERO_TRACE || spanId === ZERO_SPAN) return undefined
+  const span: CallerSpan = {
+    _tag: "ExternalSpan",
+    traceId,
+    spanId,
+    sampled: (parseInt(flags, 16) & 1) === 1,
+    annotations: EMPTY_ANNOTATIONS,
+    traceState: traceStateFrom(first(headers.tracestate))
   }
-  return OtelTracer.makeExternalSpan({ traceId: context.traceId, spanId: context.spanId, traceFlags: context.traceFlags, traceState })
+  return span
 }
+
+const EMPTY_ANNOTATIONS: Context.Context<never> = Tracer.externalSpan({ traceId: ZERO_TRACE, spanId: ZERO_SPAN }).annotations
 
 /**
  * Whether a request's trace is recorded, decided before its server span
@@ -92,45 +219,4 @@ export const parentFromHeaders = (headers: IncomingHttpHeaders): Tracer.External
  * sampled flag when it sent a trace context, else a draw at `ratio`.
  */
 export const sampleRequest = (parent: Tracer.AnySpan | undefined, ratio: number): boolean =>
-  parent !== undefined ? parent.sampled : ratio >= 1 || (ratio > 0 && Math.random() < ratio)
-
-/**
- * Roots that are server spans were drawn by `sampleRequest` already and are
- * recorded; any other root is drawn at `ratio` on its trace id. Children
- * follow their parent (local or the caller's).
- */
-class RequestRootSampler implements Sampler {
-  private readonly ratio: TraceIdRatioBasedSampler
-  constructor(ratio: number) {
-    this.ratio = new TraceIdRatioBasedSampler(ratio)
-  }
-  shouldSample(context: OtelContext, traceId: string, _name: string, kind: SpanKind): SamplingResult {
-    return kind === SpanKind.SERVER ? { decision: SamplingDecision.RECORD_AND_SAMPLED } : this.ratio.shouldSample(context, traceId)
-  }
-  toString(): string {
-    return `RequestRootSampler{${this.ratio.toString()}}`
-  }
-}
-
-/** The application trace's sampler: parent-based, with request roots drawn by `sampleRequest`. */
-export const appSampler = (ratio: number): Sampler => new ParentBasedSampler({ root: new RequestRootSampler(ratio) })
-
-/**
- * Marks server spans of 5xx responses as errors, then hands every span to
- * `inner`. (The bridge sets status OK on every span whose program succeeded;
- * the request program succeeds when it has written an error response.)
- */
-export const serverErrorStatus = (inner: SpanProcessor): SpanProcessor => ({
-  onStart: (span: SdkSpan, context: OtelContext) => inner.onStart(span, context),
-  onEnding: (span: SdkSpan) => {
-    if (span.kind === SpanKind.SERVER) {
-      const status = span.attributes[HTTP.responseStatusCode]
-      // `setStatus` cannot turn OK into ERROR; the span is still writable here, before it is exported.
-      if (typeof status === "number" && status >= 500) (span as { status: SdkSpan["status"] }).status = { code: SpanStatusCode.ERROR }
-    }
-    inner.onEnding?.(span)
-  },
-  onEnd: (span: ReadableSpan) => inner.onEnd(span),
-  forceFlush: () => inner.forceFlush(),
-  shutdown: () => inner.shutdown()
-})
+  parent !== undefined ? parent.sampled : draw(ratio)

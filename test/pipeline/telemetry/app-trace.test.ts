@@ -1,8 +1,8 @@
 /** The application trace over OTLP gRPC: the server span and its children, the caller's trace, sampling. */
-import { SpanKind, SpanStatusCode } from "@opentelemetry/api"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
+import { SPAN_KIND, STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
 import { startOtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import type { OtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import { requestProgram, settingsOf, startTelemetry } from "./support.ts"
@@ -95,7 +95,7 @@ describe("the caller's trace and sampling", () => {
     for (let i = 0; i < 200; i++) await running.run(requestProgram(running.telemetry))
     const spans = memory.appSpans()
     await running.close()
-    const servers = spans.filter((span) => span.kind === SpanKind.SERVER)
+    const servers = spans.filter((span) => span.kind === SPAN_KIND.server)
     // 200 draws at 0.5: outside 50..150 has a probability far below 1e-9.
     expect(servers.length).toBeGreaterThan(50)
     expect(servers.length).toBeLessThan(150)
@@ -126,9 +126,9 @@ describe("errors on the trace", () => {
     const memory = new TelemetryMemory()
     const running = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 } }), memory)
     await running.run(requestProgram(running.telemetry, {}, 502))
-    const server = memory.appSpans().find((span) => span.kind === SpanKind.SERVER)!
+    const server = memory.appSpans().find((span) => span.kind === SPAN_KIND.server)!
     await running.close()
-    expect(server.status.code).toBe(SpanStatusCode.ERROR)
+    expect(server.status.code).toBe(STATUS_CODE.error)
     expect(server.attributes).toMatchObject({ "http.response.status_code": 502, "error.type": "502" })
   })
 
@@ -136,9 +136,9 @@ describe("errors on the trace", () => {
     const memory = new TelemetryMemory()
     const running = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 } }), memory)
     await running.run(requestProgram(running.telemetry, {}, 404))
-    const server = memory.appSpans().find((span) => span.kind === SpanKind.SERVER)!
+    const server = memory.appSpans().find((span) => span.kind === SPAN_KIND.server)!
     await running.close()
-    expect(server.status.code).not.toBe(SpanStatusCode.ERROR)
+    expect(server.status.code).not.toBe(STATUS_CODE.error)
     expect(server.attributes["http.response.status_code"]).toBe(404)
   })
 })

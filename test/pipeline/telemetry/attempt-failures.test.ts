@@ -3,11 +3,11 @@
  * 5xx the caller did not see (docs/reference/gateway-spec.md §7.3.6), keeps the body's first 4 KB; no
  * other span carries the upstream's text.
  */
-import { SpanStatusCode } from "@opentelemetry/api"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { UpstreamError } from "../../../src/domain/index.ts"
 import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
+import { STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
 import { ERROR_BODY_LIMIT, withAttemptSpan } from "../../../src/pipeline/telemetry/spans.ts"
 import { ORIGIN, settingsOf, startTelemetry } from "./support.ts"
 
@@ -48,7 +48,7 @@ describe("attempt spans", () => {
       const kept = span.attributes["gateway.upstream.error_body"] as string
       expect(kept).toBe(body.subarray(0, ERROR_BODY_LIMIT).toString("utf8"))
       expect(span.attributes).toMatchObject({ "error.type": "upstream", "gateway.upstream.status_code": 500 })
-      expect(span.status.code).toBe(SpanStatusCode.ERROR)
+      expect(span.status.code).toBe(STATUS_CODE.error)
     }
     expect(attempts.map((span) => span.attributes["gateway.retry.delay_ms"])).toEqual([undefined, 250, 500])
 
@@ -62,7 +62,7 @@ describe("attempt spans", () => {
     expect(elsewhere).not.toContain(SECRET_TEXT)
     // The failure is still told, in the gateway's words.
     expect(elsewhere).toContain("upstream: provider openai returned status 500")
-    expect(spans.some((span) => span.name === "ChatProgram.run" && span.status.code === SpanStatusCode.ERROR)).toBe(true)
+    expect(spans.some((span) => span.name === "ChatProgram.run" && span.status.code === STATUS_CODE.error)).toBe(true)
   })
 
   it("a 4xx (whose body the caller gets) is classified but its body is not copied", async () => {

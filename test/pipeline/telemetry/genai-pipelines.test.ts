@@ -3,7 +3,6 @@
  * is closed (after flushing) past the limit, idle ones and those whose token
  * is about to expire are closed by the sweep, and nothing recorded is lost.
  */
-import { resourceFromAttributes } from "@opentelemetry/resources"
 import { Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import type { GenAiCall } from "../../../src/pipeline/telemetry/genai/call.ts"
@@ -24,7 +23,7 @@ const call: GenAiCall = {
 const credential = (n: number, expiresAt?: number): ExportCredential => ({ token: Redacted.make(`token-${n}`), fingerprint: `fp-${n}`, expiresAt })
 
 const recorder = (memory: TelemetryMemory, errors: Array<unknown> = []) =>
-  new GenAiRecorder(settingsOf({ genai_telemetry: { enabled: true } }), memory, resourceFromAttributes({}), (error) => errors.push(error))
+  new GenAiRecorder(settingsOf({ genai_telemetry: { enabled: true } }), memory, {}, (error) => errors.push(error))
 
 describe("GenAI pipelines", () => {
   it(`at most ${MAX_PIPELINES} are open; the least recently used is closed for a new one, its spans kept`, async () => {

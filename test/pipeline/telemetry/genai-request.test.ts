@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest"
 import type { CallerFormat, ChatRequest } from "../../../src/domain/index.ts"
 import { CALLER_CODECS } from "../../../src/formats/index.ts"
-import { chatRequestAttributes, embeddingsRequestAttributes } from "../../../src/pipeline/telemetry/genai/request.ts"
+import { chatRequestAttributes, embeddingsRequestAttributes, plainMessagesOf } from "../../../src/pipeline/telemetry/genai/request.ts"
 
 const decode = (format: CallerFormat, json: Record<string, unknown>): ChatRequest => {
   const decoded = CALLER_CODECS[format].decodeRequest(json)
@@ -133,6 +133,27 @@ describe("GenAI request attributes", () => {
     expect(messages[2].parts[0].content).toBe("last question")
     expect(messages[0].parts[0].content.endsWith("…")).toBe(true)
     expect(wire["gateway.genai.content_truncated"]).toBe(true)
+  })
+
+  it("plain conversations are read from the wire without decoding the request, and capture what the canonical form does", () => {
+    const plain: ReadonlyArray<readonly [CallerFormat, Record<string, unknown>]> = [
+      ["openai", { model: "m", messages: [{ role: "user", content: "hello" }] }],
+      ["openai", { model: "m", messages: [{ role: "developer", content: "rules" }, { role: "system", content: "more" }, { role: "user", content: "" }, { role: "assistant", content: "é ✓ 𝄞", name: "bot", refusal: null }, { role: "user", content: "again" }] }],
+      ["anthropic", { model: "m", max_tokens: 5, system: "be kind", messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "" }] }],
+      ["anthropic", { model: "m", max_tokens: 5, system: [{ type: "text", text: "a", cache_control: { type: "ephemeral" } }, { type: "text", text: "b" }], messages: [{ role: "user", content: [{ type: "text", text: "x" }, { type: "text", text: "y" }] }, { role: "assistant", content: [] }, { role: "user", content: "z" }] }],
+      ["anthropic", { model: "m", max_tokens: 5, system: "", messages: [{ role: "user", content: "only" }] }]
+    ]
+    for (const [format, json] of plain) {
+      let decoded = 0
+      const wire = chatRequestAttributes({ format, json, canonical: () => (decoded++, decode(format, json)) }, true)
+      expect(decoded).toBe(0)
+      expect(wire).toEqual(chatRequestAttributes({ format: "canonical", request: decode(format, json) }, true))
+    }
+    // Anything beyond text in plain roles goes through the canonical form.
+    expect(plainMessagesOf("openai", OPENAI_REQUEST)).toBeUndefined()
+    expect(plainMessagesOf("openai", { messages: [{ role: "user", content: [{ type: "text", text: "parts" }] }] })).toBeUndefined()
+    expect(plainMessagesOf("anthropic", { messages: [{ role: "user", content: [{ type: "image", source: { type: "url", url: "https://x" } }] }] })).toBeUndefined()
+    expect(plainMessagesOf("responses", { input: "hi" })).toBeUndefined()
   })
 
   it("embeddings: encoding format and dimensions", () => {

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest"
 import golden from "../../fixtures/otlp-sdk-golden.json" with { type: "json" }
-import { decodeMetricsRequest, decodeTraceRequest } from "../../fixtures/otlp-proto.ts"
+import { decodeMetricsRequest, decodeTraceRequest } from "../../../src/pipeline/telemetry/otlp/decode.ts"
 
 describe("the OTLP test decoder", () => {
   it("reads the SDK's trace export: ids, parents, kinds, attributes of every type, status", () => {

@@ -22,9 +22,9 @@ import { finishReasonOf } from "./attributes.ts"
 
 const CONTENT_CAP_BYTES = 64 * 1024
 
-type Part = Readonly<Record<string, unknown>>
+export type Part = Readonly<Record<string, unknown>>
 
-interface GenAiMessage {
+export interface GenAiMessage {
   readonly role: string
   readonly parts: ReadonlyArray<Part>
   readonly finish_reason?: string
@@ -96,7 +96,7 @@ export const inputMessagesOf = (request: ChatRequest): Array<GenAiMessage> => {
   return out
 }
 
-export const systemInstructionsOf = (request: ChatRequest): Array<Part> => request.system.map(textPart)
+export const systemInstructionsOf = (request: ChatRequest): ReadonlyArray<Part> => request.system.map(textPart)
 
 /** What the answer said, for `gen_ai.output.messages`. */
 export interface OutputContent {
@@ -141,7 +141,8 @@ export interface CappedJson {
  */
 export const capJson = (value: ReadonlyArray<unknown>, cap: number = CONTENT_CAP_BYTES): CappedJson => {
   const whole = JSON.stringify(value)
-  if (utf8Length(whole) <= cap) return { json: whole, truncated: false }
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short JSON fits without counting.
+  if (whole.length * 3 <= cap || utf8Length(whole) <= cap) return { json: whole, truncated: false }
   let items = value
   // Dropping the oldest items first: enough must remain for the structure to fit at a small string length.
   const MIN_STRING = 32

@@ -1,30 +1,31 @@
 /**
- * Writes GenAI calls (call.ts) to their own tracer and meter providers, one
- * pair per export credential, so spans and metrics exported with different
+ * Writes GenAI calls (call.ts) as OTLP spans and metrics, one export
+ * pipeline per credential, so spans and metrics exported with different
  * platform tokens never share an export call.
  *
  * Details
- * - A pipeline (tracer provider + meter provider + their exporters) is made on
- *   a credential's first call and kept while it is used. At most
- *   `MAX_PIPELINES` live at once (the least recently used is closed for a new
- *   one); a pipeline idle for `IDLE_MS`, or whose token is about to expire, is
- *   flushed and shut down by a sweep. Closing happens in the background.
+ * - A pipeline (a span export queue and the call metrics, both sent with its
+ *   credential) is made on a credential's first call and kept while it is
+ *   used. At most `MAX_PIPELINES` live at once (the least recently used is
+ *   closed for a new one); a pipeline idle for `IDLE_MS`, or whose token is
+ *   about to expire, is flushed and closed by a sweep. Closing happens in the
+ *   background.
  * - Spans are sampled by `sample_ratio` on the trace id (not by the parent's
  *   decision: the application trace's 10 % must not thin out model calls).
- * - Recording is synchronous and cheap (a span started and ended with the
- *   call's own times, three histogram records); exporting is batched.
+ * - Recording is synchronous and cheap: the span is encoded into its queue as
+ *   the call ends, the metrics are added to their series. Exports are
+ *   batched; metrics leave every `metrics_export_interval_secs` (cumulative).
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags } from "@opentelemetry/api"
-import type { Attributes as OtelAttributes, Histogram, SpanContext, Tracer as OtelTracer } from "@opentelemetry/api"
-import { millisToHrTime } from "@opentelemetry/core"
-import type { Resource } from "@opentelemetry/resources"
-import { MeterProvider } from "@opentelemetry/sdk-metrics"
-import { TraceIdRatioBasedSampler } from "@opentelemetry/sdk-trace-base"
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node"
+import { exportRequest, requestHead, writeAttributes } from "../otlp/common.ts"
+import type { RequestHead } from "../otlp/common.ts"
+import { ProtoWriter } from "../otlp/protobuf.ts"
+import { ExportQueue } from "../otlp/queue.ts"
+import { beginSpan, endSpan, SPAN_KIND, STATUS_CODE } from "../otlp/trace.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
-import { BUCKETS, ERROR_TYPE, GEN_AI, METRIC } from "./attributes.ts"
-import { genAiSpanData, timeToFirstTokenOf } from "./call.ts"
+import { genAiSpanData } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
+import { randomSpanId, randomTraceId, sampledTrace } from "./ids.ts"
+import { GenAiMetrics } from "./metrics.ts"
 
 export const MAX_PIPELINES = 128
 export const IDLE_MS = 5 * 60_000
@@ -33,23 +34,10 @@ const SWEEP_MS = 30_000
 const EXPIRY_MARGIN_MS = 5_000
 const CLOSE_TIMEOUT_MS = 5_000
 
+/** Bounds of each pipeline's span queue: one per token, so smaller than the application trace's. */
+const QUEUE = { maxQueued: 2048, maxQueuedBytes: 16 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024, delayMs: 1000 }
+
 const SCOPE = "gateway-genai"
-
-interface Instruments {
-  readonly tokenUsage: Histogram
-  readonly duration: Histogram
-  readonly timeToFirstToken: Histogram
-}
-
-interface Pipeline {
-  readonly tracer: OtelTracer
-  readonly tracerProvider: NodeTracerProvider
-  readonly meterProvider: MeterProvider | undefined
-  readonly instruments: Instruments | undefined
-  /** Epoch ms after which the pipeline must be closed (its token expires). */
-  readonly closeAt: number
-  lastUsed: number
-}
 
 /** The trace the GenAI span joins: the span the request runs in, or the caller's. */
 export interface GenAiParent {
@@ -59,7 +47,26 @@ export interface GenAiParent {
   readonly remote: boolean
 }
 
+interface Pipeline {
+  readonly spans: ExportQueue
+  readonly metrics: GenAiMetrics | undefined
+  /** Epoch nanoseconds the cumulative metrics count from. */
+  readonly startNs: bigint
+  readonly sendMetrics: (request: Buffer) => Promise<void>
+  readonly stopCollecting: () => void
+  /** Epoch ms after which the pipeline must be closed (its token expires). */
+  readonly closeAt: number
+  lastUsed: number
+}
+
 const STATIC_KEY = "static"
+
+/** Epoch nanoseconds of a `performance.now()` instant, to the microsecond. */
+export const epochNanos = (performanceMs: number): bigint => {
+  const epochMs = performance.timeOrigin + performanceMs
+  const whole = Math.floor(epochMs)
+  return BigInt(whole) * 1_000_000n + BigInt(Math.round((epochMs - whole) * 1000)) * 1000n
+}
 
 /** Bounded wait for a promise (closing a pipeline must not hang on a collector that does not answer). */
 const bounded = (promise: Promise<unknown>): Promise<void> =>
@@ -76,57 +83,56 @@ export class GenAiRecorder {
   private readonly pipelines = new Map<string, Pipeline>()
   private readonly closing = new Set<Promise<void>>()
   private readonly sweeper: ReturnType<typeof setInterval>
-  private readonly sampler: TraceIdRatioBasedSampler
+  private readonly exporter: ReturnType<typeof setInterval> | undefined
   private readonly settings: TelemetrySettings
   private readonly sinks: TelemetrySinks
-  private readonly resource: Resource
-  /** Called with any error recording raised (recording never throws into a request). */
+  /** The resource and scope of every export (spans and metrics alike). */
+  private readonly head: RequestHead
+  private readonly scratch = new ProtoWriter(4096)
+  /** Called with any error recording or exporting raised (recording never throws into a request). */
   private readonly onError: (error: unknown) => void
 
-  constructor(settings: TelemetrySettings, sinks: TelemetrySinks, resource: Resource, onError: (error: unknown) => void) {
+  constructor(settings: TelemetrySettings, sinks: TelemetrySinks, resource: Readonly<Record<string, unknown>>, onError: (error: unknown) => void) {
     this.settings = settings
     this.sinks = sinks
-    this.resource = resource
     this.onError = onError
-    this.sampler = new TraceIdRatioBasedSampler(settings.genai.sample_ratio)
+    this.head = requestHead(resource, SCOPE)
     this.sweeper = setInterval(() => this.sweep(Date.now()), SWEEP_MS)
     this.sweeper.unref()
+    if (settings.genai.metrics_enabled && sinks.collectOnDemand === undefined) {
+      this.exporter = setInterval(() => this.exportMetrics(), settings.genai.metrics_export_interval_secs * 1000)
+      this.exporter.unref()
+    }
   }
 
   /** Records one call; `credential` picks the export pipeline. Never throws. */
   record(call: GenAiCall, parent: GenAiParent | undefined, credential: ExportCredential | undefined): void {
     try {
       const pipeline = this.pipelineFor(credential)
-      const data = genAiSpanData(call, this.settings.genai.capture_content)
-      const context = parent === undefined
-        ? ROOT_CONTEXT
-        : trace.setSpanContext(ROOT_CONTEXT, {
-          traceId: parent.traceId,
-          spanId: parent.spanId,
-          traceFlags: parent.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
-          isRemote: parent.remote
-        } satisfies SpanContext)
-      const span = pipeline.tracer.startSpan(data.name, {
-        kind: SpanKind.CLIENT,
-        startTime: millisToHrTime(performance.timeOrigin + call.timing.startedAt),
-        attributes: data.attributes as OtelAttributes
-      }, context)
-      if (call.error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: call.error })
-      span.end(millisToHrTime(performance.timeOrigin + call.timing.endedAt))
-
-      const instruments = pipeline.instruments
-      if (instruments === undefined) return
-      const attributes = data.metricAttributes as OtelAttributes
-      const seconds = Math.max(0, call.timing.endedAt - call.timing.startedAt) / 1000
-      instruments.duration.record(seconds, call.error === undefined ? attributes : { ...attributes, [ERROR_TYPE]: call.error })
-      const usage = call.response?.usage
-      if (usage !== undefined) {
-        instruments.tokenUsage.record(usage.inputTokens, { ...attributes, [GEN_AI.tokenType]: "input" })
-        // Embeddings produce no output tokens (the conventions record only input tokens for them).
-        if (call.operation !== "embeddings") instruments.tokenUsage.record(usage.outputTokens, { ...attributes, [GEN_AI.tokenType]: "output" })
+      const { genai } = this.settings
+      const data = genAiSpanData(call, genai.capture_content)
+      const traceId = parent?.traceId ?? randomTraceId()
+      if (sampledTrace(traceId, genai.sample_ratio)) {
+        const w = pipeline.spans.open()
+        if (w !== undefined) {
+          const remoteParent = parent?.remote ?? false
+          const start = beginSpan(w, {
+            traceId,
+            spanId: randomSpanId(),
+            parentSpanId: parent?.spanId ?? "",
+            remoteParent,
+            traceState: "",
+            name: data.name,
+            kind: SPAN_KIND.client,
+            startNs: epochNanos(call.timing.startedAt),
+            endNs: epochNanos(call.timing.endedAt)
+          })
+          writeAttributes(w, 9, data.attributes)
+          endSpan(w, start, call.error === undefined ? STATUS_CODE.unset : STATUS_CODE.error, call.error ?? "", remoteParent)
+          pipeline.spans.commit()
+        }
       }
-      const ttft = timeToFirstTokenOf(call)
-      if (ttft !== undefined) instruments.timeToFirstToken.record(ttft, attributes)
+      pipeline.metrics?.record(call, data.metricAttributes)
     } catch (error) {
       this.onError(error)
     }
@@ -134,14 +140,13 @@ export class GenAiRecorder {
 
   /** Exports everything recorded so far (bounded wait). */
   async flush(): Promise<void> {
-    await Promise.all([...this.pipelines.values()].map((pipeline) =>
-      bounded(Promise.all([pipeline.tracerProvider.forceFlush(), pipeline.meterProvider?.forceFlush()]))
-    ))
+    await Promise.all([...this.pipelines.values()].map((pipeline) => bounded(Promise.all([pipeline.spans.flush(), this.sendMetricsOf(pipeline)]))))
   }
 
   /** Flushes and closes every pipeline (bounded wait). */
   async shutdown(): Promise<void> {
     clearInterval(this.sweeper)
+    if (this.exporter !== undefined) clearInterval(this.exporter)
     for (const key of [...this.pipelines.keys()]) this.close(key)
     await Promise.all(this.closing)
   }
@@ -156,6 +161,27 @@ export class GenAiRecorder {
     for (const [key, pipeline] of this.pipelines) {
       if (now - pipeline.lastUsed >= IDLE_MS || now >= pipeline.closeAt) this.close(key)
     }
+  }
+
+  /** The metrics of a pipeline as one export request, or undefined when it has recorded none. */
+  private collect(pipeline: Pipeline): Buffer | undefined {
+    const metrics = pipeline.metrics
+    if (metrics === undefined || metrics.empty) return undefined
+    const w = this.scratch
+    w.reset()
+    metrics.write(w, pipeline.startNs, epochNanos(performance.now()))
+    return exportRequest(this.head, w.buf.subarray(0, w.pos))
+  }
+
+  private sendMetricsOf(pipeline: Pipeline): Promise<void> {
+    if (this.sinks.collectOnDemand !== undefined) return Promise.resolve()
+    const request = this.collect(pipeline)
+    if (request === undefined) return Promise.resolve()
+    return pipeline.sendMetrics(request).catch(this.onError)
+  }
+
+  private exportMetrics(): void {
+    for (const pipeline of this.pipelines.values()) void this.sendMetricsOf(pipeline)
   }
 
   private pipelineFor(credential: ExportCredential | undefined): Pipeline {
@@ -175,47 +201,29 @@ export class GenAiRecorder {
   }
 
   private open(credential: ExportCredential | undefined, now: number): Pipeline {
-    const { genai } = this.settings
-    const tracerProvider = new NodeTracerProvider({
-      resource: this.resource,
-      sampler: this.sampler,
-      spanProcessors: [this.sinks.genAiSpanProcessor(credential)]
-    })
-    let meterProvider: MeterProvider | undefined
-    let instruments: Instruments | undefined
-    if (genai.metrics_enabled) {
-      meterProvider = new MeterProvider({ resource: this.resource, readers: [this.sinks.genAiMetricReader(credential)] })
-      const meter = meterProvider.getMeter(SCOPE)
-      instruments = {
-        tokenUsage: meter.createHistogram(METRIC.tokenUsage, {
-          unit: "{token}",
-          description: "Number of input and output tokens used.",
-          advice: { explicitBucketBoundaries: [...BUCKETS.tokenUsage] }
-        }),
-        duration: meter.createHistogram(METRIC.operationDuration, {
-          unit: "s",
-          description: "GenAI operation duration.",
-          advice: { explicitBucketBoundaries: [...BUCKETS.operationDuration] }
-        }),
-        timeToFirstToken: meter.createHistogram(METRIC.timeToFirstToken, {
-          unit: "s",
-          description: "Time from the start of the response to the first content token of a stream.",
-          advice: { explicitBucketBoundaries: [...BUCKETS.timeToFirstToken] }
-        })
-      }
-    }
+    const { sinks } = this
+    const spans = new ExportQueue({ ...QUEUE, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.onError })
     const closeAt = credential?.expiresAt === undefined ? Number.POSITIVE_INFINITY : credential.expiresAt - EXPIRY_MARGIN_MS
-    return { tracer: tracerProvider.getTracer(SCOPE), tracerProvider, meterProvider, instruments, closeAt, lastUsed: now }
+    const pipeline: Pipeline = {
+      spans,
+      metrics: this.settings.genai.metrics_enabled ? new GenAiMetrics() : undefined,
+      startNs: epochNanos(performance.now()),
+      sendMetrics: sinks.genAi(credential, "metrics"),
+      stopCollecting: () => {},
+      closeAt,
+      lastUsed: now
+    }
+    if (pipeline.metrics !== undefined && sinks.collectOnDemand !== undefined) {
+      return { ...pipeline, stopCollecting: sinks.collectOnDemand(credential, () => this.collect(pipeline)) }
+    }
+    return pipeline
   }
 
   private close(key: string): void {
     const pipeline = this.pipelines.get(key)
     if (pipeline === undefined) return
     this.pipelines.delete(key)
-    const closed = bounded(Promise.all([
-      pipeline.tracerProvider.forceFlush().finally(() => pipeline.tracerProvider.shutdown()),
-      pipeline.meterProvider?.shutdown()
-    ]))
+    const closed = bounded(Promise.all([pipeline.spans.close(), this.sendMetricsOf(pipeline)])).then(pipeline.stopCollecting)
     this.closing.add(closed)
     void closed.then(() => this.closing.delete(closed))
   }

@@ -6,13 +6,16 @@
  * Two sources, one result: the canonical `ChatRequest` (normalized path), or
  * the caller's wire JSON as forwarded (fast path), whose parameters are read
  * straight from the JSON so nothing is decoded when content is not captured.
- * Content always comes from the canonical request (the wire source's
- * `canonical` thunk, called only when capturing), so both paths build the same
- * attributes; test/pipeline/telemetry/genai-request.test.ts holds them to it.
+ * Content comes from the canonical request (the wire source's `canonical`
+ * thunk, called only when capturing), except for the plain conversations most
+ * calls are (text messages only, `plainMessagesOf`), read from the wire JSON
+ * without decoding the whole request; both paths build the same attributes,
+ * test/pipeline/telemetry/genai-request.test.ts holds them to it.
  */
 import type { CallerFormat, ChatRequest, ResponseFormat } from "../../../domain/index.ts"
 import { GATEWAY_GENAI, GEN_AI } from "./attributes.ts"
 import { capJson, inputMessagesOf, systemInstructionsOf } from "./messages.ts"
+import type { GenAiMessage, Part } from "./messages.ts"
 
 export type Attributes = Record<string, string | number | boolean | ReadonlyArray<string>>
 
@@ -129,11 +132,77 @@ const parameterAttributes = (p: Parameters, attributes: Attributes): void => {
   if (p.outputType !== undefined) attributes[GEN_AI.outputType] = p.outputType
 }
 
-const contentAttributes = (request: ChatRequest, attributes: Attributes): void => {
-  const input = capJson(inputMessagesOf(request))
+/** The captured input: the conversation and the system instructions, in the conventions' forms. */
+interface InputContent {
+  readonly messages: ReadonlyArray<GenAiMessage>
+  readonly system: ReadonlyArray<Part>
+}
+
+const contentOf = (request: ChatRequest): InputContent => ({ messages: inputMessagesOf(request), system: systemInstructionsOf(request) })
+
+const textPartOf = (text: string): Part => ({ type: "text", content: text })
+
+/** Text blocks (`[{type: "text", text}]`) as parts; undefined if any block is something else. */
+const textBlocks = (blocks: ReadonlyArray<unknown>): Array<Part> | undefined => {
+  const parts: Array<Part> = []
+  for (const block of blocks) {
+    const text = record(block)
+    if (text?.type !== "text" || typeof text.text !== "string") return undefined
+    parts.push(textPartOf(text.text))
+  }
+  return parts
+}
+
+/**
+ * The content of a plain conversation read from the wire JSON, as the
+ * canonical decoding would give it: OpenAI messages of roles `system`,
+ * `developer`, `user`, `assistant` with string content and nothing else that
+ * carries content; Anthropic messages of text (strings or text blocks) and a
+ * text `system`. Undefined for anything else (tools, media, other roles,
+ * another format): the canonical request is decoded then.
+ */
+export const plainMessagesOf = (format: CallerFormat, json: Readonly<Record<string, unknown>>): InputContent | undefined => {
+  const wire = json.messages
+  if (!Array.isArray(wire)) return undefined
+  const messages: Array<GenAiMessage> = []
+  const system: Array<Part> = []
+  if (format === "openai") {
+    for (const item of wire) {
+      const message = record(item)
+      if (message === undefined || typeof message.content !== "string") return undefined
+      if (message.tool_calls != null || message.refusal != null || message.audio != null || message.function_call != null) return undefined
+      const role = message.role
+      if (role === "system" || role === "developer") system.push(textPartOf(message.content))
+      else if (role === "user" || role === "assistant") messages.push({ role, parts: [textPartOf(message.content)] })
+      else return undefined
+    }
+    return { messages, system }
+  }
+  if (format !== "anthropic") return undefined
+  const top = json.system
+  if (typeof top === "string") system.push(textPartOf(top))
+  else if (Array.isArray(top)) {
+    const parts = textBlocks(top)
+    if (parts === undefined) return undefined
+    system.push(...parts)
+  } else if (top != null) return undefined
+  for (const item of wire) {
+    const message = record(item)
+    const role = message?.role
+    if (message === undefined || (role !== "user" && role !== "assistant")) return undefined
+    const parts = typeof message.content === "string" ? [textPartOf(message.content)] : Array.isArray(message.content) ? textBlocks(message.content) : undefined
+    if (parts === undefined) return undefined
+    // The canonical decoding keeps a message without parts; the conventions' form leaves it out.
+    if (parts.length > 0) messages.push({ role, parts })
+  }
+  return { messages, system }
+}
+
+const contentAttributes = (content: InputContent, attributes: Attributes): void => {
+  const input = capJson(content.messages)
   attributes[GEN_AI.inputMessages] = input.json
   let truncated = input.truncated
-  const system = systemInstructionsOf(request)
+  const system = content.system
   if (system.length > 0) {
     const instructions = capJson(system)
     attributes[GEN_AI.systemInstructions] = instructions.json
@@ -147,13 +216,17 @@ export const chatRequestAttributes = (source: GenAiRequest, captureContent: bool
   const attributes: Attributes = {}
   if (source.format === "canonical") {
     parameterAttributes(fromCanonical(source.request), attributes)
-    if (captureContent) contentAttributes(source.request, attributes)
+    if (captureContent) contentAttributes(contentOf(source.request), attributes)
     return attributes
   }
   parameterAttributes(fromWire(source.format, source.json), attributes)
   if (captureContent) {
-    const request = source.canonical()
-    if (request !== undefined) contentAttributes(request, attributes)
+    const plain = plainMessagesOf(source.format, source.json)
+    if (plain !== undefined) contentAttributes(plain, attributes)
+    else {
+      const request = source.canonical()
+      if (request !== undefined) contentAttributes(contentOf(request), attributes)
+    }
   }
   return attributes
 }

@@ -1,0 +1,180 @@
+/**
+ * The OTLP messages every signal shares (opentelemetry/proto/common/v1 and
+ * resource/v1): attributes (`KeyValue` / `AnyValue`), the resource and the
+ * instrumentation scope, and the framing of an export request around
+ * messages already encoded.
+ */
+import { ProtoWriter, putVarint, utf8LengthOf, varintSize } from "./protobuf.ts"
+
+/** An attribute value as the gateway records it. */
+export type AttributeValue = string | number | boolean | ReadonlyArray<string> | ReadonlyArray<number>
+
+const ANY_STRING = 1
+const ANY_BOOL = 2
+const ANY_INT = 3
+const ANY_DOUBLE = 4
+const ANY_ARRAY = 5
+const ARRAY_VALUES = 1
+const KEY_VALUE_KEY = 1
+const KEY_VALUE_VALUE = 2
+
+/** Numbers that are whole and safe are `int_value`, others `double_value` (as the OpenTelemetry SDK writes them). */
+const writeNumber = (w: ProtoWriter, value: number): void => {
+  if (Number.isSafeInteger(value)) w.int64Field(ANY_INT, value)
+  else w.doubleField(ANY_DOUBLE, value)
+}
+
+/** An `AnyValue` body; anything that is not a string, number, boolean or array of those is recorded as its JSON text. */
+const writeAnyValue = (w: ProtoWriter, value: unknown): void => {
+  switch (typeof value) {
+    case "string":
+      return w.stringField(ANY_STRING, value)
+    case "number":
+      return writeNumber(w, value)
+    case "boolean":
+      return w.boolField(ANY_BOOL, value)
+    case "bigint":
+      return w.stringField(ANY_STRING, value.toString())
+    default:
+      if (Array.isArray(value)) {
+        const array = w.begin(ANY_ARRAY)
+        for (const item of value) {
+          const entry = w.begin(ARRAY_VALUES)
+          writeAnyValue(w, item)
+          w.end(entry)
+        }
+        return w.end(array)
+      }
+      return w.stringField(ANY_STRING, textOf(value))
+  }
+}
+
+const textOf = (value: unknown): string => {
+  if (value === undefined || value === null) return String(value)
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** The `key` field of a `KeyValue` (tag, length, UTF-8), encoded once per key name. */
+const encodedKeys = new Map<string, Uint8Array>()
+const MAX_ENCODED_KEYS = 4096
+
+const keyField = (key: string): Uint8Array => {
+  let encoded = encodedKeys.get(key)
+  if (encoded === undefined) {
+    const w = new ProtoWriter(key.length * 3 + 8)
+    w.stringField(KEY_VALUE_KEY, key)
+    encoded = w.bytes()
+    // Keys are the gateway's own attribute names; bound the map anyway.
+    if (encodedKeys.size < MAX_ENCODED_KEYS) encodedKeys.set(key, encoded)
+  }
+  return encoded
+}
+
+/**
+ * One `KeyValue` as repeated field `field` of the enclosing message. Strings,
+ * numbers and booleans (every attribute of the gateway's own spans) are
+ * written with their lengths known up front; arrays and other values through
+ * nested messages.
+ */
+export const writeAttribute = (w: ProtoWriter, field: number, key: string, value: unknown): void => {
+  const keyBytes = keyField(key)
+  let valueLength: number
+  switch (typeof value) {
+    case "string": {
+      const length = utf8LengthOf(value)
+      const anyLength = 1 + varintSize(length) + length
+      valueLength = anyLength
+      w.lengthHead(field, keyBytes.byteLength + 1 + varintSize(anyLength) + anyLength)
+      w.raw(keyBytes)
+      w.lengthHead(KEY_VALUE_VALUE, anyLength)
+      w.lengthHead(ANY_STRING, length)
+      w.utf8(value, length)
+      return
+    }
+    case "boolean":
+      valueLength = 2
+      w.lengthHead(field, keyBytes.byteLength + 2 + valueLength)
+      w.raw(keyBytes)
+      w.lengthHead(KEY_VALUE_VALUE, valueLength)
+      w.boolField(ANY_BOOL, value)
+      return
+    case "number":
+      if (Number.isSafeInteger(value) && value >= 0) {
+        valueLength = 1 + varintSize(value)
+        w.lengthHead(field, keyBytes.byteLength + 2 + valueLength)
+        w.raw(keyBytes)
+        w.lengthHead(KEY_VALUE_VALUE, valueLength)
+        w.uintField(ANY_INT, value)
+        return
+      }
+  }
+  const kv = w.begin(field)
+  w.raw(keyBytes)
+  const any = w.begin(KEY_VALUE_VALUE)
+  writeAnyValue(w, value)
+  w.end(any)
+  w.end(kv)
+}
+
+/** Every entry of `attributes` (undefined values skipped) as repeated field `field`. */
+export const writeAttributes = (w: ProtoWriter, field: number, attributes: Readonly<Record<string, unknown>>): void => {
+  for (const key in attributes) {
+    const value = attributes[key]
+    if (value !== undefined) writeAttribute(w, field, key, value)
+  }
+}
+
+/** `service.name`, `deployment.environment.name` and who wrote the telemetry, as the resource of every export. */
+export const resourceAttributes = (serviceName: string, environment: string): Record<string, string> => ({
+  "service.name": serviceName,
+  "deployment.environment.name": environment,
+  "telemetry.sdk.name": "model-gateway",
+  "telemetry.sdk.language": "nodejs"
+})
+
+/** An export request's fixed head: the resource (field 1 of `Resource*`) and the scope (field 1 of `Scope*`), encoded once. */
+export interface RequestHead {
+  readonly resource: Buffer
+  readonly scope: Buffer
+}
+
+export const requestHead = (resource: Readonly<Record<string, unknown>>, scopeName: string): RequestHead => {
+  const w = new ProtoWriter(512)
+  const r = w.begin(1)
+  writeAttributes(w, 1, resource)
+  w.end(r)
+  const resourceBytes = w.bytes()
+  w.reset()
+  const s = w.begin(1)
+  w.stringField(1, scopeName)
+  w.end(s)
+  return { resource: resourceBytes, scope: w.bytes() }
+}
+
+/**
+ * A whole export request (`ExportTraceServiceRequest` or
+ * `ExportMetricsServiceRequest`: one `Resource*` of one `Scope*`) around
+ * `items`, the scope's repeated field 2 (spans or metrics) already encoded.
+ * One allocation, one copy of the items.
+ */
+export const exportRequest = (head: RequestHead, items: Uint8Array): Buffer => {
+  const scopeLength = head.scope.byteLength + items.byteLength
+  const resourceLength = head.resource.byteLength + 1 + varintSize(scopeLength) + scopeLength
+  const total = 1 + varintSize(resourceLength) + resourceLength
+  const buf = Buffer.allocUnsafe(total)
+  let at = 0
+  buf[at++] = 0x0a // field 1 (resource_spans / resource_metrics), length-delimited
+  at = putVarint(buf, at, resourceLength)
+  buf.set(head.resource, at)
+  at += head.resource.byteLength
+  buf[at++] = 0x12 // field 2 (scope_spans / scope_metrics), length-delimited
+  at = putVarint(buf, at, scopeLength)
+  buf.set(head.scope, at)
+  at += head.scope.byteLength
+  buf.set(items, at)
+  return buf
+}

@@ -1,0 +1,123 @@
+/**
+ * OTLP over gRPC: the collector's `TraceService/Export` and
+ * `MetricsService/Export` unary calls, with requests already encoded
+ * (protobuf bytes in, the response's partial-success report out).
+ *
+ * Details
+ * - One channel per collector address, shared by every credential: the
+ *   credential travels as the call's `authorization` metadata.
+ * - `http://` is plaintext, `https://` is TLS with the system's roots (as the
+ *   OpenTelemetry exporters read the endpoint); without a port, 4317.
+ * - Every call has a deadline; a collector that does not answer costs a
+ *   pending call until then, never a request.
+ */
+import * as grpc from "@grpc/grpc-js"
+
+export const TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+export const METRICS_EXPORT = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+
+const identity = (bytes: Buffer): Buffer => bytes
+
+/** A collector that took the export but refused part of it (`partial_success`). */
+export class PartialExport extends Error {
+  constructor(rejected: number, message: string) {
+    super(`the collector rejected ${rejected} item(s)${message === "" ? "" : `: ${message}`}`)
+    this.name = "PartialExport"
+  }
+}
+
+/** `partial_success` (field 1: rejected count at 1, message at 2) of an export response, if it reports a rejection. */
+const partialFailureOf = (response: Buffer): PartialExport | undefined => {
+  if (response.byteLength === 0) return undefined
+  let rejected = 0
+  let message = ""
+  const read = (buf: Buffer, from: number, to: number, visit: (field: number, wire: number, at: number, end: number, value: number) => void) => {
+    let at = from
+    const varint = () => {
+      let value = 0
+      let scale = 1
+      for (;;) {
+        if (at >= to) throw new Error("truncated")
+        const byte = buf[at++]
+        value += (byte & 127) * scale
+        if (byte < 128) return value
+        scale *= 128
+      }
+    }
+    while (at < to) {
+      const tag = varint()
+      const wire = tag & 7
+      if (wire === 0) visit(tag >>> 3, wire, at, at, varint())
+      else if (wire === 2) {
+        const length = varint()
+        visit(tag >>> 3, wire, at, at + length, length)
+        at += length
+      } else if (wire === 1) at += 8
+      else if (wire === 5) at += 4
+      else throw new Error("bad wire type")
+    }
+  }
+  try {
+    read(response, 0, response.byteLength, (field, wire, at, end) => {
+      if (field !== 1 || wire !== 2) return
+      read(response, at, end, (inner, innerWire, innerAt, innerEnd, value) => {
+        if (inner === 1 && innerWire === 0) rejected = value
+        else if (inner === 2 && innerWire === 2) message = response.toString("utf8", innerAt, innerEnd)
+      })
+    })
+  } catch {
+    return undefined
+  }
+  return rejected > 0 || message !== "" ? new PartialExport(rejected, message.slice(0, 200)) : undefined
+}
+
+/** A gRPC status error, described without the call's metadata. */
+class ExportCallError extends Error {
+  constructor(error: grpc.ServiceError) {
+    super(`${grpc.status[error.code] ?? error.code}: ${error.details}`)
+    this.name = "ExportCallError"
+  }
+}
+
+export class OtlpGrpcChannel {
+  private readonly client: grpc.Client
+
+  /** `url`: the collector as `http://host:port` or `https://host:port`. */
+  constructor(url: string) {
+    const parsed = new URL(url)
+    const port = parsed.port === "" ? "4317" : parsed.port
+    const credentials = parsed.protocol === "https:" ? grpc.credentials.createSsl() : grpc.credentials.createInsecure()
+    this.client = new grpc.Client(`${parsed.hostname}:${port}`, credentials)
+  }
+
+  /** One export call: resolves when the collector took it whole, rejects otherwise (never with the metadata in the message). */
+  send(method: string, request: Buffer, metadata: grpc.Metadata | undefined, timeoutMs: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(
+        method,
+        identity,
+        identity,
+        request,
+        metadata ?? new grpc.Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (error: grpc.ServiceError | null, response?: Buffer) => {
+          if (error !== null) return reject(new ExportCallError(error))
+          const partial = response === undefined ? undefined : partialFailureOf(response)
+          if (partial !== undefined) return reject(partial)
+          resolve()
+        }
+      )
+    })
+  }
+
+  close(): void {
+    this.client.close()
+  }
+}
+
+/** `authorization: Bearer <token>` metadata for export calls. */
+export const bearerMetadata = (token: string): grpc.Metadata => {
+  const metadata = new grpc.Metadata()
+  metadata.set("authorization", `Bearer ${token}`)
+  return metadata
+}

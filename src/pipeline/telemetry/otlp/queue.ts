@@ -1,0 +1,159 @@
+/**
+ * A bounded queue of encoded items (spans) on their way to one collector with
+ * one credential: items are written into the open batch as they end, a batch
+ * is sealed into a whole export request when it is full or a second has
+ * passed, and one request is in flight at a time.
+ *
+ * Details
+ * - Writing is synchronous and costs the encoding alone; nothing waits for a
+ *   collector. A queue that is full (its item or byte bound reached, because
+ *   the collector is down, slow or refusing) drops new items and reports
+ *   each drop (the export error log throttles and counts them).
+ * - A batch holds at most `maxBatch` items and about `maxBatchBytes` bytes:
+ *   collectors refuse messages over 4 MiB by default.
+ * - No timer runs while the queue is empty: an idle gateway is never woken.
+ * - `immediate` (the test layer) seals every item as its own batch and sends
+ *   it at once, so an item is readable as soon as it is written.
+ */
+import { exportRequest } from "./common.ts"
+import type { RequestHead } from "./common.ts"
+import { ProtoWriter } from "./protobuf.ts"
+
+/** Sends one encoded export request; rejects when the collector did not take it. */
+export type SendExport = (request: Buffer) => Promise<void>
+
+export interface QueueOptions {
+  readonly head: RequestHead
+  readonly send: SendExport
+  /** Items held at most (sealed and open batches together); more are dropped. */
+  readonly maxQueued: number
+  /** Bytes held at most; more items are dropped. */
+  readonly maxQueuedBytes: number
+  readonly maxBatch: number
+  readonly maxBatchBytes: number
+  readonly delayMs: number
+  readonly immediate?: boolean | undefined
+  /** A send failed, or an item was dropped from a full queue (reported every time: the log throttles). */
+  readonly onFailure: (error: unknown) => void
+}
+
+const QUEUE_FULL = new Error("the export queue is full: a span was dropped")
+const QUEUE_CLOSED = new Error("the export queue is closed: a span was dropped")
+
+/** Where an item goes: the queue's writer, between `open()` and `commit()`. */
+export class ExportQueue {
+  private readonly options: QueueOptions
+  private readonly writer = new ProtoWriter(64 * 1024)
+  private openItems = 0
+  private readonly sealed: Array<{ readonly request: Buffer; readonly items: number }> = []
+  private sealedItems = 0
+  private sealedBytes = 0
+  private inFlight: Promise<void> | undefined
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private closed = false
+  private idleWaiters: Array<() => void> = []
+
+  constructor(options: QueueOptions) {
+    this.options = options
+  }
+
+  /**
+   * The writer to encode one item into (as field 2 of the scope message), or
+   * undefined when the queue is full or closed (the item is dropped and
+   * counted). Call `commit()` once the item is written.
+   */
+  open(): ProtoWriter | undefined {
+    const { maxQueued, maxQueuedBytes } = this.options
+    if (this.closed || this.openItems + this.sealedItems >= maxQueued || this.writer.pos + this.sealedBytes >= maxQueuedBytes) {
+      this.options.onFailure(this.closed ? QUEUE_CLOSED : QUEUE_FULL)
+      return undefined
+    }
+    return this.writer
+  }
+
+  /** The item written since `open()` is complete. */
+  commit(): void {
+    this.openItems++
+    const { options } = this
+    if (options.immediate === true || this.openItems >= options.maxBatch || this.writer.pos >= options.maxBatchBytes) {
+      this.seal()
+      this.pump()
+    } else if (this.timer === undefined) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined
+        this.seal()
+        this.pump()
+      }, options.delayMs)
+      this.timer.unref()
+    }
+  }
+
+  /** Sends everything written so far; resolves when nothing is queued or in flight (or the queue gave up on it). */
+  flush(): Promise<void> {
+    this.seal()
+    this.pump()
+    if (this.inFlight === undefined && this.sealed.length === 0) return Promise.resolve()
+    return new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
+
+  /** Sends what is left and takes nothing more. */
+  close(): Promise<void> {
+    const flushed = this.flush()
+    this.closed = true
+    return flushed
+  }
+
+  private seal(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer)
+      this.timer = undefined
+    }
+    if (this.openItems === 0) return
+    const request = exportRequest(this.options.head, this.writer.buf.subarray(0, this.writer.pos))
+    this.sealed.push({ request, items: this.openItems })
+    this.sealedItems += this.openItems
+    this.sealedBytes += request.byteLength
+    this.writer.reset()
+    this.openItems = 0
+  }
+
+  private pump(): void {
+    if (this.options.immediate === true) return this.sendAll()
+    if (this.inFlight !== undefined) return
+    const next = this.sealed.shift()
+    if (next === undefined) {
+      for (const resolve of this.idleWaiters.splice(0)) resolve()
+      return
+    }
+    const done = () => {
+      this.sealedItems -= next.items
+      this.sealedBytes -= next.request.byteLength
+      this.inFlight = undefined
+      this.pump()
+    }
+    let sent: Promise<void>
+    try {
+      sent = this.options.send(next.request)
+    } catch (error) {
+      sent = Promise.reject(error)
+    }
+    this.inFlight = sent.then(done, (error: unknown) => {
+      this.options.onFailure(error)
+      done()
+    })
+  }
+
+  /** `immediate`: every sealed batch is handed over now, none waiting for another. */
+  private sendAll(): void {
+    for (const { request } of this.sealed.splice(0)) {
+      try {
+        void this.options.send(request).catch(this.options.onFailure)
+      } catch (error) {
+        this.options.onFailure(error)
+      }
+    }
+    this.sealedItems = 0
+    this.sealedBytes = 0
+    for (const resolve of this.idleWaiters.splice(0)) resolve()
+  }
+}

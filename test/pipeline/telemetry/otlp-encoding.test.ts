@@ -1,0 +1,148 @@
+/**
+ * The gateway's own OTLP encoding, read back with the decoder pinned to the
+ * OpenTelemetry SDK's bytes (otlp-decoder.test.ts): every attribute type,
+ * lengths that need more than one byte, text in any script; and the export
+ * queue's batching, bounds and failure reports.
+ */
+import { describe, expect, it } from "vitest"
+import { exportRequest, requestHead, writeAttribute } from "../../../src/pipeline/telemetry/otlp/common.ts"
+import { decodeTraceRequest } from "../../../src/pipeline/telemetry/otlp/decode.ts"
+import { ProtoWriter } from "../../../src/pipeline/telemetry/otlp/protobuf.ts"
+import { ExportQueue } from "../../../src/pipeline/telemetry/otlp/queue.ts"
+import type { QueueOptions } from "../../../src/pipeline/telemetry/otlp/queue.ts"
+import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
+
+const head = requestHead({ "service.name": "gateway-test", "deployment.environment.name": "ci" }, "scope-test")
+
+const writeOneSpan = (w: ProtoWriter, name: string, attributes: Record<string, unknown>, status: { code: number; message: string } = { code: STATUS_CODE.unset, message: "" }) => {
+  const start = beginSpan(w, {
+    traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+    spanId: "00f067aa0ba902b7",
+    parentSpanId: "b7ad6b7169203331",
+    remoteParent: true,
+    traceState: "vendor=abc",
+    name,
+    kind: SPAN_KIND.client,
+    startNs: 1_790_000_000_123_456_789n,
+    endNs: 1_790_000_000_987_654_321n
+  })
+  for (const key in attributes) writeAttribute(w, SPAN_ATTRIBUTES, key, attributes[key])
+  endSpan(w, start, status.code, status.message, true)
+}
+
+describe("OTLP encoding", () => {
+  it("a span with every attribute type reads back as written", () => {
+    const attributes = {
+      ascii: "gpt-4o",
+      accents: "réponse ✓",
+      astral: "𝄞 music",
+      empty: "",
+      long: "x".repeat(300),
+      longUnicode: "é".repeat(200),
+      zero: 0,
+      count: 4317,
+      big: 2 ** 52,
+      negative: -42,
+      fraction: 0.25,
+      yes: true,
+      no: false,
+      list: ["stop", "length"],
+      record: { nested: [1, 2] }
+    }
+    const w = new ProtoWriter(64)
+    writeOneSpan(w, "chat gpt-4o", attributes, { code: STATUS_CODE.error, message: "rate_limit" })
+    const [span, ...rest] = decodeTraceRequest(exportRequest(head, w.buf.subarray(0, w.pos)))
+    expect(rest).toEqual([])
+    expect(span).toMatchObject({
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+      spanId: "00f067aa0ba902b7",
+      parentSpanId: "b7ad6b7169203331",
+      traceState: "vendor=abc",
+      name: "chat gpt-4o",
+      kind: 3,
+      startNs: 1_790_000_000_123_456_789n,
+      endNs: 1_790_000_000_987_654_321n,
+      status: { code: 2, message: "rate_limit" },
+      resource: { "service.name": "gateway-test", "deployment.environment.name": "ci" },
+      scope: "scope-test"
+    })
+    expect(span.attributes).toEqual({ ...attributes, record: JSON.stringify(attributes.record) })
+  })
+
+  it("spans over 128 bytes and a batch over 16 KB keep their lengths (nested lengths of two and three bytes)", () => {
+    const w = new ProtoWriter(16)
+    const names = Array.from({ length: 200 }, (_, i) => `span-${i}-${"n".repeat(i)}`)
+    for (const name of names) writeOneSpan(w, name, { index: names.indexOf(name), text: "t".repeat(names.indexOf(name) * 3) })
+    const spans = decodeTraceRequest(exportRequest(head, w.buf.subarray(0, w.pos)))
+    expect(spans.map((span) => span.name)).toEqual(names)
+    expect(spans.map((span) => span.attributes.index)).toEqual(names.map((_, i) => i))
+    expect(spans[199].attributes.text).toBe("t".repeat(597))
+  })
+})
+
+describe("the export queue", () => {
+  const queue = (overrides: Partial<QueueOptions> = {}) => {
+    const sent: Array<ReadonlyArray<string>> = []
+    const failures: Array<string> = []
+    const q = new ExportQueue({
+      head,
+      send: (request) => {
+        sent.push(decodeTraceRequest(request).map((span) => span.name))
+        return Promise.resolve()
+      },
+      maxQueued: 100,
+      maxQueuedBytes: 1 << 20,
+      maxBatch: 10,
+      maxBatchBytes: 1 << 20,
+      delayMs: 60_000,
+      onFailure: (error) => failures.push(String(error)),
+      ...overrides
+    })
+    const write = (name: string) => {
+      const w = q.open()
+      if (w === undefined) return false
+      writeOneSpan(w, name, {})
+      q.commit()
+      return true
+    }
+    return { q, sent, failures, write }
+  }
+
+  it("sends full batches at once and the rest on flush, one request at a time, in order", async () => {
+    const { q, sent, write } = queue()
+    for (let i = 0; i < 25; i++) write(`s${i}`)
+    await q.flush()
+    expect(sent.map((batch) => batch.length)).toEqual([10, 10, 5])
+    expect(sent.flat()).toEqual(Array.from({ length: 25 }, (_, i) => `s${i}`))
+  })
+
+  it("seals a batch by size too, so no request outgrows what a collector takes", async () => {
+    const { q, sent, write } = queue({ maxBatchBytes: 500 })
+    for (let i = 0; i < 12; i++) write(`size-${i}`)
+    await q.flush()
+    expect(sent.length).toBeGreaterThan(1)
+    expect(sent.flat()).toHaveLength(12)
+  })
+
+  it("a collector that does not take exports: the queue fills, drops what is over its bound, reports, and recovers", async () => {
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let calls = 0
+    const { q, failures, write } = queue({
+      maxQueued: 30,
+      send: () => (++calls === 1 ? held.then(() => Promise.reject(new Error("UNAVAILABLE: collector down"))) : Promise.resolve())
+    })
+    const accepted = Array.from({ length: 50 }, (_, i) => write(`d${i}`)).filter(Boolean).length
+    expect(accepted).toBe(30)
+    expect(failures.filter((failure) => failure.includes("queue is full"))).toHaveLength(20)
+    release()
+    await q.flush()
+    expect(failures.some((failure) => failure.includes("UNAVAILABLE: collector down"))).toBe(true)
+    // The first batch failed and was dropped; the queue has room again.
+    expect(write("after")).toBe(true)
+    await q.close()
+    expect(write("closed")).toBe(false)
+  })
+})
