@@ -62,6 +62,8 @@ interface RawStream {
   contentType: string | null
   text: string
   frames: Frame[]
+  /** The body ended (false: reset, or still open after the read's time limit). */
+  ended: boolean
 }
 
 const parseFrames = (text: string): Frame[] =>
@@ -84,28 +86,39 @@ const requestFor = (caller: Family, model: string) =>
     ? { path: "/v1/chat/completions", body: { model, messages: [{ role: "user", content: "hi" }], stream: true } }
     : { path: "/v1/messages", body: { model, max_tokens: 50, messages: [{ role: "user", content: "hi" }], stream: true } }
 
-/** Reads the whole streamed answer as text (a connection reset ends the read, keeping what arrived). */
+/**
+ * Reads the whole streamed answer as text. A connection reset, or a body still
+ * open after 5 s, ends the read, keeping what arrived (`ended` false).
+ */
 const rawStream = async (caller: Family, model: string): Promise<RawStream> => {
   const { path, body } = requestFor(caller, model)
-  const res = await fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  const res = await fetch(`${gw.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(5000)
+  })
   const reader = res.body!.getReader()
   const decoder = new TextDecoder()
   let text = ""
+  let ended = false
   try {
     for (;;) {
       const { value, done } = await reader.read()
       if (done) break
       text += decoder.decode(value, { stream: true })
     }
+    ended = true
   } catch {
-    // A reset: the frames that arrived are what the caller got.
+    // A reset or the time limit: the frames that arrived are what the caller got.
   }
-  return { status: res.status, contentType: res.headers.get("content-type"), text, frames: parseFrames(text) }
+  return { status: res.status, contentType: res.headers.get("content-type"), text, frames: parseFrames(text), ended }
 }
 
-/** The completions-style error frame: last, `data: {"error":{...}}`, and no `[DONE]` anywhere. */
+/** The completions-style error frame: last, `data: {"error":{...}}`, and no `[DONE]` anywhere; the body ends there. */
 const expectOpenAiErrorFrameLast = (s: RawStream): Json => {
   expect(s.status).toBe(200)
+  expect(s.ended).toBe(true)
   expect(s.contentType).toContain("text/event-stream")
   expect(s.text).not.toContain("[DONE]")
   const last = s.frames[s.frames.length - 1]
@@ -122,9 +135,10 @@ const expectOpenAiErrorFrameLast = (s: RawStream): Json => {
   return json.error
 }
 
-/** The messages-style error frame: last, `event: error` + `{"type":"error","error":{...}}`, no `message_stop`. */
+/** The messages-style error frame: last, `event: error` + `{"type":"error","error":{...}}`, no `message_stop`; the body ends there. */
 const expectAnthropicErrorFrameLast = (s: RawStream): Json => {
   expect(s.status).toBe(200)
+  expect(s.ended).toBe(true)
   expect(s.contentType).toContain("text/event-stream")
   const last = s.frames[s.frames.length - 1]
   expect(last.event).toBe("error")
@@ -138,6 +152,9 @@ const expectAnthropicErrorFrameLast = (s: RawStream): Json => {
   expect(names.filter((n) => n === "error")).toHaveLength(1)
   return json.error
 }
+
+const expectErrorFrameLast = (caller: Family, s: RawStream): Json =>
+  caller === "openai" ? expectOpenAiErrorFrameLast(s) : expectAnthropicErrorFrameLast(s)
 
 /** The text the caller received before the error. */
 const textBefore = (caller: Family, s: RawStream): string =>
@@ -189,6 +206,21 @@ for (const { caller, provider, path } of pairs) {
       else expectAnthropicErrorFrameLast(s)
       // Every frame the caller got is complete JSON: the torn frame never reaches it as garbage.
       for (const frame of s.frames) expect(() => JSON.parse(frame.data), frame.data).not.toThrow()
+    })
+
+    it("an upstream that declared a content-length and drops the connection early: the stream ends at once with the error frame", async () => {
+      const sent = partialFor(provider).join("")
+      fakeOf(provider).script({
+        kind: "custom",
+        handle: async ({ res, wait }) => {
+          res.writeHead(200, { "content-type": "text/event-stream", "content-length": String(Buffer.byteLength(sent) + 5000) })
+          res.write(sent)
+          if (await wait(50)) res.destroy()
+        }
+      })
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello")
     })
 
     it("an upstream that ends its response before the final event gets the error frame, not a silent end", async () => {

@@ -176,7 +176,11 @@ export const forwardStream = (
     const commit = () => {
       committed = true
       ctx.streamFormat = family
-      commitHead(ctx, response.status, { ...responseHeaders(response.headers, true), ...extraHeaders })
+      const head = responseHeaders(response.headers, true)
+      // The stream may end with bytes of the gateway's own (an error frame, a closing blank line):
+      // the upstream's length would leave the caller waiting for bytes that never come.
+      delete head["content-length"]
+      commitHead(ctx, response.status, { ...head, ...extraHeaders })
     }
     const sink: ChunkSink = {
       write: (chunk) => {
