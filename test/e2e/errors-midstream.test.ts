@@ -9,7 +9,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
-import { anthropicEvent, anthropicStartMessage, anthropicStreamError, openAiChunk, openAiStreamError } from "../fixtures/fake-upstream.ts"
+import { anthropicEvent, anthropicStartMessage, anthropicStreamError, openAiChunk, openAiStreamError, SSE_DONE } from "../fixtures/fake-upstream.ts"
 import { gatewayWithFakes } from "./harness.ts"
 
 type Family = "openai" | "anthropic"
@@ -267,6 +267,83 @@ for (const { caller, provider, path } of pairs) {
       controller.abort()
       await fake.waitForClosedEarly(1, 3000)
       expect(fake.requests[0].clientClosedEarly).toBe(true)
+    })
+  })
+}
+
+// ---------------------------------------------------------------------------
+// A break inside one upstream chunk: what came before it goes out, nothing after it
+// ---------------------------------------------------------------------------
+
+/** Upstream frames of each family, continuing the partial stream above. */
+const wire: Record<Family, {
+  more: (text: string) => string
+  malformed: string
+  /** The stream's last event, sent without a finish before it. */
+  unfinishedEnd: string
+  error: string
+  /** A normal ending: the finish and the last event. */
+  finish: string[]
+}> = {
+  openai: {
+    more: (text) => openAiChunk({ content: text }, { model: "gpt-4o", id: "chatcmpl-mid" }),
+    malformed: "data: {not json\n\n",
+    unfinishedEnd: SSE_DONE,
+    error: openAiStreamError("boom"),
+    finish: [openAiChunk({}, { model: "gpt-4o", id: "chatcmpl-mid", finishReason: "stop" }), SSE_DONE]
+  },
+  anthropic: {
+    more: (text) => anthropicEvent("content_block_delta", { index: 0, delta: { type: "text_delta", text } }),
+    malformed: "event: content_block_delta\ndata: {not json\n\n",
+    unfinishedEnd: anthropicEvent("message_stop"),
+    error: anthropicStreamError("overloaded_error", "boom"),
+    finish: [anthropicEvent("message_delta", { delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 3 } }), anthropicEvent("message_stop")]
+  }
+}
+
+/** The upstream writes `head` frame by frame, then after a pause `tail` in one write: one chunk for the gateway. */
+const scriptTailInOneChunk = (provider: Family, head: string[], tail: string[]) =>
+  fakeOf(provider).script({
+    kind: "custom",
+    handle: async ({ res, wait }) => {
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      for (const frame of head) res.write(frame)
+      if (await wait(50)) res.end(tail.join(""))
+    }
+  })
+
+for (const { caller, provider, path } of pairs) {
+  describe(`${caller} → ${provider} (${path} path): a break inside one upstream chunk`, () => {
+    const w = wire[provider]
+
+    it("the events before a malformed event in the same chunk reach the caller, then the error frame", async () => {
+      const good = [w.more(" wor"), w.more("ld")]
+      scriptTailInOneChunk(provider, partialFor(provider), [...good, w.malformed])
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello world")
+      if (path === "fast") expect(s.text.startsWith([...partialFor(provider), ...good].join(""))).toBe(true)
+    })
+
+    it("content and an end without a finish in one chunk: the content reaches the caller, then the error frame", async () => {
+      scriptTailInOneChunk(provider, partialFor(provider), [w.more(" world"), w.unfinishedEnd])
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello world")
+    })
+
+    it("a last content event the upstream ends its body in, without its blank line or a finish: the content arrives, then the error frame", async () => {
+      scriptTailInOneChunk(provider, partialFor(provider), [w.more(" world").trimEnd()])
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello world")
+    })
+
+    it("content and a malformed event in the stream's first chunk: the content commits the stream as on every path, then the error frame", async () => {
+      scriptTailInOneChunk(provider, [], [...partialFor(provider), w.malformed])
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello")
     })
   })
 }
