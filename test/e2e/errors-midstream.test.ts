@@ -345,6 +345,22 @@ for (const { caller, provider, path } of pairs) {
       expectErrorFrameLast(caller, s)
       expect(textBefore(caller, s)).toBe("Hello")
     })
+
+    it("the upstream's error event ends the stream: what follows it in the same chunk never reaches the caller", async () => {
+      scriptTailInOneChunk(provider, partialFor(provider), [w.more(" world"), w.error, ...w.finish])
+      const s = await rawStream(caller, modelOf(provider))
+      expect(expectErrorFrameLast(caller, s).message).toBe("boom")
+      expect(textBefore(caller, s)).toBe("Hello world")
+      if (path === "fast") expect(s.text).toBe([...partialFor(provider), w.more(" world"), w.error].join(""))
+    })
+
+    it("the upstream's error event ends the stream: an end marker sent after it (vLLM's [DONE]) never reaches the caller", async () => {
+      fakeOf(provider).script({ kind: "sse", events: [...partialFor(provider), w.error, ...w.finish] })
+      const s = await rawStream(caller, modelOf(provider))
+      expect(expectErrorFrameLast(caller, s).message).toBe("boom")
+      expect(textBefore(caller, s)).toBe("Hello")
+      if (path === "fast") expect(s.text).toBe([...partialFor(provider), w.error].join(""))
+    })
   })
 }
 

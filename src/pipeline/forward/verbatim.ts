@@ -17,11 +17,12 @@
  *   attempt. After it, events are forwarded whole as they arrive: bytes after
  *   the last complete event wait for the rest of it, so an error frame can
  *   always follow cleanly; a single event larger than `EVENT_HOLD_CAP` is
- *   passed through as it comes. A stream whose events stop parsing, or that
- *   ends without its terminal event, ends with the error frame, after the
- *   good events before the break, those in the same chunk too (the gate says
- *   how many came before it). Content before a break commits the stream even
- *   in the chunk the break is in, as on every path.
+ *   passed through as it comes. A stream that breaks (an error event, events
+ *   that stop parsing, an end without its terminal event) ends there: the good
+ *   events before the break, those in its chunk too, go out, then the error
+ *   frame (the upstream's own event as it came, or the gateway's), and
+ *   nothing after it, no `[DONE]`. Content before a break commits the stream
+ *   even in the chunk the break is in, as on every path.
  * - After the first byte nothing fails the attempt: a failure is written as
  *   the stream's error frame (SSE) or ends the connection abruptly (other
  *   bodies), so the caller cannot mistake it for success.
@@ -207,7 +208,8 @@ export const inBandFailure = (source: FailureSource, error: StreamError): Upstre
 /**
  * Forwards a chat event stream: held until the gate commits it, then event by
  * event. Fails only before the commit. A break ends the stream where it is:
- * the good events before it (in its chunk too) go out, then the error frame.
+ * the good events before it (in its chunk too) go out, then the error frame,
+ * and nothing after it.
  */
 export const forwardStream = (
   ctx: RequestContext,
@@ -241,7 +243,10 @@ export const forwardStream = (
      * The stream broke in `chunk` (`EVENT_END` at the end of the body). With
      * nothing sent and nothing that commits, the attempt fails; otherwise the
      * bytes not yet written, up to the events before the break, go out, then
-     * the error frame.
+     * the error frame: the upstream's own error event as it came (same format,
+     * docs/reference/gateway-spec.md §6.1.5), or the gateway's for a stream
+     * that stopped parsing. Then the stream ends: nothing after the break (a
+     * `[DONE]`) reaches the caller.
      */
     const breakOff = (cut: StreamBreak, chunk: Uint8Array): void => {
       broken = cut
@@ -254,9 +259,11 @@ export const forwardStream = (
           preamble = []
           commit()
         }
-        const end = eventsEnd(unsent, chunk, cut.eventsBefore)
+        const inBand = cut.error.malformed !== true
+        const end = eventsEnd(unsent, chunk, inBand ? cut.eventsBefore + 1 : cut.eventsBefore)
         if (end > 0 && !ctx.res.destroyed) ctx.res.write(Buffer.concat([unsent, chunk]).subarray(0, end))
-        endWith(cut.error)
+        if (inBand && end !== -1) ctx.res.end()
+        else endWith(cut.error)
       }
       // Last: it settles the body's pipe, which may go on at once.
       response.body.abort()
@@ -265,8 +272,7 @@ export const forwardStream = (
       write: (chunk) => {
         if (broken !== undefined) return true
         const verdict = gate.push(chunk)
-        // (An upstream's own error event after the commit is forwarded as it came.)
-        if (typeof verdict === "object" && (!committed || verdict.error.malformed === true)) {
+        if (typeof verdict === "object") {
           breakOff(verdict, chunk)
           return true
         }
