@@ -9,7 +9,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
-import { anthropicEvent, anthropicStartMessage, anthropicStreamError, openAiChunk, openAiStreamError } from "../fixtures/fake-upstream.ts"
+import { anthropicEvent, anthropicStartMessage, anthropicStreamError, openAiChunk, openAiStreamError, SSE_DONE } from "../fixtures/fake-upstream.ts"
 import { gatewayWithFakes } from "./harness.ts"
 
 type Family = "openai" | "anthropic"
@@ -62,6 +62,8 @@ interface RawStream {
   contentType: string | null
   text: string
   frames: Frame[]
+  /** The body ended (false: reset, or still open after the read's time limit). */
+  ended: boolean
 }
 
 const parseFrames = (text: string): Frame[] =>
@@ -84,28 +86,39 @@ const requestFor = (caller: Family, model: string) =>
     ? { path: "/v1/chat/completions", body: { model, messages: [{ role: "user", content: "hi" }], stream: true } }
     : { path: "/v1/messages", body: { model, max_tokens: 50, messages: [{ role: "user", content: "hi" }], stream: true } }
 
-/** Reads the whole streamed answer as text (a connection reset ends the read, keeping what arrived). */
+/**
+ * Reads the whole streamed answer as text. A connection reset, or a body still
+ * open after 5 s, ends the read, keeping what arrived (`ended` false).
+ */
 const rawStream = async (caller: Family, model: string): Promise<RawStream> => {
   const { path, body } = requestFor(caller, model)
-  const res = await fetch(`${gw.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  const res = await fetch(`${gw.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(5000)
+  })
   const reader = res.body!.getReader()
   const decoder = new TextDecoder()
   let text = ""
+  let ended = false
   try {
     for (;;) {
       const { value, done } = await reader.read()
       if (done) break
       text += decoder.decode(value, { stream: true })
     }
+    ended = true
   } catch {
-    // A reset: the frames that arrived are what the caller got.
+    // A reset or the time limit: the frames that arrived are what the caller got.
   }
-  return { status: res.status, contentType: res.headers.get("content-type"), text, frames: parseFrames(text) }
+  return { status: res.status, contentType: res.headers.get("content-type"), text, frames: parseFrames(text), ended }
 }
 
-/** The completions-style error frame: last, `data: {"error":{...}}`, and no `[DONE]` anywhere. */
+/** The completions-style error frame: last, `data: {"error":{...}}`, and no `[DONE]` anywhere; the body ends there. */
 const expectOpenAiErrorFrameLast = (s: RawStream): Json => {
   expect(s.status).toBe(200)
+  expect(s.ended).toBe(true)
   expect(s.contentType).toContain("text/event-stream")
   expect(s.text).not.toContain("[DONE]")
   const last = s.frames[s.frames.length - 1]
@@ -122,9 +135,10 @@ const expectOpenAiErrorFrameLast = (s: RawStream): Json => {
   return json.error
 }
 
-/** The messages-style error frame: last, `event: error` + `{"type":"error","error":{...}}`, no `message_stop`. */
+/** The messages-style error frame: last, `event: error` + `{"type":"error","error":{...}}`, no `message_stop`; the body ends there. */
 const expectAnthropicErrorFrameLast = (s: RawStream): Json => {
   expect(s.status).toBe(200)
+  expect(s.ended).toBe(true)
   expect(s.contentType).toContain("text/event-stream")
   const last = s.frames[s.frames.length - 1]
   expect(last.event).toBe("error")
@@ -138,6 +152,9 @@ const expectAnthropicErrorFrameLast = (s: RawStream): Json => {
   expect(names.filter((n) => n === "error")).toHaveLength(1)
   return json.error
 }
+
+const expectErrorFrameLast = (caller: Family, s: RawStream): Json =>
+  caller === "openai" ? expectOpenAiErrorFrameLast(s) : expectAnthropicErrorFrameLast(s)
 
 /** The text the caller received before the error. */
 const textBefore = (caller: Family, s: RawStream): string =>
@@ -191,6 +208,21 @@ for (const { caller, provider, path } of pairs) {
       for (const frame of s.frames) expect(() => JSON.parse(frame.data), frame.data).not.toThrow()
     })
 
+    it("an upstream that declared a content-length and drops the connection early: the stream ends at once with the error frame", async () => {
+      const sent = partialFor(provider).join("")
+      fakeOf(provider).script({
+        kind: "custom",
+        handle: async ({ res, wait }) => {
+          res.writeHead(200, { "content-type": "text/event-stream", "content-length": String(Buffer.byteLength(sent) + 5000) })
+          res.write(sent)
+          if (await wait(50)) res.destroy()
+        }
+      })
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello")
+    })
+
     it("an upstream that ends its response before the final event gets the error frame, not a silent end", async () => {
       fakeOf(provider).script({ kind: "sse", events: partialFor(provider) })
       const s = await rawStream(caller, modelOf(provider))
@@ -235,6 +267,99 @@ for (const { caller, provider, path } of pairs) {
       controller.abort()
       await fake.waitForClosedEarly(1, 3000)
       expect(fake.requests[0].clientClosedEarly).toBe(true)
+    })
+  })
+}
+
+// ---------------------------------------------------------------------------
+// A break inside one upstream chunk: what came before it goes out, nothing after it
+// ---------------------------------------------------------------------------
+
+/** Upstream frames of each family, continuing the partial stream above. */
+const wire: Record<Family, {
+  more: (text: string) => string
+  malformed: string
+  /** The stream's last event, sent without a finish before it. */
+  unfinishedEnd: string
+  error: string
+  /** A normal ending: the finish and the last event. */
+  finish: string[]
+}> = {
+  openai: {
+    more: (text) => openAiChunk({ content: text }, { model: "gpt-4o", id: "chatcmpl-mid" }),
+    malformed: "data: {not json\n\n",
+    unfinishedEnd: SSE_DONE,
+    error: openAiStreamError("boom"),
+    finish: [openAiChunk({}, { model: "gpt-4o", id: "chatcmpl-mid", finishReason: "stop" }), SSE_DONE]
+  },
+  anthropic: {
+    more: (text) => anthropicEvent("content_block_delta", { index: 0, delta: { type: "text_delta", text } }),
+    malformed: "event: content_block_delta\ndata: {not json\n\n",
+    unfinishedEnd: anthropicEvent("message_stop"),
+    error: anthropicStreamError("overloaded_error", "boom"),
+    finish: [anthropicEvent("message_delta", { delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 3 } }), anthropicEvent("message_stop")]
+  }
+}
+
+/** The upstream writes `head` frame by frame, then after a pause `tail` in one write: one chunk for the gateway. */
+const scriptTailInOneChunk = (provider: Family, head: string[], tail: string[]) =>
+  fakeOf(provider).script({
+    kind: "custom",
+    handle: async ({ res, wait }) => {
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      for (const frame of head) res.write(frame)
+      if (await wait(50)) res.end(tail.join(""))
+    }
+  })
+
+for (const { caller, provider, path } of pairs) {
+  describe(`${caller} → ${provider} (${path} path): a break inside one upstream chunk`, () => {
+    const w = wire[provider]
+
+    it("the events before a malformed event in the same chunk reach the caller, then the error frame", async () => {
+      const good = [w.more(" wor"), w.more("ld")]
+      scriptTailInOneChunk(provider, partialFor(provider), [...good, w.malformed])
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello world")
+      if (path === "fast") expect(s.text.startsWith([...partialFor(provider), ...good].join(""))).toBe(true)
+    })
+
+    it("content and an end without a finish in one chunk: the content reaches the caller, then the error frame", async () => {
+      scriptTailInOneChunk(provider, partialFor(provider), [w.more(" world"), w.unfinishedEnd])
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello world")
+    })
+
+    it("a last content event the upstream ends its body in, without its blank line or a finish: the content arrives, then the error frame", async () => {
+      scriptTailInOneChunk(provider, partialFor(provider), [w.more(" world").trimEnd()])
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello world")
+    })
+
+    it("content and a malformed event in the stream's first chunk: the content commits the stream as on every path, then the error frame", async () => {
+      scriptTailInOneChunk(provider, [], [...partialFor(provider), w.malformed])
+      const s = await rawStream(caller, modelOf(provider))
+      expectErrorFrameLast(caller, s)
+      expect(textBefore(caller, s)).toBe("Hello")
+    })
+
+    it("the upstream's error event ends the stream: what follows it in the same chunk never reaches the caller", async () => {
+      scriptTailInOneChunk(provider, partialFor(provider), [w.more(" world"), w.error, ...w.finish])
+      const s = await rawStream(caller, modelOf(provider))
+      expect(expectErrorFrameLast(caller, s).message).toBe("boom")
+      expect(textBefore(caller, s)).toBe("Hello world")
+      if (path === "fast") expect(s.text).toBe([...partialFor(provider), w.more(" world"), w.error].join(""))
+    })
+
+    it("the upstream's error event ends the stream: an end marker sent after it (vLLM's [DONE]) never reaches the caller", async () => {
+      fakeOf(provider).script({ kind: "sse", events: [...partialFor(provider), w.error, ...w.finish] })
+      const s = await rawStream(caller, modelOf(provider))
+      expect(expectErrorFrameLast(caller, s).message).toBe("boom")
+      expect(textBefore(caller, s)).toBe("Hello")
+      if (path === "fast") expect(s.text).toBe([...partialFor(provider), w.error].join(""))
     })
   })
 }

@@ -6,12 +6,12 @@
  * changes a byte the caller gets.
  */
 import { commitsResponse } from "../../domain/index.ts"
-import type { CallerFormat, ChatResponse, StreamError } from "../../domain/index.ts"
-import type { DecodeResult, StreamDecoder } from "../../formats/index.ts"
+import type { CallerFormat, ChatResponse } from "../../domain/index.ts"
+import type { DecodeResult, SseEvent, StreamDecoder } from "../../formats/index.ts"
 import { Anthropic, OpenAiChat, OpenAiResponses, PROVIDER_CODECS } from "../../formats/index.ts"
 import { summarizeChatJson } from "../../formats/summary.ts"
 import { SseParser } from "../../providers/sse.ts"
-import type { StreamGate } from "../forward/index.ts"
+import type { StreamBreak, StreamGate } from "../forward/index.ts"
 import type { ResponseCollector } from "./collector.ts"
 
 const STREAM_DECODERS: Readonly<Record<CallerFormat, () => StreamDecoder>> = {
@@ -20,34 +20,37 @@ const STREAM_DECODERS: Readonly<Record<CallerFormat, () => StreamDecoder>> = {
   responses: OpenAiResponses.makeResponsesStreamDecoder
 }
 
-/** The gate of a same-format chat stream: decodes events into the collector and applies the one commit rule. */
+/**
+ * The gate of a same-format chat stream: decodes events into the collector and
+ * applies the one commit rule. A break names how many of the chunk's events
+ * came before it, so the forwarder can still send those.
+ */
 export const chatStreamGate = (format: CallerFormat, collector: ResponseCollector): StreamGate => {
   const parser = new SseParser()
   const decoder = STREAM_DECODERS[format]()
   let committed = false
-  return {
-    push: (chunk) => {
-      let verdict: "hold" | "commit" | StreamError = committed ? "commit" : "hold"
-      for (const sse of parser.push(chunk)) {
-        for (const event of decoder.push(sse)) {
-          collector.event(event)
-          if (event.type === "error") return event.error
-          if (!committed && commitsResponse(event)) {
-            committed = true
-            verdict = "commit"
-          }
-        }
+  /** Decodes one chunk's events; the break at the first error. */
+  const take = (events: ReadonlyArray<SseEvent>): StreamBreak | undefined => {
+    for (let i = 0; i < events.length; i++) {
+      for (const event of decoder.push(events[i])) {
+        collector.event(event)
+        if (event.type === "error") return { error: event.error, eventsBefore: i, committed }
+        if (!committed && commitsResponse(event)) committed = true
       }
-      return verdict
-    },
+    }
+    return undefined
+  }
+  return {
+    push: (chunk) => take(parser.push(chunk)) ?? (committed ? "commit" : "hold"),
     end: () => {
-      let cut: StreamError | undefined
-      for (const sse of parser.end()) for (const event of decoder.push(sse)) collector.event(event)
+      const last = parser.end()
+      const cut = take(last)
+      if (cut !== undefined) return cut
       for (const event of decoder.end()) {
         collector.event(event)
-        if (event.type === "error") cut = event.error
+        if (event.type === "error") return { error: event.error, eventsBefore: last.length, committed }
       }
-      return cut
+      return undefined
     }
   }
 }

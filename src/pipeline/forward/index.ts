@@ -17,4 +17,4 @@ export {
   sendHeld,
   SENT
 } from "./verbatim.ts"
-export type { Forwarded, StreamGate } from "./verbatim.ts"
+export type { Forwarded, StreamBreak, StreamGate } from "./verbatim.ts"

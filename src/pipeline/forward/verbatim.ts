@@ -17,8 +17,12 @@
  *   attempt. After it, events are forwarded whole as they arrive: bytes after
  *   the last complete event wait for the rest of it, so an error frame can
  *   always follow cleanly; a single event larger than `EVENT_HOLD_CAP` is
- *   passed through as it comes. A stream whose events stop parsing, or that
- *   ends without its terminal event, ends with the error frame.
+ *   passed through as it comes. A stream that breaks (an error event, events
+ *   that stop parsing, an end without its terminal event) ends there: the good
+ *   events before the break, those in its chunk too, go out, then the error
+ *   frame (the upstream's own event as it came, or the gateway's), and
+ *   nothing after it, no `[DONE]`. Content before a break commits the stream
+ *   even in the chunk the break is in, as on every path.
  * - After the first byte nothing fails the attempt: a failure is written as
  *   the stream's error frame (SSE) or ends the connection abruptly (other
  *   bodies), so the caller cannot mistake it for success.
@@ -28,6 +32,7 @@ import type { OutgoingHttpHeaders } from "node:http"
 import { streamErrorFrame, UpstreamError } from "../../domain/index.ts"
 import type { CallerFormat, FailureSource, StreamError } from "../../domain/index.ts"
 import { decodeWhole } from "../../providers/content-encoding.ts"
+import { SseParser } from "../../providers/sse.ts"
 import type { ChunkSink, UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import { responseHeaders } from "./headers.ts"
@@ -40,15 +45,28 @@ export type Forwarded =
 
 export const SENT: Forwarded = { _tag: "Sent" }
 
+/** Where a chat stream failed (an error event, or an event that stopped parsing), as its gate saw it. */
+export interface StreamBreak {
+  readonly error: StreamError
+  /**
+   * How many of the events the failing chunk completed (at the end of the
+   * body: that the end completed) came before the failing one. Those are good:
+   * they still go to the caller.
+   */
+  readonly eventsBefore: number
+  /** The events up to the break commit the response (`commitsResponse`): the break is mid-stream. */
+  readonly committed: boolean
+}
+
 /**
  * Decodes a chat event stream chunk by chunk, before each chunk is written,
  * and tells when the response may be committed.
  */
 export interface StreamGate {
-  /** `commit` once the stream holds content or its finish; a `StreamError` when it failed (or stopped parsing). */
-  readonly push: (chunk: Uint8Array) => "hold" | "commit" | StreamError
-  /** At the end of the body: the error when the stream ended before its terminal event. */
-  readonly end: () => StreamError | undefined
+  /** `commit` once the stream holds content or its finish; a `StreamBreak` when it failed in this chunk. */
+  readonly push: (chunk: Uint8Array) => "hold" | "commit" | StreamBreak
+  /** At the end of the body: the break when the stream ended before its terminal event (or its last event failed). */
+  readonly end: () => StreamBreak | undefined
 }
 
 /** The gate of a stream the gateway does not read (a non-chat endpoint's events): it commits with its first byte. */
@@ -71,6 +89,10 @@ const CR = 13
 
 const isLineEnd = (byte: number | undefined): boolean => byte === LF || byte === CR
 
+/** What ends an event: the end of the body ends the last one the same way. */
+const EVENT_END = Buffer.from("\n\n")
+const EMPTY = new Uint8Array(0)
+
 /**
  * End of the last complete SSE event in `bytes` (after its blank line), or -1.
  * A blank line is two line ends in a row, each LF, CRLF or CR, in any mix
@@ -86,6 +108,35 @@ export const lastEventEnd = (bytes: Uint8Array): number => {
     } else if (byte === CR && isLineEnd(bytes[i - 1])) {
       return i + 1
     }
+  }
+  return -1
+}
+
+/**
+ * End, in `unsent` followed by `chunk`, of the first `count` events `chunk`
+ * completes, counted as a parser that read `unsent` first counts them
+ * (`unsent` begins where an event begins); -1 when the chunk completes fewer.
+ * With `count` 0, the end of `unsent`'s own complete events.
+ *
+ * Only when a stream broke: a fresh parser reads the bytes again, a line at a
+ * time. Gotcha: bytes of an event already passed through over `EVENT_HOLD_CAP`
+ * are not in `unsent`; its tail reads as a line of no field, as it did to the
+ * gate's parser, which drops a line over its own limit of the same size.
+ */
+export const eventsEnd = (unsent: Uint8Array, chunk: Uint8Array, count: number): number => {
+  if (count === 0) return Math.max(0, lastEventEnd(unsent))
+  const parser = new SseParser()
+  parser.push(unsent)
+  let seen = 0
+  let from = 0
+  while (from < chunk.length) {
+    let to = from
+    while (to < chunk.length && !isLineEnd(chunk[to])) to++
+    to = Math.min(to + 1, chunk.length)
+    seen += parser.push(chunk.subarray(from, to)).length
+    from = to
+    // (The LF of a CRLF that ended the event goes with it.)
+    if (seen >= count) return unsent.length + (chunk[to - 1] === CR && chunk[to] === LF ? to + 1 : to)
   }
   return -1
 }
@@ -156,7 +207,9 @@ export const inBandFailure = (source: FailureSource, error: StreamError): Upstre
 
 /**
  * Forwards a chat event stream: held until the gate commits it, then event by
- * event. Fails only before the commit.
+ * event. Fails only before the commit. A break ends the stream where it is:
+ * the good events before it (in its chunk too) go out, then the error frame,
+ * and nothing after it.
  */
 export const forwardStream = (
   ctx: RequestContext,
@@ -170,21 +223,57 @@ export const forwardStream = (
     let committed = false
     let preamble: Array<Uint8Array> = []
     let preambleSize = 0
-    /** Set when the stream failed: before the commit it fails the attempt, after it ends the stream. */
-    let failed: StreamError | undefined
+    /** Set when the stream broke: before the commit it fails the attempt, after it the stream has ended. */
+    let broken: StreamBreak | undefined
     const aligned = eventAlignedSink(callerSink(ctx))
     const commit = () => {
       committed = true
       ctx.streamFormat = family
-      commitHead(ctx, response.status, { ...responseHeaders(response.headers, true), ...extraHeaders })
+      const head = responseHeaders(response.headers, true)
+      // The stream may end with bytes of the gateway's own (an error frame, a closing blank line):
+      // the upstream's length would leave the caller waiting for bytes that never come.
+      delete head["content-length"]
+      commitHead(ctx, response.status, { ...head, ...extraHeaders })
+    }
+    const endWith = (error: StreamError): void => {
+      ctx.log.error_code = "upstream"
+      if (!ctx.res.destroyed) ctx.res.end(streamErrorFrame(family, "upstream", error.message, error.status ?? 502))
+    }
+    /**
+     * The stream broke in `chunk` (`EVENT_END` at the end of the body). With
+     * nothing sent and nothing that commits, the attempt fails; otherwise the
+     * bytes not yet written, up to the events before the break, go out, then
+     * the error frame: the upstream's own error event as it came (same format,
+     * docs/reference/gateway-spec.md §6.1.5), or the gateway's for a stream
+     * that stopped parsing. Then the stream ends: nothing after the break (a
+     * `[DONE]`) reaches the caller.
+     */
+    const breakOff = (cut: StreamBreak, chunk: Uint8Array): void => {
+      broken = cut
+      if (committed || cut.committed) {
+        let unsent: Uint8Array
+        if (committed) {
+          unsent = aligned.takeHeld() ?? EMPTY
+        } else {
+          unsent = preamble.length === 1 ? preamble[0] : Buffer.concat(preamble)
+          preamble = []
+          commit()
+        }
+        const inBand = cut.error.malformed !== true
+        const end = eventsEnd(unsent, chunk, inBand ? cut.eventsBefore + 1 : cut.eventsBefore)
+        if (end > 0 && !ctx.res.destroyed) ctx.res.write(Buffer.concat([unsent, chunk]).subarray(0, end))
+        if (inBand && end !== -1) ctx.res.end()
+        else endWith(cut.error)
+      }
+      // Last: it settles the body's pipe, which may go on at once.
+      response.body.abort()
     }
     const sink: ChunkSink = {
       write: (chunk) => {
-        if (failed !== undefined) return true
+        if (broken !== undefined) return true
         const verdict = gate.push(chunk)
-        if (typeof verdict === "object" && (!committed || verdict.malformed === true)) {
-          failed = verdict
-          response.body.abort()
+        if (typeof verdict === "object") {
+          breakOff(verdict, chunk)
           return true
         }
         if (committed) return aligned.write(chunk)
@@ -198,13 +287,9 @@ export const forwardStream = (
       },
       onDrain: aligned.onDrain
     }
-    const endWith = (error: StreamError): void => {
-      ctx.log.error_code = "upstream"
-      if (!ctx.res.destroyed) ctx.res.end(streamErrorFrame(family, "upstream", error.message, error.status ?? 502))
-    }
     return response.body.pipe(sink).pipe(
       Effect.catch((error: UpstreamError) => {
-        if (failed !== undefined) return Effect.void // our own abort after the gate said no
+        if (broken !== undefined) return Effect.void // our own abort after the gate said no
         if (!committed) return Effect.fail(error)
         return Effect.sync(() => {
           ctx.log.error_code = error.reason
@@ -214,21 +299,24 @@ export const forwardStream = (
         })
       }),
       Effect.flatMap(() => {
-        if (ctx.res.writableEnded) return Effect.succeed(SENT)
-        const cut = failed ?? gate.end()
-        if (!committed) {
-          // Nothing reached the caller: an error, or an end before any content, is the attempt's failure.
-          if (cut !== undefined) return Effect.fail(inBandFailure(source, cut))
-          commit()
-          for (const chunk of preamble) aligned.write(chunk)
+        if (broken === undefined && !ctx.res.writableEnded) {
+          const cut = gate.end()
+          if (cut !== undefined) {
+            breakOff(cut, EVENT_END)
+          } else {
+            if (!committed) {
+              commit()
+              for (const chunk of preamble) aligned.write(chunk)
+            }
+            // A last event the upstream did not close with a blank line is still an event.
+            const rest = aligned.takeHeld()
+            if (rest !== undefined) ctx.res.write(rest)
+            ctx.res.end(rest === undefined ? undefined : "\n\n")
+          }
         }
-        return Effect.sync(() => {
-          if (cut !== undefined) return endWith(cut)
-          // A last event the upstream did not close with a blank line is still an event.
-          const rest = aligned.takeHeld()
-          if (rest !== undefined) ctx.res.write(rest)
-          ctx.res.end(rest === undefined ? undefined : "\n\n")
-        }).pipe(Effect.as(SENT))
+        // Nothing reached the caller: the break is the attempt's failure.
+        if (broken !== undefined && !committed) return Effect.fail(inBandFailure(source, broken.error))
+        return Effect.succeed(SENT)
       })
     )
   })
