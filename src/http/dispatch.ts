@@ -9,7 +9,7 @@ import { Cause, Effect } from "effect"
 import type * as Http from "node:http"
 import { randomUUID } from "node:crypto"
 import { clip } from "../domain/index.ts"
-import { JSON_CONTENT_TYPE, sendBody, sendFailure } from "../pipeline/index.ts"
+import { JSON_CONTENT_TYPE, sendBody, sendFailure, withServerSpan } from "../pipeline/index.ts"
 import type { JsonLog, RequestContext, TelemetryShape } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { Router } from "./router.ts"
@@ -60,15 +60,18 @@ export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResp
   }
 }
 
-/** How the edge traces a request: the telemetry's server span and the caller's trace context. */
-export type EdgeTracing = Pick<TelemetryShape, "tracing" | "genAi" | "serverSpan" | "parentOf">
+/** How the edge traces a request: the caller's trace context and the sampling decision. */
+export type EdgeTracing = Pick<TelemetryShape, "tracing" | "genAi" | "samples" | "parentOf">
 
 /**
  * The request's program: 404 or 405 when no route takes it, else its handler
- * with failures rendered, in its server span when tracing is on (outermost, so
- * the status it records is the one written), or in the caller's trace when only
- * GenAI telemetry is on. It never fails; after it the
- * response has an answer (or was cut, for a failure in the middle of a stream).
+ * with failures rendered. It never fails; after it the response has an answer
+ * (or was cut, for a failure in the middle of a stream).
+ *
+ * With telemetry on, the caller's trace is noted on `ctx.traceParent`; a
+ * request the telemetry samples (`ctx.traced`) runs in its server span
+ * (outermost, so the status it records is the one written) and must be run
+ * with the telemetry's `requestContext`; any other with tracing off.
  */
 export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log: JsonLog, tracing?: EdgeTracing): Effect.Effect<void, never, R> => {
   const { res, path } = ctx
@@ -105,12 +108,9 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
     }))
   )
   if (tracing === undefined || !(tracing.tracing || tracing.genAi.enabled)) return program
-  return tracing.serverSpan({
-    method: ctx.method,
-    route: match.route,
-    path,
-    requestId: ctx.requestId,
-    parent: tracing.parentOf(ctx.req.headers),
-    status: () => res.statusCode
-  })(program)
+  const parent = tracing.parentOf(ctx.req.headers)
+  ctx.traceParent = parent
+  if (!tracing.samples(parent)) return program
+  ctx.traced = true
+  return withServerSpan({ method: ctx.method, route: match.route, path, requestId: ctx.requestId, parent, status: () => res.statusCode })(program)
 }

@@ -169,7 +169,9 @@ export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalReque
       (chunk) => Queue.offerUnsafe(chunks, chunk)
     )
     const ctx = requestContextOf(req, res as unknown as ServerResponse, request.method.toUpperCase(), request.path)
-    const fiber = yield* Effect.forkDetach(routeProgram(router, ctx, log, tracing))
+    const program = routeProgram(router, ctx, log, tracing)
+    // Run in the telemetry's request context: a request it does not trace runs with tracing off.
+    const fiber = yield* Effect.forkDetach(tracing?.tracing === true && ctx.traced !== true ? Effect.withTracerEnabled(program, false) : program)
     yield* Deferred.await(head)
     const body: Stream.Stream<Uint8Array, LocalResponseCut> = Stream.fromEffectRepeat(Queue.take(chunks)).pipe(
       Stream.takeWhile((chunk) => chunk !== "end"),

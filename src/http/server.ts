@@ -13,7 +13,7 @@
  * - Shutdown stops accepting, lets in-flight requests finish for the grace
  *   period, then closes what is left.
  */
-import { Context, Effect, Schema } from "effect"
+import { Context, Effect, References, Schema } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { streamErrorFrame } from "../domain/index.ts"
@@ -93,7 +93,9 @@ export const makeRequestListener = <R>(
   inFlight: InFlight = makeInFlight(),
   options: EdgeOptions = { bodyIdleMs: 30_000 }
 ): Http.RequestListener => {
-  const run = Effect.runCallbackWith(context)
+  const runTraced = Effect.runCallbackWith(context)
+  // A request the telemetry does not sample runs with tracing off from its first step.
+  const runUntraced = Effect.runCallbackWith(Context.add(context, References.TracerEnabled, false))
   const finished = (active: ActiveRequest) => {
     inFlight.active.delete(active)
     if (inFlight.active.size === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
@@ -141,7 +143,7 @@ export const makeRequestListener = <R>(
 
     const program = routeProgram(router, ctx, log, options.tracing)
     let exited = false
-    const interrupt = run(program, {
+    const interrupt = (ctx.traced === true ? runTraced : runUntraced)(program, {
       onExit: () => {
         exited = true
         active.interrupt = undefined

@@ -6,7 +6,9 @@
  * attempts it took).
  *
  * With `[telemetry]` and `[genai_telemetry]` both off every wrapper returns
- * its effect as it is and nothing is timed or recorded.
+ * its effect as it is and nothing is timed or recorded. Spans are made only
+ * in a request the edge traces (`RequestContext.traced`: tracing on and the
+ * request sampled); an unsampled one runs its steps bare.
  */
 import { Effect, Exit } from "effect"
 import type { AttemptInfo } from "../routing/execute.ts"
@@ -15,8 +17,8 @@ import type { ChosenPlan } from "./choose-plan.ts"
 import type { RequestContext } from "./context.ts"
 import { inputViolationError } from "./security/index.ts"
 import type { GuardPolicy, Surface } from "./security/index.ts"
-import type { GenAiCall, GenAiUpstream, TelemetryShape } from "./telemetry/index.ts"
-import { ATTR, resolvedAttributes, withAttemptSpan, withCacheLookupSpan, withGuardrailSpan, withResolveSpan } from "./telemetry/index.ts"
+import type { AttemptSpanInfo, GenAiCall, GenAiUpstream, TelemetryShape } from "./telemetry/index.ts"
+import { annotateResolved, ATTR, inAttemptSpan, inCacheLookupSpan, inGuardrailSpan, inResolveSpan } from "./telemetry/index.ts"
 
 type Wrapper = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 const asIs: Wrapper = (effect) => effect
@@ -25,6 +27,9 @@ const asIs: Wrapper = (effect) => effect
 export type ModelCallOutcome = Omit<GenAiCall, "upstream" | "timing" | "attempts" | "projectId" | "variant" | "plan" | "path">
 
 export class ModelCallTrace {
+  /** The request is traced: its steps get spans. */
+  private readonly traced: boolean
+  /** Spans or a GenAI record: the steps are timed. */
   private readonly active: boolean
   private upstream: GenAiUpstream | undefined
   private attempts = 0
@@ -41,24 +46,35 @@ export class ModelCallTrace {
     this.telemetry = telemetry
     this.ctx = ctx
     this.projectId = projectId
-    this.active = telemetry.tracing || telemetry.genAi.enabled
+    this.traced = ctx.traced === true
+    this.active = this.traced || telemetry.genAi.enabled
   }
 
   /** Model resolution in its span, annotated with the plan (and variant) chosen. */
   resolve<E, R>(model: string, choose: Effect.Effect<ChosenPlan, E, R>): Effect.Effect<ChosenPlan, E, R> {
     if (!this.active) return choose
-    const chosen = Effect.tap(choose, (chosen) => {
-      this.plan = chosen.plan.name
-      return this.telemetry.tracing ? Effect.annotateCurrentSpan(resolvedAttributes(chosen.plan.name, this.ctx.log.variant)) : Effect.void
-    })
-    return this.telemetry.tracing ? withResolveSpan(model)(chosen) : chosen
+    if (!this.traced) return Effect.map(choose, (chosen) => this.noteResolved(chosen))
+    return inResolveSpan(model, (span) =>
+      Effect.map(choose, (chosen) => {
+        annotateResolved(span, chosen.plan.name, this.ctx.log.variant)
+        return this.noteResolved(chosen)
+      }))
+  }
+
+  private noteResolved(chosen: ChosenPlan): ChosenPlan {
+    this.plan = chosen.plan.name
+    return chosen
   }
 
   /** A guardrail scan in its span; `scan` answers the violation's code, or undefined for a pass. */
   guardrail<V extends string>(direction: "input" | "output", scan: () => V | undefined): Effect.Effect<V | undefined> {
-    if (!this.telemetry.tracing) return Effect.sync(scan)
-    return withGuardrailSpan(direction)(Effect.flatMap(Effect.sync(scan), (violation) =>
-      Effect.as(Effect.annotateCurrentSpan(ATTR.guardrailOutcome, violation ?? "pass"), violation)))
+    if (!this.traced) return Effect.sync(scan)
+    return inGuardrailSpan(direction, (span) =>
+      Effect.sync(() => {
+        const violation = scan()
+        span.attribute(ATTR.guardrailOutcome, violation ?? "pass")
+        return violation
+      }))
   }
 
   /**
@@ -77,8 +93,12 @@ export class ModelCallTrace {
 
   /** A cache lookup in its span, annotated `hit` or `miss`. */
   cacheLookup<A>(mode: string, lookup: Effect.Effect<A | undefined>): Effect.Effect<A | undefined> {
-    if (!this.telemetry.tracing) return lookup
-    return withCacheLookupSpan(mode)(Effect.tap(lookup, (entry) => Effect.annotateCurrentSpan(ATTR.cacheOutcome, entry === undefined ? "miss" : "hit")))
+    if (!this.traced) return lookup
+    return inCacheLookupSpan(mode, (span) =>
+      Effect.map(lookup, (entry) => {
+        span.attribute(ATTR.cacheOutcome, entry === undefined ? "miss" : "hit")
+        return entry
+      }))
   }
 
   /**
@@ -96,24 +116,26 @@ export class ModelCallTrace {
     this.path = path
     this.attemptStartedAt = startedAt
     this.responseStartedAt = undefined
-    const span = this.telemetry.tracing
-      ? withAttemptSpan({
-        attempt: info.attempt,
-        providerId: provider.id,
-        kind: provider.kind,
-        origin: provider.origin,
-        targetId: info.target.id,
-        model: info.target.model,
-        path,
-        retryDelayMs
-      })
-      : asIs
+    // Untraced, the GenAI record needs only the instants above.
+    if (!this.traced) return asIs
+    const span: AttemptSpanInfo = {
+      attempt: info.attempt,
+      providerId: provider.id,
+      kind: provider.kind,
+      origin: provider.origin,
+      targetId: info.target.id,
+      model: info.target.model,
+      path,
+      retryDelayMs
+    }
     return (effect) =>
-      span(Effect.onExit(effect, (exit) => {
-        this.lastEndedAt = performance.now()
-        const error = Exit.isSuccess(exit) ? broken() : undefined
-        return error !== undefined && this.telemetry.tracing ? Effect.annotateCurrentSpan(ATTR.errorType, error) : Effect.void
-      }))
+      inAttemptSpan(span, (attemptSpan) =>
+        Effect.onExit(effect, (exit) =>
+          Effect.sync(() => {
+            this.lastEndedAt = performance.now()
+            const error = Exit.isSuccess(exit) ? broken() : undefined
+            if (error !== undefined) attemptSpan.attribute(ATTR.errorType, error)
+          })))
   }
 
   /** The current attempt's response head arrived. */
@@ -143,7 +165,7 @@ export class ModelCallTrace {
       variant: this.ctx.log.variant,
       projectId: this.projectId
     }
-    return this.telemetry.recordModelCall(call, this.ctx.exportCredential)
+    return this.telemetry.recordModelCall(call, this.ctx.exportCredential, this.ctx.traceParent)
   }
 }
 

@@ -3,15 +3,16 @@
  * (`[telemetry]`) and the GenAI spans and metrics (`[genai_telemetry]`), each
  * with its own providers, resource and collector.
  *
- * - Application trace: every `Effect.withSpan` / `Effect.fn` span of a request
- *   program becomes an OpenTelemetry span through `@effect/opentelemetry`.
- *   The request program runs with `requestContext` (the tracer, or tracing
- *   switched off so spans are no-ops); `serverSpan` wraps it in the server
- *   span, continuing the caller's trace (`parentOf`). Parent-based sampling at
- *   `sample_ratio`, decided as the request starts: an unsampled request runs
- *   with tracing off and creates no span.
+ * - Application trace: every `Effect.withSpan` / `Effect.useSpan` span of a
+ *   traced request program is exported as an OTLP span (tracer.ts). The edge
+ *   decides as a request starts whether it is traced (`samples`: the caller's
+ *   sampled flag from `parentOf`, else a draw at `sample_ratio`); a traced
+ *   request runs with `requestContext` (the tracer) in its server span
+ *   (spans.ts `withServerSpan`), an untraced one with tracing off and no span
+ *   at all.
  * - GenAI: `recordModelCall` records one span and its metrics per model call,
- *   exported with the request's platform token (or `otlp_bearer_token`).
+ *   exported with the request's platform token (or `otlp_bearer_token`), in
+ *   the request's trace (its current span, or the caller's).
  *
  * Gotchas
  * - Nothing here can fail or slow a request: exports are batched and bounded,
@@ -27,7 +28,6 @@ import type { GenAiCall } from "./genai/call.ts"
 import { Log } from "./log.ts"
 import type { TelemetryMemory } from "./memory.ts"
 import type { ExportCredential, TelemetrySettings } from "./settings.ts"
-import type { ServerSpanRequest } from "./spans.ts"
 
 export interface TelemetryShape {
   /** `[telemetry] enabled`: request programs are traced. */
@@ -39,20 +39,17 @@ export interface TelemetryShape {
   readonly requestContext: Context.Context<never>
   /** The caller's W3C trace context as a parent span; undefined without one, or when no telemetry is on. */
   readonly parentOf: (headers: IncomingHttpHeaders) => Tracer.ExternalSpan | undefined
-  /**
-   * Wraps a request program in its server span; with GenAI telemetry alone, in
-   * the caller's trace (so its GenAI spans join it); the program itself when
-   * both are off.
-   */
-  readonly serverSpan: (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Whether a request with this caller's trace (if any) is traced: tracing on and the request sampled. Drawn anew each call. */
+  readonly samples: (parent: Tracer.AnySpan | undefined) => boolean
   /** `[genai_telemetry]`: whether model calls are recorded, and with their content. */
   readonly genAi: { readonly enabled: boolean; readonly captureContent: boolean }
   /**
-   * Records one model call: its GenAI span (a child of the current span, or of
-   * the caller's trace) and metrics, exported with `credential` (the request's
-   * platform token) or the configured bearer token. Never fails.
+   * Records one model call: its GenAI span (a child of the current span, else
+   * of `callerParent`, the caller's trace) and metrics, exported with
+   * `credential` (the request's platform token) or the configured bearer
+   * token. Never fails.
    */
-  readonly recordModelCall: (call: GenAiCall, credential?: ExportCredential | undefined) => Effect.Effect<void>
+  readonly recordModelCall: (call: GenAiCall, credential?: ExportCredential | undefined, callerParent?: Tracer.AnySpan | undefined) => Effect.Effect<void>
   /** Exports everything recorded so far (waits at most 5 s). */
   readonly flush: Effect.Effect<void>
 }
@@ -63,7 +60,7 @@ export const TELEMETRY_OFF: TelemetryShape = {
   /** What request programs run with when nothing is traced. */
   requestContext: Context.make(References.TracerEnabled, false),
   parentOf: () => undefined,
-  serverSpan: () => (effect) => effect,
+  samples: () => false,
   genAi: { enabled: false, captureContent: false },
   recordModelCall: () => Effect.void,
   flush: Effect.void

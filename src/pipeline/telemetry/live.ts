@@ -15,8 +15,6 @@ import { requestHead, resourceAttributes } from "./otlp/common.ts"
 import { ExportQueue } from "./otlp/queue.ts"
 import type { TelemetrySettings, TelemetrySinks } from "./settings.ts"
 import { otlpSinks } from "./sinks.ts"
-import { withServerSpan } from "./spans.ts"
-import type { ServerSpanRequest } from "./spans.ts"
 import type { TelemetryShape } from "./Telemetry.ts"
 import { TELEMETRY_OFF } from "./Telemetry.ts"
 import { makeAppTracer, parentFromHeaders, sampleRequest } from "./tracer.ts"
@@ -37,31 +35,17 @@ const TRACE_ID = /^[0-9a-f]{32}$/
 const SPAN_ID = /^[0-9a-f]{16}$/
 
 /** The nearest real span of the fiber: no-op spans (tracing off) are skipped to the caller's span. */
-const genAiParentOf = (parent: Option.Option<Tracer.AnySpan>): GenAiParent | undefined => {
-  let span = Option.getOrUndefined(parent)
+const genAiParentOf = (parent: Tracer.AnySpan | undefined): GenAiParent | undefined => {
+  let span = parent
   while (span !== undefined && span._tag === "Span" && Context.get(span.annotations, Tracer.DisablePropagation)) {
     span = Option.getOrUndefined(span.parent)
   }
-  if (span === undefined || !TRACE_ID.test(span.traceId) || !SPAN_ID.test(span.spanId)) return undefined
-  return { traceId: span.traceId, spanId: span.spanId, sampled: span.sampled, remote: span._tag === "ExternalSpan" }
+  if (span === undefined) return undefined
+  // The gateway's own spans have well-formed ids; a caller's (a library user's parent) may not.
+  const remote = span._tag === "ExternalSpan"
+  if (remote && (!TRACE_ID.test(span.traceId) || !SPAN_ID.test(span.spanId))) return undefined
+  return { traceId: span.traceId, spanId: span.spanId, sampled: span.sampled, remote }
 }
-
-/**
- * The server span of a sampled request; an unsampled one runs with tracing
- * off (its spans are skipped or no-ops), still inside the caller's trace so a
- * GenAI span can join it.
- */
-const sampledServerSpan = (ratio: number) => (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  // Drawn each time the program runs, not when it is built; only the side drawn is built.
-  Effect.suspend(() => {
-    if (sampleRequest(request.parent, ratio)) return withServerSpan(request)(effect)
-    const unsampled = Effect.withTracerEnabled(effect, false)
-    return request.parent === undefined ? unsampled : Effect.withParentSpan(unsampled, request.parent)
-  })
-
-/** GenAI telemetry alone: no server span, but the request runs inside the caller's trace so its GenAI spans join it. */
-const callerTrace = (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  request.parent === undefined ? effect : Effect.withParentSpan(effect, request.parent)
 
 const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog) {
   const { telemetry, genai } = settings
@@ -98,13 +82,14 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
     tracing: telemetry.enabled,
     requestContext,
     parentOf: telemetry.enabled || genai.enabled ? parentFromHeaders : TELEMETRY_OFF.parentOf,
-    serverSpan: telemetry.enabled ? sampledServerSpan(telemetry.sample_ratio) : genai.enabled ? callerTrace : TELEMETRY_OFF.serverSpan,
+    samples: telemetry.enabled ? (parent) => sampleRequest(parent, telemetry.sample_ratio) : TELEMETRY_OFF.samples,
     genAi: { enabled: genai.enabled, captureContent: genai.enabled && genai.capture_content },
     recordModelCall: genAiRecorder === undefined
       ? TELEMETRY_OFF.recordModelCall
-      : (call, credential) =>
-        Effect.flatMap(Effect.serviceOption(Tracer.ParentSpan), (parent) =>
-          Effect.sync(() => genAiRecorder.record(call, genAiParentOf(parent), credential))),
+      : (call, credential, callerParent) =>
+        Effect.withFiberSucceed((fiber) =>
+          genAiRecorder.record(call, genAiParentOf(Context.getOrUndefined(fiber.context, Tracer.ParentSpan) ?? callerParent), credential)
+        ),
     flush: settle(() => Promise.all([queue?.flush(), genAiRecorder?.flush()]))
   } satisfies TelemetryShape
 })

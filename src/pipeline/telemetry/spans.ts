@@ -1,13 +1,21 @@
 /**
  * The application trace of a request: one server span (HTTP semantic
  * conventions) and child spans for model resolution, each upstream attempt,
- * the guardrail scan and the cache lookup. These are plain `Effect.withSpan`
- * wrappers with fixed names and attribute keys, so every stage names things
- * the same way; with `[telemetry]` off they run the effect as it is.
+ * the guardrail scan and the cache lookup, with fixed names and attribute keys,
+ * so every stage names things the same way.
+ *
+ * Details
+ * - The server span is an `Effect.withSpan`: it is the parent of everything
+ *   the request does. The child spans are leaves (`Effect.useSpan`): nothing
+ *   runs inside them that makes spans of its own, so they do not become the
+ *   fiber's current span, which spares a context switch per span. They hand
+ *   their span to the wrapped program, which annotates it directly.
+ * - Run them only in a traced request (the edge decides, `RequestContext.traced`):
+ *   with tracing off they would make no-op spans for nothing.
  *
  * docs/operations.md lists every name and attribute.
  */
-import { Effect, References } from "effect"
+import { Effect } from "effect"
 import type { Tracer } from "effect"
 import type { ProviderKind } from "../../domain/index.ts"
 import { providerNameOf, serverOf } from "./genai/attributes.ts"
@@ -56,12 +64,8 @@ export const ERROR_BODY_LIMIT = 4096
 
 const decoder = new TextDecoder()
 
-/**
- * `effect` in the span `name`, with options built only when tracing is on: with
- * it off the effect runs as it is (no no-op span, no attribute object).
- */
-const inSpan = <A, E, R>(effect: Effect.Effect<A, E, R>, name: string, options: () => Tracer.SpanOptions): Effect.Effect<A, E, R> =>
-  Effect.flatMap(References.TracerEnabled, (enabled) => (enabled ? Effect.withSpan(effect, name, options()) : effect))
+/** A program that annotates the span it runs in. */
+type InSpan<A, E, R> = (span: Tracer.Span) => Effect.Effect<A, E, R>
 
 /** What the server span says about the request; `status` is read when the program ends. */
 export interface ServerSpanRequest {
@@ -75,36 +79,46 @@ export interface ServerSpanRequest {
   readonly status: () => number
 }
 
-/** Runs a request program in its server span; the response status is recorded as the program ends. */
+const SERVER_SPAN = { kind: "server" } as const satisfies Tracer.SpanOptionsNoTrace
+const CLIENT_SPAN = { kind: "client" } as const satisfies Tracer.SpanOptionsNoTrace
+/** No call-site stack trace per request (Effect would capture one for a parent span). */
+const NO_STACK_TRACE = { captureStackTrace: false } as const
+
+/**
+ * Runs a request program in its server span (the parent of all its spans); the response status is recorded as the program ends.
+ * Attributes are set on the span rather than passed as an object: a literal with computed keys is slow to build on every request.
+ */
 export const withServerSpan = (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withSpan(
-    Effect.onExit(effect, () =>
-      Effect.suspend(() => {
-        const status = request.status()
-        return Effect.annotateCurrentSpan(status >= 500 ? { [HTTP.responseStatusCode]: status, [ATTR.errorType]: String(status) } : { [HTTP.responseStatusCode]: status })
-      })),
-    `${request.method} ${request.route}`,
-    {
-      kind: "server",
-      parent: request.parent,
-      attributes: {
-        [HTTP.requestMethod]: request.method,
-        [HTTP.route]: request.route,
-        [HTTP.urlPath]: request.path,
-        [HTTP.urlScheme]: "http",
-        [ATTR.requestId]: request.requestId
-      },
-      captureStackTrace: false
-    }
-  ) as Effect.Effect<A, E, R>
+  Effect.useSpan(`${request.method} ${request.route}`, request.parent === undefined ? SERVER_SPAN : { kind: "server", parent: request.parent }, (span) => {
+    span.attribute(HTTP.requestMethod, request.method)
+    span.attribute(HTTP.route, request.route)
+    span.attribute(HTTP.urlPath, request.path)
+    span.attribute(HTTP.urlScheme, "http")
+    span.attribute(ATTR.requestId, request.requestId)
+    return Effect.withParentSpan(
+      Effect.onExit(effect, () =>
+        Effect.sync(() => {
+          const status = request.status()
+          span.attribute(HTTP.responseStatusCode, status)
+          if (status >= 500) span.attribute(ATTR.errorType, String(status))
+        })),
+      span,
+      NO_STACK_TRACE
+    )
+  }) as Effect.Effect<A, E, R>
 
-/** Model resolution (and the experiment draw). Annotate the outcome with `resolvedAttributes`. */
-export const withResolveSpan = (requestedModel: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  inSpan(effect, SPAN.resolveModel, () => ({ attributes: { [ATTR.requestedModel]: requestedModel }, captureStackTrace: false }))
+/** Model resolution (and the experiment draw). Annotate the outcome with `annotateResolved`. */
+export const inResolveSpan = <A, E, R>(requestedModel: string, effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.useSpan(SPAN.resolveModel, (span) => {
+    span.attribute(ATTR.requestedModel, requestedModel)
+    return effect(span)
+  })
 
-/** What resolution chose, for `Effect.annotateCurrentSpan` inside `withResolveSpan`. */
-export const resolvedAttributes = (plan: string, variant?: string): Record<string, string> =>
-  variant === undefined ? { [ATTR.plan]: plan } : { [ATTR.plan]: plan, [ATTR.variant]: variant }
+/** What resolution chose, on the resolve span. */
+export const annotateResolved = (span: Tracer.Span, plan: string, variant?: string): void => {
+  span.attribute(ATTR.plan, plan)
+  if (variant !== undefined) span.attribute(ATTR.variant, variant)
+}
 
 export interface AttemptSpanInfo {
   /** 1-based, across the whole request. */
@@ -128,17 +142,13 @@ interface AttemptFailure {
 }
 
 /**
- * The attributes an attempt's failure adds: its classification, the upstream
- * status and, for a 5xx whose body the caller did not get (docs/reference/gateway-spec.md §7.3.6), that
- * body's first 4 KB. This span is the one place the body is recorded.
+ * The body of a 5xx the caller did not get (docs/reference/gateway-spec.md
+ * §7.3.6), its first 4 KB, for the attempt span: the one place it is recorded.
  */
-const attemptFailureAttributes = (failure: AttemptFailure): Record<string, string | number> => {
-  const attributes: Record<string, string | number> = { [ATTR.errorType]: failure.reason, [ATTR.upstreamStatus]: failure.upstreamStatus }
-  if (failure.reason === "upstream" && failure.upstreamStatus >= 500 && failure.body !== undefined && failure.body.byteLength > 0) {
-    attributes[ATTR.upstreamErrorBody] = decoder.decode(failure.body.subarray(0, ERROR_BODY_LIMIT))
-  }
-  return attributes
-}
+const withheldBody = (failure: AttemptFailure): string | undefined =>
+  failure.reason === "upstream" && failure.upstreamStatus >= 500 && failure.body !== undefined && failure.body.byteLength > 0
+    ? decoder.decode(failure.body.subarray(0, ERROR_BODY_LIMIT))
+    : undefined
 
 const isAttemptFailure = (error: unknown): error is AttemptFailure =>
   typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "UpstreamError"
@@ -146,35 +156,42 @@ const isAttemptFailure = (error: unknown): error is AttemptFailure =>
 /**
  * One upstream attempt (kind CLIENT). A failure of the attempt is annotated
  * with `attemptFailureAttributes`; a stream that breaks after its head does
- * not fail the attempt, so annotate it with `Effect.annotateCurrentSpan` there.
+ * not fail the attempt, so the program annotates its span there.
  */
-export const withAttemptSpan = (info: AttemptSpanInfo) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  inSpan(
-    Effect.tapError(effect, (error) => (isAttemptFailure(error) ? Effect.annotateCurrentSpan(attemptFailureAttributes(error)) : Effect.void)),
-    SPAN.attempt,
-    () => {
-      const attributes: Record<string, unknown> = {
-        [ATTR.attemptNumber]: info.attempt,
-        [ATTR.providerId]: info.providerId,
-        [ATTR.providerName]: providerNameOf(info.providerId, info.kind),
-        [ATTR.targetId]: info.targetId,
-        [ATTR.upstreamModel]: info.model
-      }
-      const server = serverOf(info.origin)
-      if (server !== undefined) {
-        attributes[ATTR.serverAddress] = server.address
-        attributes[ATTR.serverPort] = server.port
-      }
-      if (info.path !== undefined) attributes[ATTR.path] = info.path
-      if (info.retryDelayMs !== undefined) attributes[ATTR.retryDelayMs] = Math.round(info.retryDelayMs)
-      return { kind: "client", attributes, captureStackTrace: false }
+export const inAttemptSpan = <A, E, R>(info: AttemptSpanInfo, effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.useSpan(SPAN.attempt, CLIENT_SPAN, (span) => {
+    span.attribute(ATTR.attemptNumber, info.attempt)
+    span.attribute(ATTR.providerId, info.providerId)
+    span.attribute(ATTR.providerName, providerNameOf(info.providerId, info.kind))
+    span.attribute(ATTR.targetId, info.targetId)
+    span.attribute(ATTR.upstreamModel, info.model)
+    const server = serverOf(info.origin)
+    if (server !== undefined) {
+      span.attribute(ATTR.serverAddress, server.address)
+      span.attribute(ATTR.serverPort, server.port)
     }
-  )
+    if (info.path !== undefined) span.attribute(ATTR.path, info.path)
+    if (info.retryDelayMs !== undefined) span.attribute(ATTR.retryDelayMs, Math.round(info.retryDelayMs))
+    return Effect.tapError(effect(span), (error) =>
+      Effect.sync(() => {
+        if (!isAttemptFailure(error)) return
+        span.attribute(ATTR.errorType, error.reason)
+        span.attribute(ATTR.upstreamStatus, error.upstreamStatus)
+        const body = withheldBody(error)
+        if (body !== undefined) span.attribute(ATTR.upstreamErrorBody, body)
+      }))
+  })
 
 /** The input or output guardrail scan. Annotate `ATTR.guardrailOutcome` (`pass`, or the violation's code; never the matched text). */
-export const withGuardrailSpan = (direction: "input" | "output") => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  inSpan(effect, SPAN.guardrail, () => ({ attributes: { [ATTR.guardrailDirection]: direction }, captureStackTrace: false }))
+export const inGuardrailSpan = <A, E, R>(direction: "input" | "output", effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.useSpan(SPAN.guardrail, (span) => {
+    span.attribute(ATTR.guardrailDirection, direction)
+    return effect(span)
+  })
 
 /** The response cache lookup. Annotate `ATTR.cacheOutcome` (`hit`, `miss`, `error`, `bypass`). */
-export const withCacheLookupSpan = (mode: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  inSpan(effect, SPAN.cacheLookup, () => ({ attributes: { [ATTR.cacheMode]: mode }, captureStackTrace: false }))
+export const inCacheLookupSpan = <A, E, R>(mode: string, effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.useSpan(SPAN.cacheLookup, (span) => {
+    span.attribute(ATTR.cacheMode, mode)
+    return effect(span)
+  })

@@ -58,6 +58,10 @@ const traceStateOf = (span: Tracer.AnySpan): string =>
 
 const EXCEPTION_EVENT = "exception"
 
+/** The writer `writeSpanAttribute` writes to (a module-level callback spares a closure per span). */
+let writing: ProtoWriter
+const writeSpanAttribute = (value: unknown, key: string): void => writeAttribute(writing, SPAN_ATTRIBUTES, key, value)
+
 /** One span, as it ends: identity, attributes, events, links, status (OTLP `Span`). */
 const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit.Exit<unknown, unknown>): void => {
   const parent = Option.getOrUndefined(span.parent)
@@ -74,7 +78,10 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
     endNs
   })
   const attributes = span._attributes
-  if (attributes !== undefined) for (const [key, value] of attributes) writeAttribute(w, SPAN_ATTRIBUTES, key, value)
+  if (attributes !== undefined) {
+    writing = w
+    attributes.forEach(writeSpanAttribute)
+  }
   let code: number = STATUS_CODE.ok
   let message = ""
   if (Exit.isFailure(exit)) {

@@ -8,14 +8,14 @@ import { describe, expect, it } from "vitest"
 import { UpstreamError } from "../../../src/domain/index.ts"
 import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
 import { STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
-import { ERROR_BODY_LIMIT, withAttemptSpan } from "../../../src/pipeline/telemetry/spans.ts"
-import { ORIGIN, settingsOf, startTelemetry } from "./support.ts"
+import { ERROR_BODY_LIMIT, inAttemptSpan } from "../../../src/pipeline/telemetry/spans.ts"
+import { asRequest, ORIGIN, settingsOf, startTelemetry } from "./support.ts"
 
 const SECRET_TEXT = "database password is hunter2"
 const source = { providerId: "openai", family: "openai" as const }
 
 const attempt = (number: number, error: UpstreamError | undefined, retryDelayMs?: number) =>
-  withAttemptSpan({ attempt: number, providerId: "openai", kind: "openai", origin: ORIGIN, targetId: "primary", model: "gpt-4o", retryDelayMs })(
+  inAttemptSpan({ attempt: number, providerId: "openai", kind: "openai", origin: ORIGIN, targetId: "primary", model: "gpt-4o", retryDelayMs }, () =>
     error === undefined ? Effect.void : Effect.fail(error)
   )
 
@@ -27,10 +27,7 @@ const retriedRequest = (running: Awaited<ReturnType<typeof startTelemetry>>, err
     // The last failure escapes the program, as a failed plan does.
     return yield* attempt(3, error, 500)
   })
-  return running.run(program().pipe(
-    Effect.catch(() => Effect.void),
-    running.telemetry.serverSpan({ method: "POST", route: "/v1/chat/completions", path: "/v1/chat/completions", requestId: "r", status: () => 502 })
-  ))
+  return running.run(asRequest(running.telemetry, program().pipe(Effect.catch(() => Effect.void)), {}, 502))
 }
 
 describe("attempt spans", () => {

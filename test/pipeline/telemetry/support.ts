@@ -11,7 +11,7 @@ import type { TelemetrySettings } from "../../../src/pipeline/telemetry/settings
 import { Telemetry } from "../../../src/pipeline/telemetry/Telemetry.ts"
 import type { TelemetryShape } from "../../../src/pipeline/telemetry/Telemetry.ts"
 import type { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
-import { withAttemptSpan, withCacheLookupSpan, withGuardrailSpan, withResolveSpan } from "../../../src/pipeline/telemetry/spans.ts"
+import { inAttemptSpan, inCacheLookupSpan, inGuardrailSpan, inResolveSpan, withServerSpan } from "../../../src/pipeline/telemetry/spans.ts"
 
 /** The telemetry sections of a configuration document, validated like the file. */
 export const settingsOf = (sections: { readonly telemetry?: object; readonly genai_telemetry?: object }, env: Record<string, string> = {}): TelemetrySettings =>
@@ -42,20 +42,27 @@ export const startTelemetry = async (settings: TelemetrySettings, memory?: Telem
 
 export const ORIGIN = "https://api.openai.test:8443"
 
-/** A request program as the lead's pipeline will shape it: resolution, guardrail, cache lookup, one attempt. */
+/**
+ * Runs `steps` as the HTTP edge runs a request program: when the telemetry
+ * samples the request (the caller's `traceparent` among `headers` decides, or
+ * a draw), traced in its server span; otherwise with tracing off.
+ */
+export const asRequest = <A, E, R>(telemetry: TelemetryShape, steps: Effect.Effect<A, E, R>, headers: Record<string, string> = {}, status = 200): Effect.Effect<A, E, R> => {
+  const parent = telemetry.parentOf(headers)
+  if (!telemetry.samples(parent)) return Effect.withTracerEnabled(steps, false)
+  return withServerSpan({ method: "POST", route: "/v1/chat/completions", path: "/v1/chat/completions", requestId: "req-1", parent, status: () => status })(steps)
+}
+
+/** A request program as the pipeline shapes it: resolution, guardrail, cache lookup, one attempt. */
 export const requestProgram = (telemetry: TelemetryShape, headers: Record<string, string> = {}, status = 200) =>
-  Effect.gen(function*() {
-    yield* withResolveSpan("gpt-4o")(Effect.void)
-    yield* withGuardrailSpan("input")(Effect.void)
-    yield* withCacheLookupSpan("auto")(Effect.void)
-    yield* withAttemptSpan({ attempt: 1, providerId: "openai", kind: "openai", origin: ORIGIN, targetId: "openai::gpt-4o", model: "gpt-4o", path: "fast" })(Effect.void)
-  }).pipe(
-    telemetry.serverSpan({
-      method: "POST",
-      route: "/v1/chat/completions",
-      path: "/v1/chat/completions",
-      requestId: "req-1",
-      parent: telemetry.parentOf(headers),
-      status: () => status
-    })
+  asRequest(
+    telemetry,
+    Effect.gen(function*() {
+      yield* inResolveSpan("gpt-4o", () => Effect.void)
+      yield* inGuardrailSpan("input", () => Effect.void)
+      yield* inCacheLookupSpan("auto", () => Effect.void)
+      yield* inAttemptSpan({ attempt: 1, providerId: "openai", kind: "openai", origin: ORIGIN, targetId: "openai::gpt-4o", model: "gpt-4o", path: "fast" }, () => Effect.void)
+    }),
+    headers,
+    status
   )

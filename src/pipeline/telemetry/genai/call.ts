@@ -62,11 +62,14 @@ export interface GenAiCall {
   readonly projectId?: string | undefined
 }
 
-export interface GenAiSpanData {
-  readonly name: string
-  readonly attributes: Attributes
-  /** Attributes every metric of the call carries (low cardinality; `error.type` is added to the duration only). */
-  readonly metricAttributes: Attributes
+/**
+ * The attributes of a call that every call to the same upstream through the
+ * same route shares (operation, provider, model, server, the gateway's routing
+ * attributes), and a key naming that set: the recorder encodes them once per key.
+ */
+export interface GenAiIdentity {
+  readonly key: string
+  readonly attributes: () => Attributes
 }
 
 const planAttributes = (plan: string | undefined, attributes: Attributes): void => {
@@ -75,38 +78,60 @@ const planAttributes = (plan: string | undefined, attributes: Attributes): void 
   else if (plan.startsWith("function::")) attributes[GATEWAY_GENAI.function] = plan.slice(10)
 }
 
-/** The span and metric attributes of a call. */
-export const genAiSpanData = (call: GenAiCall, captureContent: boolean): GenAiSpanData => {
-  const metric: Attributes = {
-    [GEN_AI.operationName]: call.operation,
-    [GEN_AI.providerName]: providerNameOf(call.upstream.providerId, call.upstream.kind),
-    [GEN_AI.requestModel]: call.upstream.model
-  }
+/** `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `server.*`: what identifies the call on spans and metrics alike. */
+const callee = (call: GenAiCall, attributes: Attributes): Attributes => {
+  attributes[GEN_AI.operationName] = call.operation
+  attributes[GEN_AI.providerName] = providerNameOf(call.upstream.providerId, call.upstream.kind)
+  attributes[GEN_AI.requestModel] = call.upstream.model
   const server = serverOf(call.upstream.origin)
   if (server !== undefined) {
-    metric[SERVER_ADDRESS] = server.address
-    metric[SERVER_PORT] = server.port
+    attributes[SERVER_ADDRESS] = server.address
+    attributes[SERVER_PORT] = server.port
   }
-  const responseModel = call.response?.model
-  if (responseModel !== undefined && responseModel !== "") metric[GEN_AI.responseModel] = responseModel
-  const attributes: Attributes = { ...metric }
-  if (call.error !== undefined) attributes[ERROR_TYPE] = call.error
-  if (call.request !== undefined) Object.assign(attributes, chatRequestAttributes(call.request, captureContent))
+  return attributes
+}
+
+export const genAiIdentity = (call: GenAiCall): GenAiIdentity => {
+  const { upstream } = call
+  return {
+    key: `${call.operation}\u0001${upstream.providerId}\u0001${upstream.kind}\u0001${upstream.model}\u0001${upstream.origin}\u0001${call.requestedModel}\u0001${call.plan ?? ""}\u0001${call.variant ?? ""}\u0001${call.path ?? ""}\u0001${call.projectId ?? ""}`,
+    attributes: () => {
+      const attributes = callee(call, {})
+      attributes[GATEWAY_GENAI.requestedModel] = call.requestedModel
+      attributes[GATEWAY_GENAI.providerId] = upstream.providerId
+      planAttributes(call.plan, attributes)
+      if (call.variant !== undefined) attributes[GATEWAY_GENAI.variant] = call.variant
+      if (call.path !== undefined) attributes[GATEWAY_GENAI.path] = call.path
+      if (call.projectId !== undefined) attributes[GATEWAY_GENAI.projectId] = call.projectId
+      return attributes
+    }
+  }
+}
+
+/** The span's name: `{gen_ai.operation.name} {gen_ai.request.model}`. */
+export const genAiSpanName = (call: GenAiCall): string => `${call.operation} ${call.upstream.model}`
+
+/** The attributes of this call alone: what was asked and answered, the failure, the timing, the attempts. */
+export const genAiCallAttributes = (call: GenAiCall, captureContent: boolean): Attributes => {
+  const attributes: Attributes = call.request === undefined ? {} : chatRequestAttributes(call.request, captureContent)
   if (call.requestAttributes !== undefined) Object.assign(attributes, call.requestAttributes)
-  Object.assign(attributes, responseAttributes(call.response, { captureContent, failed: call.error !== undefined }))
-  if (call.operation === "embeddings") delete attributes[GEN_AI.usageOutputTokens]
+  if (call.error !== undefined) attributes[ERROR_TYPE] = call.error
+  // Embeddings produce no output tokens (the conventions record only input tokens for them).
+  responseAttributes(call.response, { captureContent, failed: call.error !== undefined, outputTokens: call.operation !== "embeddings" }, attributes)
   const { timing } = call
   if (call.stream && timing.firstTokenAt !== undefined && timing.attemptStartedAt !== undefined) {
     attributes[GEN_AI.responseTimeToFirstChunk] = (timing.firstTokenAt - timing.attemptStartedAt) / 1000
   }
-  attributes[GATEWAY_GENAI.requestedModel] = call.requestedModel
-  attributes[GATEWAY_GENAI.providerId] = call.upstream.providerId
-  planAttributes(call.plan, attributes)
-  if (call.variant !== undefined) attributes[GATEWAY_GENAI.variant] = call.variant
   if (call.attempts !== undefined) attributes[GATEWAY_GENAI.attempts] = call.attempts
-  if (call.path !== undefined) attributes[GATEWAY_GENAI.path] = call.path
-  if (call.projectId !== undefined) attributes[GATEWAY_GENAI.projectId] = call.projectId
-  return { name: `${call.operation} ${call.upstream.model}`, attributes, metricAttributes: metric }
+  return attributes
+}
+
+/** Attributes every metric of the call carries (low cardinality; `error.type` is added to the duration only). */
+export const genAiMetricAttributes = (call: GenAiCall): Attributes => {
+  const attributes = callee(call, {})
+  const responseModel = call.response?.model
+  if (responseModel !== undefined && responseModel !== "") attributes[GEN_AI.responseModel] = responseModel
+  return attributes
 }
 
 /** Seconds from the start of the response to the first content token (docs/reference/gateway-spec.md §6.1.6), for streams that produced one. */

@@ -20,9 +20,9 @@ import { exportRequest, requestHead, writeAttributes } from "../otlp/common.ts"
 import type { RequestHead } from "../otlp/common.ts"
 import { ProtoWriter } from "../otlp/protobuf.ts"
 import { ExportQueue } from "../otlp/queue.ts"
-import { beginSpan, endSpan, SPAN_KIND, STATUS_CODE } from "../otlp/trace.ts"
+import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../otlp/trace.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
-import { genAiSpanData } from "./call.ts"
+import { genAiCallAttributes, genAiIdentity, genAiSpanName } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
 import { randomSpanId, randomTraceId, sampledTrace } from "./ids.ts"
 import { GenAiMetrics } from "./metrics.ts"
@@ -38,6 +38,7 @@ const CLOSE_TIMEOUT_MS = 5_000
 const QUEUE = { maxQueued: 2048, maxQueuedBytes: 16 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024, delayMs: 1000 }
 
 const SCOPE = "gateway-genai"
+const MAX_IDENTITIES = 4096
 
 /** The trace the GenAI span joins: the span the request runs in, or the caller's. */
 export interface GenAiParent {
@@ -89,6 +90,9 @@ export class GenAiRecorder {
   /** The resource and scope of every export (spans and metrics alike). */
   private readonly head: RequestHead
   private readonly scratch = new ProtoWriter(4096)
+  private readonly identities = new Map<string, Uint8Array>()
+  /** The key of the pipeline used last (already last in the map's order). */
+  private mostRecent: string | undefined
   /** Called with any error recording or exporting raised (recording never throws into a request). */
   private readonly onError: (error: unknown) => void
 
@@ -110,7 +114,6 @@ export class GenAiRecorder {
     try {
       const pipeline = this.pipelineFor(credential)
       const { genai } = this.settings
-      const data = genAiSpanData(call, genai.capture_content)
       const traceId = parent?.traceId ?? randomTraceId()
       if (sampledTrace(traceId, genai.sample_ratio)) {
         const w = pipeline.spans.open()
@@ -122,20 +125,37 @@ export class GenAiRecorder {
             parentSpanId: parent?.spanId ?? "",
             remoteParent,
             traceState: "",
-            name: data.name,
+            name: genAiSpanName(call),
             kind: SPAN_KIND.client,
             startNs: epochNanos(call.timing.startedAt),
             endNs: epochNanos(call.timing.endedAt)
           })
-          writeAttributes(w, 9, data.attributes)
+          w.raw(this.identityOf(call))
+          writeAttributes(w, SPAN_ATTRIBUTES, genAiCallAttributes(call, genai.capture_content))
           endSpan(w, start, call.error === undefined ? STATUS_CODE.unset : STATUS_CODE.error, call.error ?? "", remoteParent)
           pipeline.spans.commit()
         }
       }
-      pipeline.metrics?.record(call, data.metricAttributes)
+      pipeline.metrics?.record(call)
     } catch (error) {
       this.onError(error)
     }
+  }
+
+  /** The encoded identity attributes of a call (call.ts `genAiIdentity`), encoded once per identity. */
+  private identityOf(call: GenAiCall): Uint8Array {
+    const identity = genAiIdentity(call)
+    let encoded = this.identities.get(identity.key)
+    if (encoded === undefined) {
+      const w = this.scratch
+      w.reset()
+      writeAttributes(w, SPAN_ATTRIBUTES, identity.attributes())
+      encoded = w.bytes()
+      // Identities come from the configuration (targets, routes, projects): few, but bound the map anyway.
+      if (this.identities.size >= MAX_IDENTITIES) this.identities.clear()
+      this.identities.set(identity.key, encoded)
+    }
+    return encoded
   }
 
   /** Exports everything recorded so far (bounded wait). */
@@ -191,12 +211,14 @@ export class GenAiRecorder {
     if (pipeline === undefined) {
       if (this.pipelines.size >= MAX_PIPELINES) this.close(this.pipelines.keys().next().value!)
       pipeline = this.open(credential, now)
-    } else {
+      this.pipelines.set(key, pipeline)
+    } else if (key !== this.mostRecent) {
       // Re-inserted: the map's order is least recently used first.
       this.pipelines.delete(key)
+      this.pipelines.set(key, pipeline)
     }
+    this.mostRecent = key
     pipeline.lastUsed = now
-    this.pipelines.set(key, pipeline)
     return pipeline
   }
 
@@ -223,6 +245,7 @@ export class GenAiRecorder {
     const pipeline = this.pipelines.get(key)
     if (pipeline === undefined) return
     this.pipelines.delete(key)
+    if (key === this.mostRecent) this.mostRecent = undefined
     const closed = bounded(Promise.all([pipeline.spans.close(), this.sendMetricsOf(pipeline)])).then(pipeline.stopCollecting)
     this.closing.add(closed)
     void closed.then(() => this.closing.delete(closed))

@@ -31,28 +31,30 @@ export const summaryOfResponse = (response: ChatResponse): GenAiResponseSummary 
   return { id: response.id, model: response.model, stopReason: response.stopReason, usage: response.usage, text, toolCalls }
 }
 
-const usageAttributes = (usage: Usage, attributes: Attributes): void => {
+const usageAttributes = (usage: Usage, attributes: Attributes, outputTokens: boolean): void => {
   attributes[GEN_AI.usageInputTokens] = usage.inputTokens
-  attributes[GEN_AI.usageOutputTokens] = usage.outputTokens
+  if (outputTokens) attributes[GEN_AI.usageOutputTokens] = usage.outputTokens
   if (usage.cacheReadTokens !== undefined) attributes[GEN_AI.usageCacheReadInputTokens] = usage.cacheReadTokens
   if (usage.cacheWriteTokens !== undefined) attributes[GEN_AI.usageCacheCreationInputTokens] = usage.cacheWriteTokens
   if (usage.reasoningTokens !== undefined) attributes[GEN_AI.usageReasoningOutputTokens] = usage.reasoningTokens
 }
 
 /**
- * The response attributes of a GenAI span. `failed`: the call ended in an
- * error (before or during the answer); output messages then say `error`.
+ * The response attributes of a GenAI span, added to `attributes`. `failed`:
+ * the call ended in an error (before or during the answer); output messages
+ * then say `error`. `outputTokens: false` (embeddings) leaves the output token
+ * count out, as the conventions do for operations that produce none.
  */
 export const responseAttributes = (
   summary: GenAiResponseSummary | undefined,
-  options: { readonly captureContent: boolean; readonly failed: boolean }
+  options: { readonly captureContent: boolean; readonly failed: boolean; readonly outputTokens?: boolean | undefined },
+  attributes: Attributes = {}
 ): Attributes => {
-  const attributes: Attributes = {}
   if (summary === undefined) return attributes
   if (summary.model !== undefined && summary.model !== "") attributes[GEN_AI.responseModel] = summary.model
   if (summary.id !== undefined && summary.id !== "") attributes[GEN_AI.responseId] = summary.id
   if (summary.stopReason !== undefined) attributes[GEN_AI.responseFinishReasons] = [finishReasonOf(summary.stopReason)]
-  if (summary.usage !== undefined) usageAttributes(summary.usage, attributes)
+  if (summary.usage !== undefined) usageAttributes(summary.usage, attributes, options.outputTokens !== false)
   const answered = summary.stopReason !== undefined || (summary.text ?? "") !== "" || (summary.toolCalls?.length ?? 0) > 0
   if (options.captureContent && answered) {
     const output = capJson(outputMessagesOf({ ...summary, failed: options.failed }))

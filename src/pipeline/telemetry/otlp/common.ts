@@ -74,44 +74,67 @@ const keyField = (key: string): Uint8Array => {
   return encoded
 }
 
+/** `Buffer#utf8Write`: the native writer behind `Buffer#write(…, "utf8")`, without its argument checks. */
+type NativeWrite = Buffer & { utf8Write(text: string, offset: number, length: number): number }
+
 /**
- * One `KeyValue` as repeated field `field` of the enclosing message. Strings,
- * numbers and booleans (every attribute of the gateway's own spans) are
- * written with their lengths known up front; arrays and other values through
- * nested messages.
+ * One `KeyValue` as repeated field `field` (below 16) of the enclosing
+ * message. Strings, whole non-negative numbers and booleans (nearly every
+ * attribute the gateway writes) are written in one go with their lengths
+ * known up front; other values through nested messages.
  */
 export const writeAttribute = (w: ProtoWriter, field: number, key: string, value: unknown): void => {
   const keyBytes = keyField(key)
+  const keyLength = keyBytes.length
   let valueLength: number
+  let anyLength: number
+  let kind: number
   switch (typeof value) {
-    case "string": {
-      const length = utf8LengthOf(value)
-      const anyLength = 1 + varintSize(length) + length
-      valueLength = anyLength
-      w.lengthHead(field, keyBytes.byteLength + 1 + varintSize(anyLength) + anyLength)
-      w.raw(keyBytes)
-      w.lengthHead(KEY_VALUE_VALUE, anyLength)
-      w.lengthHead(ANY_STRING, length)
-      w.utf8(value, length)
-      return
-    }
+    case "string":
+      valueLength = utf8LengthOf(value)
+      anyLength = 1 + varintSize(valueLength) + valueLength
+      kind = ANY_STRING
+      break
     case "boolean":
-      valueLength = 2
-      w.lengthHead(field, keyBytes.byteLength + 2 + valueLength)
-      w.raw(keyBytes)
-      w.lengthHead(KEY_VALUE_VALUE, valueLength)
-      w.boolField(ANY_BOOL, value)
-      return
+      valueLength = 1
+      anyLength = 2
+      kind = ANY_BOOL
+      break
     case "number":
-      if (Number.isSafeInteger(value) && value >= 0) {
-        valueLength = 1 + varintSize(value)
-        w.lengthHead(field, keyBytes.byteLength + 2 + valueLength)
-        w.raw(keyBytes)
-        w.lengthHead(KEY_VALUE_VALUE, valueLength)
-        w.uintField(ANY_INT, value)
-        return
-      }
+      if (!(value >= 0 && Number.isSafeInteger(value))) return writeNested(w, field, keyBytes, value)
+      valueLength = varintSize(value)
+      anyLength = 1 + valueLength
+      kind = ANY_INT
+      break
+    default:
+      return writeNested(w, field, keyBytes, value)
   }
+  const kvLength = keyLength + 1 + varintSize(anyLength) + anyLength
+  w.ensure(1 + varintSize(kvLength) + kvLength)
+  const buf = w.buf
+  let pos = w.pos
+  buf[pos++] = (field << 3) | 2
+  pos = putVarint(buf, pos, kvLength)
+  buf.set(keyBytes, pos)
+  pos += keyLength
+  buf[pos++] = (KEY_VALUE_VALUE << 3) | 2
+  pos = putVarint(buf, pos, anyLength)
+  if (kind === ANY_STRING) {
+    const text = value as string
+    buf[pos++] = (ANY_STRING << 3) | 2
+    pos = putVarint(buf, pos, valueLength)
+    pos += (buf as NativeWrite).utf8Write(text, pos, valueLength)
+  } else if (kind === ANY_BOOL) {
+    buf[pos++] = ANY_BOOL << 3
+    buf[pos++] = value === true ? 1 : 0
+  } else {
+    buf[pos++] = ANY_INT << 3
+    pos = putVarint(buf, pos, value as number)
+  }
+  w.pos = pos
+}
+
+const writeNested = (w: ProtoWriter, field: number, keyBytes: Uint8Array, value: unknown): void => {
   const kv = w.begin(field)
   w.raw(keyBytes)
   const any = w.begin(KEY_VALUE_VALUE)

@@ -22,8 +22,13 @@ const WIRE_FIXED32 = 5
 
 /** Bytes of `value` as a varint (0 ≤ value < 2^53). */
 export const varintSize = (value: number): number => {
-  let size = 1
-  while (value >= 128) {
+  if (value < 0x80) return 1
+  if (value < 0x4000) return 2
+  if (value < 0x200000) return 3
+  if (value < 0x10000000) return 4
+  let size = 5
+  value = Math.floor(value / 0x800000000)
+  while (value > 0) {
     value = Math.floor(value / 128)
     size++
   }
@@ -32,9 +37,14 @@ export const varintSize = (value: number): number => {
 
 /** Writes `value` as a varint at `at` (room checked by the caller); returns the position after it. */
 export const putVarint = (buf: Uint8Array, at: number, value: number): number => {
+  // Below 2^31 with shifts; larger values (up to 2^53) by division.
+  while (value > 0x7fffffff) {
+    buf[at++] = (value % 128) | 128
+    value = Math.floor(value / 128)
+  }
   while (value >= 128) {
     buf[at++] = (value & 127) | 128
-    value = Math.floor(value / 128)
+    value >>>= 7
   }
   buf[at++] = value
   return at
