@@ -17,9 +17,9 @@
  * Gotchas
  * - Nothing here can fail or slow a request: exports are batched and bounded,
  *   their failures logged at most once per 10 s (export-errors.ts).
- * - With both sections off nothing is created or even loaded: no provider, no
- *   exporter, no timer, spans are skipped, and OpenTelemetry's modules are
- *   never imported (live.ts is loaded only when a section is on).
+ * - With both sections off nothing is created or even loaded: no queue, no
+ *   channel, no timer, spans are skipped, and neither the encoder nor gRPC is
+ *   imported (live.ts is loaded only when a section is on).
  */
 import { Context, Effect, Layer, References } from "effect"
 import type { Tracer } from "effect"

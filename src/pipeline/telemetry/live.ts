@@ -71,7 +71,7 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
   if (genai.enabled) {
     recorder = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        new GenAiRecorder(settings, sinks, resourceAttributes(genai.service_name, genai.environment), (error) => errors.report("genai", error))
+        new GenAiRecorder(settings, sinks, resourceAttributes(genai.service_name, genai.environment), (source, error) => errors.report(source, error))
       ),
       (recorder) => settle(() => recorder.shutdown())
     )

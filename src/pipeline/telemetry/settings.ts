@@ -2,7 +2,7 @@
  * The telemetry stage's settings and the contracts between its parts: which
  * sections are on, the credential a GenAI export goes out with, and the sinks
  * the providers write to. Types only (and one pure function): the server
- * imports this whatever is enabled, so nothing here loads OpenTelemetry.
+ * imports this whatever is enabled, so nothing here loads gRPC.
  */
 import type { Redacted } from "effect"
 import type { ConfigFile } from "../../config/index.ts"

@@ -23,7 +23,7 @@ const call: GenAiCall = {
 const credential = (n: number, expiresAt?: number): ExportCredential => ({ token: Redacted.make(`token-${n}`), fingerprint: `fp-${n}`, expiresAt })
 
 const recorder = (memory: TelemetryMemory, errors: Array<unknown> = []) =>
-  new GenAiRecorder(settingsOf({ genai_telemetry: { enabled: true } }), memory, {}, (error) => errors.push(error))
+  new GenAiRecorder(settingsOf({ genai_telemetry: { enabled: true } }), memory, {}, (_source, error) => errors.push(error))
 
 describe("GenAI pipelines", () => {
   it(`at most ${MAX_PIPELINES} are open; the least recently used is closed for a new one, its spans kept`, async () => {

@@ -40,6 +40,9 @@ const QUEUE = { maxQueued: 2048, maxQueuedBytes: 16 * 1024 * 1024, maxBatch: 512
 const SCOPE = "gateway-genai"
 const MAX_IDENTITIES = 4096
 
+/** What failed: recording a call, or exporting its spans or metrics (the `source` of the log line). */
+export type GenAiFailureSource = "genai record" | "genai traces" | "genai metrics"
+
 /** The trace the GenAI span joins: the span the request runs in, or the caller's. */
 export interface GenAiParent {
   readonly traceId: string
@@ -93,10 +96,17 @@ export class GenAiRecorder {
   private readonly identities = new Map<string, Uint8Array>()
   /** The key of the pipeline used last (already last in the map's order). */
   private mostRecent: string | undefined
-  /** Called with any error recording or exporting raised (recording never throws into a request). */
-  private readonly onError: (error: unknown) => void
+  /** Called with any error recording or exporting raised, and where (recording never throws into a request). */
+  private readonly onError: (source: GenAiFailureSource, error: unknown) => void
+  private readonly spanFailure = (error: unknown): void => this.onError("genai traces", error)
+  private readonly metricsFailure = (error: unknown): void => this.onError("genai metrics", error)
 
-  constructor(settings: TelemetrySettings, sinks: TelemetrySinks, resource: Readonly<Record<string, unknown>>, onError: (error: unknown) => void) {
+  constructor(
+    settings: TelemetrySettings,
+    sinks: TelemetrySinks,
+    resource: Readonly<Record<string, unknown>>,
+    onError: (source: GenAiFailureSource, error: unknown) => void
+  ) {
     this.settings = settings
     this.sinks = sinks
     this.onError = onError
@@ -138,7 +148,7 @@ export class GenAiRecorder {
       }
       pipeline.metrics?.record(call)
     } catch (error) {
-      this.onError(error)
+      this.onError("genai record", error)
     }
   }
 
@@ -197,7 +207,7 @@ export class GenAiRecorder {
     if (this.sinks.collectOnDemand !== undefined) return Promise.resolve()
     const request = this.collect(pipeline)
     if (request === undefined) return Promise.resolve()
-    return pipeline.sendMetrics(request).catch(this.onError)
+    return pipeline.sendMetrics(request).catch(this.metricsFailure)
   }
 
   private exportMetrics(): void {
@@ -224,7 +234,7 @@ export class GenAiRecorder {
 
   private open(credential: ExportCredential | undefined, now: number): Pipeline {
     const { sinks } = this
-    const spans = new ExportQueue({ ...QUEUE, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.onError })
+    const spans = new ExportQueue({ ...QUEUE, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.spanFailure })
     const closeAt = credential?.expiresAt === undefined ? Number.POSITIVE_INFINITY : credential.expiresAt - EXPIRY_MARGIN_MS
     const pipeline: Pipeline = {
       spans,
