@@ -25,6 +25,7 @@
 import { Cause, Exit, Option, Tracer } from "effect"
 import type { Context } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
+import { drawn } from "./genai/ids.ts"
 import { writeAttribute } from "./otlp/common.ts"
 import type { ProtoWriter } from "./otlp/protobuf.ts"
 import type { ExportQueue } from "./otlp/queue.ts"
@@ -153,8 +154,6 @@ class ExportedSpan extends Tracer.NativeSpan {
   }
 }
 
-/** The draw for a trace the caller did not decide: true at probability `ratio`. */
-const draw = (ratio: number): boolean => ratio >= 1 || (ratio > 0 && Math.random() < ratio)
 
 /**
  * The Effect tracer of the application trace, exporting into `queue`.
@@ -166,7 +165,7 @@ export const makeAppTracer = (queue: ExportQueue, ratio: number): Tracer.Tracer 
   Tracer.make({
     span(options) {
       if (options.parent._tag === "Some") return options.sampled ? new ExportedSpan(options, queue) : new Tracer.NativeSpan(options)
-      const sampled = options.kind === "server" ? options.sampled : options.sampled && draw(ratio)
+      const sampled = options.kind === "server" ? options.sampled : options.sampled && drawn(ratio)
       return sampled ? new ExportedSpan(options, queue) : new Tracer.NativeSpan(sampled === options.sampled ? options : { ...options, sampled })
     }
   })
@@ -226,4 +225,4 @@ const EMPTY_ANNOTATIONS: Context.Context<never> = Tracer.externalSpan({ traceId:
  * sampled flag when it sent a trace context, else a draw at `ratio`.
  */
 export const sampleRequest = (parent: Tracer.AnySpan | undefined, ratio: number): boolean =>
-  parent !== undefined ? parent.sampled : draw(ratio)
+  parent !== undefined ? parent.sampled : drawn(ratio)

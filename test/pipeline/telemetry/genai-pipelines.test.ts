@@ -60,7 +60,7 @@ describe("GenAI pipelines", () => {
     genai.record(call, undefined, undefined)
     genai.sweep(now + 58_000)
     expect(genai.size).toBe(2)
-    genai.sweep(now + IDLE_MS + 1)
+    genai.sweep(Date.now() + IDLE_MS + 1)
     expect(genai.size).toBe(0)
     // A credential seen again after its pipeline closed gets a new one.
     genai.record(call, undefined, credential(1))

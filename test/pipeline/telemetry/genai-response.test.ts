@@ -55,3 +55,22 @@ describe("GenAI response attributes", () => {
     expect(JSON.stringify(attributes)).not.toContain("Checking")
   })
 })
+
+describe("captured content JSON", () => {
+  it("is what JSON.stringify writes, whatever the parts", async () => {
+    const { capJson } = await import("../../../src/pipeline/telemetry/genai/messages.ts")
+    const cases: ReadonlyArray<ReadonlyArray<unknown>> = [
+      [],
+      [{ type: "text", content: "system \"quoted\" \n é 𝄞 \u0000" }],
+      [{ role: "user", parts: [{ type: "text", content: "hello" }] }, { role: "assistant", parts: [{ type: "text", content: "" }, { type: "text", content: "two" }] }],
+      [{ role: "assistant", parts: [{ type: "text", content: "done" }], finish_reason: "stop" }],
+      [{ role: "assistant", parts: [], finish_reason: "error" }],
+      [{ role: "user", parts: [{ type: "blob", modality: "image", mime_type: "image/png" }] }],
+      [{ role: "assistant", parts: [{ type: "tool_call", id: "c", name: "f", arguments: { a: [1, 2] } }], finish_reason: "tool_call" }],
+      [{ parts: [{ type: "text", content: "order" }], role: "user" }],
+      [{ role: "user", parts: [{ type: "text", content: "x", extra: true }] }],
+      [{ type: "text", content: 5 }]
+    ]
+    for (const value of cases) expect(capJson(value).json).toBe(JSON.stringify(value))
+  })
+})

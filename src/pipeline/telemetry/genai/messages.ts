@@ -139,8 +139,47 @@ export interface CappedJson {
  * string length that fits is found by bisection (each string cut to it); an
  * array whose structure alone is too big loses its first items until it fits.
  */
+/** A text part (`{type: "text", content}`) as JSON, or undefined for any other part. */
+const textPartJson = (part: unknown): string | undefined => {
+  const { type, content } = part as { readonly type?: unknown; readonly content?: unknown }
+  if (type !== "text" || typeof content !== "string") return undefined
+  const keys = Object.keys(part as object)
+  return keys.length === 2 && keys[0] === "type" ? `{"type":"text","content":${JSON.stringify(content)}}` : undefined
+}
+
+/**
+ * `JSON.stringify(value)` for what most calls capture, text parts alone
+ * (system instructions, or messages `{role, parts[, finish_reason]}` of text
+ * parts), written out without walking objects; undefined for anything else.
+ * The same text `JSON.stringify` writes, key for key.
+ */
+const textJson = (value: ReadonlyArray<unknown>): string | undefined => {
+  let json = "["
+  for (let i = 0; i < value.length; i++) {
+    const item = value[i] as { readonly role?: unknown; readonly parts?: unknown; readonly finish_reason?: unknown; readonly type?: unknown }
+    if (i > 0) json += ","
+    if (item.type !== undefined) {
+      const part = textPartJson(item)
+      if (part === undefined) return undefined
+      json += part
+      continue
+    }
+    const keys = Object.keys(item)
+    if (typeof item.role !== "string" || !Array.isArray(item.parts) || keys[0] !== "role" || keys[1] !== "parts") return undefined
+    if (keys.length > 3 || (keys.length === 3 && (keys[2] !== "finish_reason" || typeof item.finish_reason !== "string"))) return undefined
+    json += `{"role":${JSON.stringify(item.role)},"parts":[`
+    for (let j = 0; j < item.parts.length; j++) {
+      const part = textPartJson(item.parts[j])
+      if (part === undefined) return undefined
+      json += j > 0 ? `,${part}` : part
+    }
+    json += keys.length === 3 ? `],"finish_reason":${JSON.stringify(item.finish_reason)}}` : "]}"
+  }
+  return `${json}]`
+}
+
 export const capJson = (value: ReadonlyArray<unknown>, cap: number = CONTENT_CAP_BYTES): CappedJson => {
-  const whole = JSON.stringify(value)
+  const whole = textJson(value) ?? JSON.stringify(value)
   // A UTF-16 unit is at most 3 UTF-8 bytes: short JSON fits without counting.
   if (whole.length * 3 <= cap || utf8Length(whole) <= cap) return { json: whole, truncated: false }
   let items = value

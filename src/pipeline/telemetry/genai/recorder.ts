@@ -24,7 +24,7 @@ import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
 import { genAiCallAttributes, genAiIdentity, genAiSpanName } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
-import { randomSpanId, randomTraceId, sampledTrace } from "./ids.ts"
+import { drawn, sampledTrace } from "./ids.ts"
 import { GenAiMetrics } from "./metrics.ts"
 
 export const MAX_PIPELINES = 128
@@ -124,14 +124,14 @@ export class GenAiRecorder {
     try {
       const pipeline = this.pipelineFor(credential)
       const { genai } = this.settings
-      const traceId = parent?.traceId ?? randomTraceId()
-      if (sampledTrace(traceId, genai.sample_ratio)) {
+      // A call in a trace follows the trace's draw (by its id); a new trace is a new draw.
+      if (parent === undefined ? drawn(genai.sample_ratio) : sampledTrace(parent.traceId, genai.sample_ratio)) {
         const w = pipeline.spans.open()
         if (w !== undefined) {
           const remoteParent = parent?.remote ?? false
           const start = beginSpan(w, {
-            traceId,
-            spanId: randomSpanId(),
+            traceId: parent?.traceId ?? "",
+            spanId: "",
             parentSpanId: parent?.spanId ?? "",
             remoteParent,
             traceState: "",

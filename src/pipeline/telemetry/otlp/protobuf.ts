@@ -225,6 +225,14 @@ export class ProtoWriter {
     this.pos = pos
   }
 
+  /** A `bytes` field of `length` random bytes (a fresh trace or span id; `Math.random`, as id generators use). */
+  randomBytesField(field: number, length: number): void {
+    this.tag(field, WIRE_LENGTH)
+    this.ensure(1 + length)
+    this.buf[this.pos++] = length
+    for (let i = 0; i < length; i += 4) this.uint32((Math.random() * 0x100000000) >>> 0)
+  }
+
   bytesField(field: number, value: Uint8Array): void {
     this.tag(field, WIRE_LENGTH)
     this.varint(value.byteLength)

@@ -12,7 +12,9 @@ const FLAGS_LOCAL_PARENT = 0x101
 const FLAGS_REMOTE_PARENT = 0x301
 
 export interface SpanHead {
+  /** "" for a new trace (random bytes are written). */
   readonly traceId: string
+  /** "" for a new id (random bytes are written). */
   readonly spanId: string
   /** "" for a root. */
   readonly parentSpanId: string
@@ -37,8 +39,10 @@ export const LINKS_FIELD = 13
  */
 export const beginSpan = (w: ProtoWriter, head: SpanHead): number => {
   const start = w.begin(SPANS_FIELD)
-  w.hexBytesField(1, head.traceId)
-  w.hexBytesField(2, head.spanId)
+  if (head.traceId === "") w.randomBytesField(1, 16)
+  else w.hexBytesField(1, head.traceId)
+  if (head.spanId === "") w.randomBytesField(2, 8)
+  else w.hexBytesField(2, head.spanId)
   if (head.traceState !== "") w.stringField(3, head.traceState)
   if (head.parentSpanId !== "") w.hexBytesField(4, head.parentSpanId)
   w.stringField(5, head.name)
