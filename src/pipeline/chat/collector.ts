@@ -34,7 +34,7 @@ export class ResponseCollector {
   error: string | undefined
 
   private appendText(text: string): void {
-    if (this.truncated) return
+    if (this.truncated || !this.keepText) return
     const room = TEXT_CAP - this.text.length
     if (text.length > room) {
       this.text += text.slice(0, room)
@@ -46,7 +46,7 @@ export class ResponseCollector {
 
   private appendArguments(index: number, text: string): void {
     const call = this.toolCalls[index]
-    if (call === undefined || this.toolRoom <= 0) return
+    if (call === undefined || this.toolRoom <= 0 || !this.keepText) return
     const kept = text.length > this.toolRoom ? text.slice(0, this.toolRoom) : text
     this.toolRoom -= kept.length
     call.arguments += kept
@@ -59,9 +59,17 @@ export class ResponseCollector {
     }
   }
 
-  /** `keepUpTo`: assemble the whole answer (for the cache), up to this many bytes of it. */
-  constructor(keepUpTo?: number) {
+  /**
+   * Whether the answer's text and tool-call arguments are kept (for the output
+   * guardrail or GenAI content capture). Without, a stream's text deltas are
+   * not joined at all: no string per chunk, no memory per open stream.
+   */
+  private readonly keepText: boolean
+
+  /** `keepUpTo`: assemble the whole answer (for the cache), up to this many bytes of it. `keepText`: see the field. */
+  constructor(keepUpTo: number | undefined, keepText: boolean) {
     this.assembler = keepUpTo === undefined ? undefined : new ResponseAssembler(keepUpTo)
+    this.keepText = keepText
   }
 
   /** Whether the whole answer is wanted (the cache will keep it). */

@@ -202,7 +202,9 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     }
     /** The collector of the latest attempt: what the log line reports (and the cache keeps). */
     const keepUpTo = caching?.scope.section.max_entry_size_bytes
-    let collector = new ResponseCollector(keepUpTo)
+    // The answer's text is read only by the output guardrail and GenAI content capture.
+    const keepText = input.project.guard.output || telemetry.genAi.captureContent
+    let collector = new ResponseCollector(keepUpTo, keepText)
 
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
@@ -234,7 +236,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
-      collector = new ResponseCollector(keepUpTo)
+      collector = new ResponseCollector(keepUpTo, keepText)
       const operation = fast && caller === "responses" ? "responses" : "chat"
       const { path, headers: auth, secret } = provider.request(operation, target.model, keyFor(provider.origin))
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }

@@ -149,8 +149,13 @@ class ExportedSpan extends Tracer.NativeSpan {
     super.end(endTime, exit)
     const w = this.queue.open()
     if (w === undefined) return
-    writeSpan(w, this, endTime, exit)
-    this.queue.commit()
+    try {
+      writeSpan(w, this, endTime, exit)
+      this.queue.commit()
+    } catch (error) {
+      // Never into the request: the half-written span is cut off by the next `open()`.
+      this.queue.report(error)
+    }
   }
 }
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest"
 import { exportRequest, requestHead, writeAttribute } from "../../../src/pipeline/telemetry/otlp/common.ts"
 import { decodeTraceRequest } from "../../../src/pipeline/telemetry/otlp/decode.ts"
 import { ProtoWriter } from "../../../src/pipeline/telemetry/otlp/protobuf.ts"
-import { ExportQueue } from "../../../src/pipeline/telemetry/otlp/queue.ts"
+import { ByteBudget, ExportQueue } from "../../../src/pipeline/telemetry/otlp/queue.ts"
 import type { QueueOptions } from "../../../src/pipeline/telemetry/otlp/queue.ts"
 import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
 
@@ -144,5 +144,68 @@ describe("the export queue", () => {
     expect(write("after")).toBe(true)
     await q.close()
     expect(write("closed")).toBe(false)
+  })
+})
+
+describe("the export queue's bounds and failures", () => {
+  it("queues sharing a byte budget hold no more than it together, and free it as their batches leave", async () => {
+    const budget = new ByteBudget(2000)
+    const sent: Array<number> = []
+    const make = () => new ExportQueue({
+      head,
+      send: (request) => {
+        sent.push(decodeTraceRequest(request).length)
+        return Promise.resolve()
+      },
+      maxQueued: 1000,
+      maxQueuedBytes: 1 << 20,
+      maxBatch: 1000,
+      maxBatchBytes: 1 << 20,
+      delayMs: 60_000,
+      budget,
+      onFailure: () => {}
+    })
+    const queues = [make(), make(), make()]
+    let accepted = 0
+    for (let i = 0; i < 60; i++) {
+      const q = queues[i % 3]
+      const w = q.open()
+      if (w === undefined) continue
+      writeOneSpan(w, `b${i}`, { filler: "f".repeat(50) })
+      q.commit()
+      accepted++
+    }
+    expect(accepted).toBeLessThan(60)
+    expect(budget.used).toBeGreaterThanOrEqual(2000)
+    expect(budget.used).toBeLessThan(2000 + 400)
+    await Promise.all(queues.map((q) => q.flush()))
+    expect(sent.reduce((a, b) => a + b, 0)).toBe(accepted)
+    expect(budget.used).toBe(0)
+  })
+
+  it("an item whose writing failed half-way is left out; the batch stays well-formed", async () => {
+    const sent: Array<ReadonlyArray<string>> = []
+    const q = new ExportQueue({
+      head,
+      send: (request) => {
+        sent.push(decodeTraceRequest(request).map((span) => span.name))
+        return Promise.resolve()
+      },
+      maxQueued: 100,
+      maxQueuedBytes: 1 << 20,
+      maxBatch: 100,
+      maxBatchBytes: 1 << 20,
+      delayMs: 60_000,
+      onFailure: () => {}
+    })
+    writeOneSpan(q.open()!, "first", {})
+    q.commit()
+    const w = q.open()!
+    w.begin(2)
+    w.stringField(1, "half a span, never committed")
+    writeOneSpan(q.open()!, "second", {})
+    q.commit()
+    await q.flush()
+    expect(sent).toEqual([["first", "second"]])
   })
 })

@@ -6,7 +6,7 @@
  * Details
  * - A pipeline (a span export queue and the call metrics, both sent with its
  *   credential) is made on a credential's first call and kept while it is
- *   used. At most `MAX_PIPELINES` live at once (the least recently used is
+ *   used. The span queues of all pipelines share one byte bound. At most `MAX_PIPELINES` live at once (the least recently used is
  *   closed for a new one); a pipeline idle for `IDLE_MS`, or whose token is
  *   about to expire, is flushed and closed by a sweep. Closing happens in the
  *   background.
@@ -19,7 +19,7 @@
 import { exportRequest, requestHead, writeAttributes } from "../otlp/common.ts"
 import type { RequestHead } from "../otlp/common.ts"
 import { ProtoWriter } from "../otlp/protobuf.ts"
-import { ExportQueue } from "../otlp/queue.ts"
+import { ByteBudget, ExportQueue } from "../otlp/queue.ts"
 import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../otlp/trace.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
 import { genAiCallAttributes, genAiIdentity, genAiSpanName } from "./call.ts"
@@ -36,6 +36,8 @@ const CLOSE_TIMEOUT_MS = 5_000
 
 /** Bounds of each pipeline's span queue: one per token, so smaller than the application trace's. */
 const QUEUE = { maxQueued: 2048, maxQueuedBytes: 16 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024, delayMs: 1000 }
+/** What the span queues of every pipeline hold together at most (spans with content are up to ~130 KB each). */
+const ALL_QUEUES_BYTES = 64 * 1024 * 1024
 
 const SCOPE = "gateway-genai"
 const MAX_IDENTITIES = 4096
@@ -94,6 +96,7 @@ export class GenAiRecorder {
   private readonly head: RequestHead
   private readonly scratch = new ProtoWriter(4096)
   private readonly identities = new Map<string, Uint8Array>()
+  private readonly budget = new ByteBudget(ALL_QUEUES_BYTES)
   /** The key of the pipeline used last (already last in the map's order). */
   private mostRecent: string | undefined
   /** Called with any error recording or exporting raised, and where (recording never throws into a request). */
@@ -234,7 +237,7 @@ export class GenAiRecorder {
 
   private open(credential: ExportCredential | undefined, now: number): Pipeline {
     const { sinks } = this
-    const spans = new ExportQueue({ ...QUEUE, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.spanFailure })
+    const spans = new ExportQueue({ ...QUEUE, budget: this.budget, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.spanFailure })
     const closeAt = credential?.expiresAt === undefined ? Number.POSITIVE_INFINITY : credential.expiresAt - EXPIRY_MARGIN_MS
     const pipeline: Pipeline = {
       spans,

@@ -11,6 +11,10 @@
  *   each drop (the export error log throttles and counts them).
  * - A batch holds at most `maxBatch` items and about `maxBatchBytes` bytes:
  *   collectors refuse messages over 4 MiB by default.
+ * - Queues may share a `ByteBudget` (the GenAI pipelines of every token do):
+ *   whatever the number of tokens, what they hold together is bounded.
+ * - An item whose writing threw (never committed) is forgotten by the next
+ *   `open()`: a batch never carries half an item.
  * - No timer runs while the queue is empty: an idle gateway is never woken.
  * - `immediate` (the test layer) seals every item as its own batch and sends
  *   it at once, so an item is readable as soon as it is written.
@@ -21,6 +25,15 @@ import { ProtoWriter } from "./protobuf.ts"
 
 /** Sends one encoded export request; rejects when the collector did not take it. */
 export type SendExport = (request: Buffer) => Promise<void>
+
+/** Bytes held by several queues together, and their bound. */
+export class ByteBudget {
+  used = 0
+  readonly max: number
+  constructor(max: number) {
+    this.max = max
+  }
+}
 
 export interface QueueOptions {
   readonly head: RequestHead
@@ -33,6 +46,8 @@ export interface QueueOptions {
   readonly maxBatchBytes: number
   readonly delayMs: number
   readonly immediate?: boolean | undefined
+  /** A bound shared with other queues. */
+  readonly budget?: ByteBudget | undefined
   /** A send failed, or an item was dropped from a full queue (reported every time: the log throttles). */
   readonly onFailure: (error: unknown) => void
 }
@@ -45,7 +60,9 @@ export class ExportQueue {
   private readonly options: QueueOptions
   private readonly writer = new ProtoWriter(64 * 1024)
   private openItems = 0
-  private readonly sealed: Array<{ readonly request: Buffer; readonly items: number }> = []
+  /** Where the last committed item ends: an item written after it and never committed is cut off. */
+  private committed = 0
+  private readonly sealed: Array<{ readonly request: Buffer; readonly items: number; readonly body: number }> = []
   private sealedItems = 0
   private sealedBytes = 0
   private inFlight: Promise<void> | undefined
@@ -63,8 +80,11 @@ export class ExportQueue {
    * counted). Call `commit()` once the item is written.
    */
   open(): ProtoWriter | undefined {
-    const { maxQueued, maxQueuedBytes } = this.options
-    if (this.closed || this.openItems + this.sealedItems >= maxQueued || this.writer.pos + this.sealedBytes >= maxQueuedBytes) {
+    const { maxQueued, maxQueuedBytes, budget } = this.options
+    this.writer.pos = this.committed
+    const full = this.openItems + this.sealedItems >= maxQueued || this.committed + this.sealedBytes >= maxQueuedBytes ||
+      (budget !== undefined && budget.used >= budget.max)
+    if (this.closed || full) {
       this.options.onFailure(this.closed ? QUEUE_CLOSED : QUEUE_FULL)
       return undefined
     }
@@ -73,8 +93,10 @@ export class ExportQueue {
 
   /** The item written since `open()` is complete. */
   commit(): void {
-    this.openItems++
     const { options } = this
+    if (options.budget !== undefined) options.budget.used += this.writer.pos - this.committed
+    this.committed = this.writer.pos
+    this.openItems++
     if (options.immediate === true || this.openItems >= options.maxBatch || this.writer.pos >= options.maxBatchBytes) {
       this.seal()
       this.pump()
@@ -86,6 +108,11 @@ export class ExportQueue {
       }, options.delayMs)
       this.timer.unref()
     }
+  }
+
+  /** Reports a failure of the queue's own (an item that could not be written). */
+  report(error: unknown): void {
+    this.options.onFailure(error)
   }
 
   /** Sends everything written so far; resolves when nothing is queued or in flight (or the queue gave up on it). */
@@ -109,11 +136,13 @@ export class ExportQueue {
       this.timer = undefined
     }
     if (this.openItems === 0) return
-    const request = exportRequest(this.options.head, this.writer.buf.subarray(0, this.writer.pos))
-    this.sealed.push({ request, items: this.openItems })
+    const body = this.committed
+    const request = exportRequest(this.options.head, this.writer.buf.subarray(0, body))
+    this.sealed.push({ request, items: this.openItems, body })
     this.sealedItems += this.openItems
     this.sealedBytes += request.byteLength
     this.writer.reset()
+    this.committed = 0
     this.openItems = 0
   }
 
@@ -126,8 +155,7 @@ export class ExportQueue {
       return
     }
     const done = () => {
-      this.sealedItems -= next.items
-      this.sealedBytes -= next.request.byteLength
+      this.release(next)
       this.inFlight = undefined
       this.pump()
     }
@@ -145,15 +173,21 @@ export class ExportQueue {
 
   /** `immediate`: every sealed batch is handed over now, none waiting for another. */
   private sendAll(): void {
-    for (const { request } of this.sealed.splice(0)) {
+    for (const batch of this.sealed.splice(0)) {
       try {
-        void this.options.send(request).catch(this.options.onFailure)
+        void this.options.send(batch.request).catch(this.options.onFailure)
       } catch (error) {
         this.options.onFailure(error)
       }
+      this.release(batch)
     }
-    this.sealedItems = 0
-    this.sealedBytes = 0
     for (const resolve of this.idleWaiters.splice(0)) resolve()
+  }
+
+  /** A batch has left (sent, or given up on): its room is free again. */
+  private release(batch: { readonly request: Buffer; readonly items: number; readonly body: number }): void {
+    this.sealedItems -= batch.items
+    this.sealedBytes -= batch.request.byteLength
+    if (this.options.budget !== undefined) this.options.budget.used -= batch.body
   }
 }
