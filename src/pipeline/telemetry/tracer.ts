@@ -59,10 +59,6 @@ const traceStateOf = (span: Tracer.AnySpan): string =>
 
 const EXCEPTION_EVENT = "exception"
 
-/** The writer `writeSpanAttribute` writes to (a module-level callback spares a closure per span). */
-let writing: ProtoWriter
-const writeSpanAttribute = (value: unknown, key: string): void => writeAttribute(writing, SPAN_ATTRIBUTES, key, value)
-
 /** One span, as it ends: identity, attributes, events, links, status (OTLP `Span`). */
 const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit.Exit<unknown, unknown>): void => {
   const parent = Option.getOrUndefined(span.parent)
@@ -78,11 +74,8 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
     startNs: span.startTime,
     endNs
   })
-  const attributes = span._attributes
-  if (attributes !== undefined) {
-    writing = w
-    attributes.forEach(writeSpanAttribute)
-  }
+  const pairs = span.pairs
+  for (let i = 0; i < pairs.length; i += 2) writeAttribute(w, SPAN_ATTRIBUTES, pairs[i] as string, pairs[i + 1])
   let code: number = STATUS_CODE.ok
   let message = ""
   if (Exit.isFailure(exit)) {
@@ -107,7 +100,7 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
     }
   }
   if (span.kind === "server") {
-    const status = attributes?.get(HTTP.responseStatusCode)
+    const status = span.attributeValue(HTTP.responseStatusCode)
     if (typeof status === "number" && status >= 500) code = STATUS_CODE.error
   }
   const events = span._events
@@ -136,12 +129,40 @@ type SpanOptions = ConstructorParameters<typeof Tracer.NativeSpan>[0]
 class ExportedSpan extends Tracer.NativeSpan {
   readonly traceState: string
   private readonly queue: ExportQueue
+  /** Attributes as keys and values in turn (a span has a handful: cheaper than a Map per span). */
+  readonly pairs: Array<unknown> = []
 
   constructor(options: SpanOptions, queue: ExportQueue) {
     super(options)
     this.queue = queue
     const parent = Option.getOrUndefined(options.parent)
     this.traceState = parent === undefined ? "" : traceStateOf(parent)
+  }
+
+  override attribute(key: string, value: unknown): void {
+    if (this.status._tag === "Ended") return
+    const pairs = this.pairs
+    for (let i = 0; i < pairs.length; i += 2) {
+      if (pairs[i] === key) {
+        pairs[i + 1] = value
+        return
+      }
+    }
+    pairs.push(key, value)
+  }
+
+  /** The attributes as a Map, for whoever reads them so (the exporter reads `pairs`). */
+  override get attributes(): Map<string, unknown> {
+    const map = new Map<string, unknown>()
+    for (let i = 0; i < this.pairs.length; i += 2) map.set(this.pairs[i] as string, this.pairs[i + 1])
+    return map
+  }
+
+  /** An attribute's value, or undefined. */
+  attributeValue(key: string): unknown {
+    const pairs = this.pairs
+    for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === key) return pairs[i + 1]
+    return undefined
   }
 
   override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
