@@ -13,8 +13,7 @@ import { configPath, loadSettings, redactedView } from "./config/index.ts"
 import { liveLayer, serveGateway } from "./gateway.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog } from "./pipeline/telemetry/log.ts"
-import { superviseWorkers, workerCount, workerNumber } from "./workers.ts"
-import cluster from "node:cluster"
+import { isClusterWorker, superviseWorkers, workerCount, workerNumber } from "./workers.ts"
 
 const USAGE = `usage:
   gateway [serve] [[--config] PATH] run the gateway (config: PATH, $GATEWAY_CONFIG or config/gateway.toml)
@@ -42,8 +41,8 @@ const serve = (path: string | undefined): void => {
     return
   }
   const level = result.settings.file.telemetry.log_level
-  if (cluster.isPrimary && workerCount(result.settings) > 1) {
-    superviseWorkers(result.settings, new JsonLog(level))
+  if (!isClusterWorker() && workerCount(result.settings) > 1) {
+    void superviseWorkers(result.settings, new JsonLog(level))
     return
   }
   const log = new JsonLog(level, process.stdout, { worker: workerNumber() })

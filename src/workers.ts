@@ -12,8 +12,10 @@
  *
  * Every log line carries the worker number; the primary logs starts, deaths
  * and restarts.
+ *
+ * `node:cluster` (and `child_process` under it, ~3 MiB of resident memory) is
+ * loaded only by a primary that forks: a single gateway never loads it.
  */
-import cluster from "node:cluster"
 import type { Worker } from "node:cluster"
 import { availableParallelism } from "node:os"
 import type { GatewaySettings } from "./config/index.ts"
@@ -25,10 +27,18 @@ export const workerCount = (settings: GatewaySettings): number => {
   return workers === "auto" ? availableParallelism() : workers
 }
 
+/**
+ * This process is a worker the primary forked: it carries the worker number
+ * the primary gave it and an IPC channel to the primary. (Node's own marker,
+ * `NODE_UNIQUE_ID`, is gone from the environment once the worker starts, and
+ * `cluster.isWorker` would load the module.)
+ */
+export const isClusterWorker = (): boolean => process.env.GATEWAY_WORKER_ID !== undefined && process.send !== undefined
+
 /** The worker number of this process in workers mode (from 1), or undefined. */
 export const workerNumber = (): number | undefined => {
   const value = process.env.GATEWAY_WORKER_ID
-  return cluster.isWorker && value !== undefined ? Number(value) : undefined
+  return isClusterWorker() && value !== undefined ? Number(value) : undefined
 }
 
 const YOUNG_MS = 5_000
@@ -36,7 +46,8 @@ const RESTART_DELAY_MS = 1_000
 const KILL_AFTER_GRACE_MS = 5_000
 
 /** Runs the primary: forks the workers and supervises them until a signal stops them all. */
-export const superviseWorkers = (settings: GatewaySettings, log: JsonLog): void => {
+export const superviseWorkers = async (settings: GatewaySettings, log: JsonLog): Promise<void> => {
+  const { default: cluster } = await import("node:cluster")
   const count = workerCount(settings)
   const started = new Map<Worker, { readonly id: number; readonly at: number }>()
   let stopping = false
