@@ -229,4 +229,21 @@ describe("GenAI export credentials", () => {
       "Bearer static-token": 1
     })
   })
+
+  it("a token gRPC metadata cannot carry is reported without its text, and the request is not touched", async () => {
+    // grpc-js refuses metadata values outside printable ASCII, quoting the whole value in its error.
+    const running = await startTelemetry(genai())
+    await running.run(running.telemetry.recordModelCall(callOf(), credential("tok-visible SECRETPART\u0007")))
+    await running.close()
+    const failures = running.logs.filter((line) => line.msg === "telemetry export failed")
+    expect(failures).toHaveLength(1)
+    expect(JSON.stringify(running.logs)).not.toContain("SECRETPART")
+  })
+
+  it("an otlp_bearer_token gRPC metadata cannot carry fails the start without its text", async () => {
+    const failure = await startTelemetry(genai({ otlp_bearer_token: "static SECRETPART\r" })).then(() => undefined, (error: unknown) => error)
+    expect(failure).toBeDefined()
+    expect(String(failure)).toMatch(/metadata/i)
+    expect(`${String(failure)} ${(failure as Error).stack ?? ""} ${JSON.stringify(failure)}`).not.toContain("SECRETPART")
+  })
 })
