@@ -212,6 +212,27 @@ describe("the export queue's bounds and failures", () => {
     expect(budget.used).toBe(0)
   })
 
+  it("a queue whose batch grew its buffer past 1 MiB does not keep that buffer once the batch is sealed (the byte budget does not count it)", async () => {
+    // 128 GenAI queues each keeping the 4 MiB a 3 MiB batch grew their writer to would hold 512 MiB with the budget at 0.
+    const q = new ExportQueue({
+      head,
+      send: () => Promise.resolve(),
+      maxQueued: 2048,
+      maxQueuedBytes: 16 << 20,
+      maxBatch: 512,
+      maxBatchBytes: 3 << 20,
+      delayMs: 60_000,
+      onFailure: () => {}
+    })
+    for (let i = 0; i < 40; i++) {
+      writeOneSpan(q.open()!, `big-${i}`, { content: "c".repeat(100_000) })
+      q.commit()
+    }
+    await q.flush()
+    const writer = (q as unknown as { readonly writer: ProtoWriter }).writer
+    expect(writer.buf.length).toBeLessThanOrEqual(1 << 20)
+  })
+
   it("an item whose writing failed half-way is left out; the batch stays well-formed", async () => {
     const sent: Array<ReadonlyArray<string>> = []
     const q = new ExportQueue({
