@@ -17,7 +17,7 @@ import type { TelemetrySettings, TelemetrySinks } from "./settings.ts"
 import { otlpSinks } from "./sinks.ts"
 import type { TelemetryShape } from "./Telemetry.ts"
 import { TELEMETRY_OFF } from "./Telemetry.ts"
-import { makeAppTracer, parentFromHeaders, sampleRequest } from "./tracer.ts"
+import { makeAppTracer, parentFromHeaders, sampleRequest, traceStateOf } from "./tracer.ts"
 
 const SCOPE = "gateway"
 const FLUSH_TIMEOUT = "5 seconds"
@@ -44,7 +44,7 @@ const genAiParentOf = (parent: Tracer.AnySpan | undefined): GenAiParent | undefi
   // The gateway's own spans have well-formed ids; a caller's (a library user's parent) may not.
   const remote = span._tag === "ExternalSpan"
   if (remote && (!TRACE_ID.test(span.traceId) || !SPAN_ID.test(span.spanId))) return undefined
-  return { traceId: span.traceId, spanId: span.spanId, sampled: span.sampled, remote }
+  return { traceId: span.traceId, spanId: span.spanId, sampled: span.sampled, remote, traceState: traceStateOf(span) }
 }
 
 const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: TelemetrySinks, errors: ExportErrorLog) {

@@ -53,8 +53,8 @@ interface CallerSpan extends Tracer.ExternalSpan {
   readonly traceState: string
 }
 
-/** The `tracestate` a span carries: its caller's, inherited by every descendant. */
-const traceStateOf = (span: Tracer.AnySpan): string =>
+/** The `tracestate` a span carries: its caller's, inherited by every descendant (the GenAI span too). */
+export const traceStateOf = (span: Tracer.AnySpan): string =>
   span instanceof ExportedSpan ? span.traceState : (span as Partial<CallerSpan>).traceState ?? ""
 
 const EXCEPTION_EVENT = "exception"

@@ -12,7 +12,8 @@ import type { GenAiCall } from "../../../src/pipeline/telemetry/genai/call.ts"
 import type { ExportCredential, TelemetrySettings } from "../../../src/pipeline/telemetry/settings.ts"
 import { startOtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import type { OtlpReceiver } from "../../fixtures/otlp-receiver.ts"
-import { settingsOf, startTelemetry } from "./support.ts"
+import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
+import { asRequest, settingsOf, startTelemetry } from "./support.ts"
 
 let collector: OtlpReceiver
 beforeAll(async () => {
@@ -134,6 +135,28 @@ describe("GenAI span", () => {
     expect(span.traceId).toBe(traceId)
     expect(span.parentSpanId).toBe("00f067aa0ba902b7")
   })
+
+  it("carries the trace state of the trace it joins, as every span of the trace does", async () => {
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+    const headers = { traceparent: `00-${traceId}-00f067aa0ba902b7-01`, tracestate: "vendor=abc,other=1" }
+    // Untraced: the caller's span is the parent.
+    const alone = await startTelemetry(genai())
+    await alone.run(alone.telemetry.recordModelCall(callOf(), undefined, alone.telemetry.parentOf(headers)))
+    await alone.run(alone.telemetry.flush)
+    await alone.close()
+    // Traced: the server span (which carries the caller's trace state) is the parent.
+    const memory = new TelemetryMemory()
+    const traced = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 }, genai_telemetry: { enabled: true, metrics_enabled: false } }), memory)
+    await traced.run(asRequest(traced.telemetry, traced.telemetry.recordModelCall(callOf()), headers))
+    await traced.close()
+    await collector.waitFor((c) => c.spans().length >= 1)
+    expect(collector.spans()[0].traceState).toBe("vendor=abc,other=1")
+    const server = memory.appSpans().find((span) => span.kind === 2)!
+    const [{ span }] = memory.genAiSpans()
+    expect(span.parentSpanId).toBe(server.spanId)
+    expect(server.traceState).toBe("vendor=abc,other=1")
+    expect(span.traceState).toBe(server.traceState)
+  })
 })
 
 describe("GenAI metrics", () => {
@@ -228,5 +251,22 @@ describe("GenAI export credentials", () => {
       "Bearer beta": 2,
       "Bearer static-token": 1
     })
+  })
+
+  it("a token gRPC metadata cannot carry is reported without its text, and the request is not touched", async () => {
+    // grpc-js refuses metadata values outside printable ASCII, quoting the whole value in its error.
+    const running = await startTelemetry(genai())
+    await running.run(running.telemetry.recordModelCall(callOf(), credential("tok-visible SECRETPART\u0007")))
+    await running.close()
+    const failures = running.logs.filter((line) => line.msg === "telemetry export failed")
+    expect(failures).toHaveLength(1)
+    expect(JSON.stringify(running.logs)).not.toContain("SECRETPART")
+  })
+
+  it("an otlp_bearer_token gRPC metadata cannot carry fails the start without its text", async () => {
+    const failure = await startTelemetry(genai({ otlp_bearer_token: "static SECRETPART\r" })).then(() => undefined, (error: unknown) => error)
+    expect(failure).toBeDefined()
+    expect(String(failure)).toMatch(/metadata/i)
+    expect(`${String(failure)} ${(failure as Error).stack ?? ""} ${JSON.stringify(failure)}`).not.toContain("SECRETPART")
   })
 })

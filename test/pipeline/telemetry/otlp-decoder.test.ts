@@ -24,4 +24,13 @@ describe("the OTLP test decoder", () => {
     const { resource: _resource, ...fields } = point
     expect(fields).toEqual(golden.histogram)
   })
+
+  it("refuses an export whose lengths run past its end, as a collector does (an encoder's wrong length cannot pass unseen)", () => {
+    const traces = Buffer.from(golden.traceHex, "hex")
+    const metrics = Buffer.from(golden.metricsHex, "hex")
+    for (const cut of [1, 3, 10]) {
+      expect(() => decodeTraceRequest(traces.subarray(0, traces.length - cut))).toThrow(/truncated/)
+      expect(() => decodeMetricsRequest(metrics.subarray(0, metrics.length - cut))).toThrow(/truncated/)
+    }
+  })
 })

@@ -6,7 +6,9 @@
  */
 import { describe, expect, it } from "vitest"
 import { exportRequest, requestHead, writeAttribute } from "../../../src/pipeline/telemetry/otlp/common.ts"
-import { decodeTraceRequest } from "../../../src/pipeline/telemetry/otlp/decode.ts"
+import { GenAiMetrics } from "../../../src/pipeline/telemetry/genai/metrics.ts"
+import { decodeMetricsRequest, decodeTraceRequest } from "../../../src/pipeline/telemetry/otlp/decode.ts"
+import { HistogramInstrument } from "../../../src/pipeline/telemetry/otlp/metrics.ts"
 import { ProtoWriter } from "../../../src/pipeline/telemetry/otlp/protobuf.ts"
 import { ByteBudget, ExportQueue } from "../../../src/pipeline/telemetry/otlp/queue.ts"
 import type { QueueOptions } from "../../../src/pipeline/telemetry/otlp/queue.ts"
@@ -77,6 +79,33 @@ describe("OTLP encoding", () => {
     expect(spans.map((span) => span.name)).toEqual(names)
     expect(spans.map((span) => span.attributes.index)).toEqual(names.map((_, i) => i))
     expect(spans[199].attributes.text).toBe("t".repeat(597))
+  })
+})
+
+describe("OTLP metrics", () => {
+  it("an instrument none of whose series recorded a value writes no metric (no Metric without data points)", () => {
+    const instrument = new HistogramInstrument({ name: "gen_ai.server.time_to_first_token", unit: "s", description: "", boundaries: [0.1, 1] })
+    instrument.newSeries({ "gen_ai.operation.name": "chat" })
+    const w = new ProtoWriter(64)
+    instrument.write(w, 1n, 2n)
+    expect(w.pos).toBe(0)
+  })
+
+  it("the metrics of non-streamed calls carry no time-to-first-token metric", () => {
+    const metrics = new GenAiMetrics()
+    metrics.record({
+      operation: "chat",
+      requestedModel: "gpt-4o",
+      upstream: { providerId: "openai", kind: "openai", origin: "https://api.openai.test", model: "gpt-4o" },
+      stream: false,
+      response: { model: "gpt-4o", usage: { inputTokens: 3, outputTokens: 5 } },
+      timing: { startedAt: 0, endedAt: 1500 }
+    })
+    const w = new ProtoWriter(64)
+    metrics.write(w, 1n, 2n)
+    const request = exportRequest(head, w.buf.subarray(0, w.pos))
+    expect(new Set(decodeMetricsRequest(request).map((point) => point.metric))).toEqual(new Set(["gen_ai.client.token.usage", "gen_ai.client.operation.duration"]))
+    expect(request.includes("gen_ai.server.time_to_first_token")).toBe(false)
   })
 })
 
@@ -181,6 +210,27 @@ describe("the export queue's bounds and failures", () => {
     await Promise.all(queues.map((q) => q.flush()))
     expect(sent.reduce((a, b) => a + b, 0)).toBe(accepted)
     expect(budget.used).toBe(0)
+  })
+
+  it("a queue whose batch grew its buffer past 1 MiB does not keep that buffer once the batch is sealed (the byte budget does not count it)", async () => {
+    // 128 GenAI queues each keeping the 4 MiB a 3 MiB batch grew their writer to would hold 512 MiB with the budget at 0.
+    const q = new ExportQueue({
+      head,
+      send: () => Promise.resolve(),
+      maxQueued: 2048,
+      maxQueuedBytes: 16 << 20,
+      maxBatch: 512,
+      maxBatchBytes: 3 << 20,
+      delayMs: 60_000,
+      onFailure: () => {}
+    })
+    for (let i = 0; i < 40; i++) {
+      writeOneSpan(q.open()!, `big-${i}`, { content: "c".repeat(100_000) })
+      q.commit()
+    }
+    await q.flush()
+    const writer = (q as unknown as { readonly writer: ProtoWriter }).writer
+    expect(writer.buf.length).toBeLessThanOrEqual(1 << 20)
   })
 
   it("an item whose writing failed half-way is left out; the batch stays well-formed", async () => {

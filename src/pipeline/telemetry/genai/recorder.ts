@@ -51,6 +51,8 @@ export interface GenAiParent {
   readonly spanId: string
   readonly sampled: boolean
   readonly remote: boolean
+  /** The W3C `tracestate` of the trace ("" for none), which the GenAI span carries like every span of it. */
+  readonly traceState: string
 }
 
 interface Pipeline {
@@ -137,7 +139,7 @@ export class GenAiRecorder {
             spanId: "",
             parentSpanId: parent?.spanId ?? "",
             remoteParent,
-            traceState: "",
+            traceState: parent?.traceState ?? "",
             name: genAiSpanName(call),
             kind: SPAN_KIND.client,
             startNs: epochNanos(call.timing.startedAt),

@@ -115,9 +115,17 @@ export class OtlpGrpcChannel {
   }
 }
 
-/** `authorization: Bearer <token>` metadata for export calls. */
+/**
+ * `authorization: Bearer <token>` metadata for export calls. A token gRPC
+ * metadata cannot carry (anything but printable ASCII) throws an error that
+ * does not quote it (grpc-js's own error quotes the whole value).
+ */
 export const bearerMetadata = (token: string): grpc.Metadata => {
   const metadata = new grpc.Metadata()
-  metadata.set("authorization", `Bearer ${token}`)
+  try {
+    metadata.set("authorization", `Bearer ${token}`)
+  } catch {
+    throw new Error("the collector token has characters gRPC metadata cannot carry (printable ASCII only): nothing is exported with it")
+  }
   return metadata
 }

@@ -70,9 +70,13 @@ export class HistogramInstrument {
     return this.series.length
   }
 
-  /** The instrument as one `Metric` (field 2 of `ScopeMetrics`), all series at `timeNs`, counted from `startNs`. */
+  /**
+   * The instrument as one `Metric` (field 2 of `ScopeMetrics`), all series at
+   * `timeNs`, counted from `startNs`; nothing when no series recorded a value
+   * (a `Metric` with no data points says nothing).
+   */
   write(w: ProtoWriter, startNs: bigint, timeNs: bigint): void {
-    if (this.series.length === 0) return
+    if (!this.series.some((series) => series.count > 0)) return
     const { descriptor } = this
     const metric = w.begin(METRICS_FIELD)
     w.stringField(1, descriptor.name)

@@ -12,7 +12,9 @@
  * - A batch holds at most `maxBatch` items and about `maxBatchBytes` bytes:
  *   collectors refuse messages over 4 MiB by default.
  * - Queues may share a `ByteBudget` (the GenAI pipelines of every token do):
- *   whatever the number of tokens, what they hold together is bounded.
+ *   whatever the number of tokens, what they hold together is bounded. The
+ *   writer's buffer is not counted: a queue keeps at most 1 MiB of it
+ *   between batches.
  * - An item whose writing threw (never committed) is forgotten by the next
  *   `open()`: a batch never carries half an item.
  * - No timer runs while the queue is empty: an idle gateway is never woken.
@@ -52,13 +54,17 @@ export interface QueueOptions {
   readonly onFailure: (error: unknown) => void
 }
 
+/** The writer's first buffer, and the most it keeps between batches (a batch of large spans that grew it further gives it back when sealed). */
+const WRITER_BYTES = 64 * 1024
+const KEPT_WRITER_BYTES = 1024 * 1024
+
 const QUEUE_FULL = new Error("the export queue is full: a span was dropped")
 const QUEUE_CLOSED = new Error("the export queue is closed: a span was dropped")
 
 /** Where an item goes: the queue's writer, between `open()` and `commit()`. */
 export class ExportQueue {
   private readonly options: QueueOptions
-  private readonly writer = new ProtoWriter(64 * 1024)
+  private readonly writer = new ProtoWriter(WRITER_BYTES)
   private openItems = 0
   /** Where the last committed item ends: an item written after it and never committed is cut off. */
   private committed = 0
@@ -142,6 +148,7 @@ export class ExportQueue {
     this.sealedItems += this.openItems
     this.sealedBytes += request.byteLength
     this.writer.reset()
+    if (this.writer.buf.length > KEPT_WRITER_BYTES) this.writer.buf = Buffer.allocUnsafe(WRITER_BYTES)
     this.committed = 0
     this.openItems = 0
   }
