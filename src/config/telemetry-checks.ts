@@ -19,6 +19,9 @@ const isHttpUrl = (value: string): boolean => {
   }
 }
 
+/** A day: longer intervals hold metrics for no use (and past ~24.8 days Node's timers would fire at once). */
+const MAX_INTERVAL_SECS = 86_400
+
 export const checkTelemetrySections = (file: ConfigFile, findings: Findings): void => {
   const { telemetry, genai_telemetry: genai, auth } = file
   if (telemetry.enabled && !isHttpUrl(telemetry.otlp_endpoint)) {
@@ -26,6 +29,12 @@ export const checkTelemetrySections = (file: ConfigFile, findings: Findings): vo
   }
   if (genai.enabled && !isHttpUrl(genai.otlp_endpoint)) {
     findings.error("genai_telemetry.otlp_endpoint", `expected the collector's OTLP gRPC address as an http:// or https:// URL, got ${JSON.stringify(genai.otlp_endpoint)}`)
+  }
+  if (genai.enabled && genai.metrics_enabled && genai.metrics_export_interval_secs > MAX_INTERVAL_SECS) {
+    findings.error(
+      "genai_telemetry.metrics_export_interval_secs",
+      `${genai.metrics_export_interval_secs} is longer than a day (${MAX_INTERVAL_SECS}); metrics would be held that long`
+    )
   }
   if (genai.enabled && genai.metrics_enabled && genai.metrics_export_timeout_secs > genai.metrics_export_interval_secs) {
     findings.error(

@@ -31,6 +31,13 @@ describe("telemetry sections", () => {
     expect(load(withServer({ genai_telemetry: { enabled: true, metrics_enabled: false, metrics_export_interval_secs: 5, metrics_export_timeout_secs: 10 } })).file.genai_telemetry.metrics_enabled).toBe(false)
   })
 
+  it("the metrics export interval is at most a day", () => {
+    expect(failure(withServer({ genai_telemetry: { enabled: true, metrics_export_interval_secs: 86_401 } }))).toBe(
+      `${INVALID}genai_telemetry.metrics_export_interval_secs: 86401 is longer than a day (86400); metrics would be held that long`
+    )
+    expect(load(withServer({ genai_telemetry: { enabled: true, metrics_export_interval_secs: 86_400 } })).file.genai_telemetry.metrics_export_interval_secs).toBe(86_400)
+  })
+
   it("the exchange URL must be http(s)", () => {
     expect(failure(withServer({ auth: { enabled: true, exchange_url: "auth.example/exchange" } }))).toBe(`${INVALID}auth.exchange_url: expected an http:// or https:// URL`)
     expect(load(withServer({ auth: { enabled: true, exchange_url: "https://auth.example/v1/exchange" } })).file.auth.cache_skew_seconds).toBe(60)

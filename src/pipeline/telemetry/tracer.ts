@@ -18,9 +18,10 @@
  * - As the OpenTelemetry bridge did: a span whose program succeeded has
  *   status OK; a failure adds one `exception` event per error and status
  *   ERROR with the first error's message; an interruption alone sets
- *   `effect.fiber.interrupted`. A server span whose response is a 5xx gets
- *   status ERROR (HTTP semantic conventions), although its program succeeded
- *   (it wrote the error).
+ *   `effect.fiber.interrupted`. A span with `error.type` (a server span whose
+ *   response is a 5xx, an attempt whose stream broke after its head) gets
+ *   status ERROR (as the semantic conventions have it), although its program
+ *   succeeded (it wrote the error, or forwarded what the upstream sent).
  */
 import { Cause, Exit, Option, Tracer } from "effect"
 import type { Context } from "effect"
@@ -30,7 +31,7 @@ import { writeAttribute } from "./otlp/common.ts"
 import type { ProtoWriter } from "./otlp/protobuf.ts"
 import type { ExportQueue } from "./otlp/queue.ts"
 import { beginSpan, endSpan, EVENTS_FIELD, LINKS_FIELD, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "./otlp/trace.ts"
-import { HTTP } from "./spans.ts"
+import { ATTR } from "./spans.ts"
 
 /** An upstream failure as spans may show it: the class, the provider, the status; never the upstream's text. */
 class RedactedUpstreamFailure extends Error {
@@ -75,7 +76,10 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
     endNs
   })
   const pairs = span.pairs
-  for (let i = 0; i < pairs.length; i += 2) writeAttribute(w, SPAN_ATTRIBUTES, pairs[i] as string, pairs[i + 1])
+  for (let i = 0; i < pairs.length; i += 2) {
+    // An attribute set to undefined is an attribute not set.
+    if (pairs[i + 1] !== undefined) writeAttribute(w, SPAN_ATTRIBUTES, pairs[i] as string, pairs[i + 1])
+  }
   let code: number = STATUS_CODE.ok
   let message = ""
   if (Exit.isFailure(exit)) {
@@ -99,10 +103,9 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
       }
     }
   }
-  if (span.kind === "server") {
-    const status = span.attributeValue(HTTP.responseStatusCode)
-    if (typeof status === "number" && status >= 500) code = STATUS_CODE.error
-  }
+  // A span that names what failed (`error.type`: a 5xx server span, an attempt whose stream broke after
+  // its head) is an error span, though its program succeeded (it wrote the error, or forwarded what came).
+  if (code === STATUS_CODE.ok && span.attributeValue(ATTR.errorType) !== undefined) code = STATUS_CODE.error
   const events = span._events
   if (events !== undefined) {
     for (const [name, time, eventAttributes] of events) {

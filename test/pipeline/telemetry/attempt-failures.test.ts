@@ -84,3 +84,21 @@ describe("attempt spans", () => {
     expect(JSON.stringify(span.events)).toContain("upstream: provider openai timed out")
   })
 })
+
+describe("a stream that broke after its head", () => {
+  it("its attempt span names the failure and is an error span; an attribute set to undefined is left out", async () => {
+    const memory = new TelemetryMemory()
+    const running = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 } }), memory)
+    await running.run(asRequest(running.telemetry, inAttemptSpan({ attempt: 1, providerId: "openai", kind: "openai", origin: ORIGIN, targetId: "primary", model: "gpt-4o" }, (span) =>
+      Effect.sync(() => {
+        // What ModelCallTrace does when the attempt succeeded but its stream broke.
+        span.attribute("error.type", "upstream")
+        span.attribute("gateway.unset", undefined)
+      }))))
+    const [attempt] = memory.appSpans().filter((span) => span.name === "gateway.upstream_attempt")
+    await running.close()
+    expect(attempt.attributes["error.type"]).toBe("upstream")
+    expect(attempt.status.code).toBe(STATUS_CODE.error)
+    expect("gateway.unset" in attempt.attributes).toBe(false)
+  })
+})

@@ -6,9 +6,6 @@
  */
 import { ProtoWriter, putVarint, utf8LengthOf, varintSize } from "./protobuf.ts"
 
-/** An attribute value as the gateway records it. */
-export type AttributeValue = string | number | boolean | ReadonlyArray<string> | ReadonlyArray<number>
-
 const ANY_STRING = 1
 const ANY_BOOL = 2
 const ANY_INT = 3

@@ -19,7 +19,7 @@ export const METRICS_EXPORT = "/opentelemetry.proto.collector.metrics.v1.Metrics
 const identity = (bytes: Buffer): Buffer => bytes
 
 /** A collector that took the export but refused part of it (`partial_success`). */
-export class PartialExport extends Error {
+class PartialExport extends Error {
   constructor(rejected: number, message: string) {
     super(`the collector rejected ${rejected} item(s)${message === "" ? "" : `: ${message}`}`)
     this.name = "PartialExport"

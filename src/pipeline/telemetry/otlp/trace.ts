@@ -27,7 +27,7 @@ export interface SpanHead {
   readonly endNs: bigint
 }
 
-export const SPANS_FIELD = 2
+const SPANS_FIELD = 2
 const ATTRIBUTES_FIELD = 9
 export const EVENTS_FIELD = 11
 export const LINKS_FIELD = 13
