@@ -109,33 +109,35 @@ describe("OTLP metrics", () => {
   })
 })
 
-describe("the export queue", () => {
-  const queue = (overrides: Partial<QueueOptions> = {}) => {
-    const sent: Array<ReadonlyArray<string>> = []
-    const failures: Array<string> = []
-    const q = new ExportQueue({
-      head,
-      send: (request) => {
-        sent.push(decodeTraceRequest(request).map((span) => span.name))
-        return Promise.resolve()
-      },
-      maxQueued: 100,
-      maxQueuedBytes: 1 << 20,
-      maxBatch: 10,
-      maxBatchBytes: 1 << 20,
-      delayMs: 60_000,
-      onFailure: (error) => failures.push(String(error)),
-      ...overrides
-    })
-    const write = (name: string) => {
-      const w = q.open()
-      if (w === undefined) return false
-      writeOneSpan(w, name, {})
-      q.commit()
-      return true
-    }
-    return { q, sent, failures, write }
+/** A queue whose exports are decoded into `sent` (span names per request) and whose failures go to `failures`. */
+const queue = (overrides: Partial<QueueOptions> = {}) => {
+  const sent: Array<ReadonlyArray<string>> = []
+  const failures: Array<string> = []
+  const q = new ExportQueue({
+    head,
+    send: (request) => {
+      sent.push(decodeTraceRequest(request).map((span) => span.name))
+      return Promise.resolve()
+    },
+    maxQueued: 100,
+    maxQueuedBytes: 1 << 20,
+    maxBatch: 10,
+    maxBatchBytes: 1 << 20,
+    delayMs: 60_000,
+    onFailure: (error) => failures.push(String(error)),
+    ...overrides
+  })
+  const write = (name: string, attributes: Record<string, unknown> = {}) => {
+    const w = q.open()
+    if (w === undefined) return false
+    writeOneSpan(w, name, attributes)
+    q.commit()
+    return true
   }
+  return { q, sent, failures, write }
+}
+
+describe("the export queue", () => {
 
   it("sends full batches at once and the rest on flush, one request at a time, in order", async () => {
     const { q, sent, write } = queue()
@@ -179,75 +181,28 @@ describe("the export queue", () => {
 describe("the export queue's bounds and failures", () => {
   it("queues sharing a byte budget hold no more than it together, and free it as their batches leave", async () => {
     const budget = new ByteBudget(2000)
-    const sent: Array<number> = []
-    const make = () => new ExportQueue({
-      head,
-      send: (request) => {
-        sent.push(decodeTraceRequest(request).length)
-        return Promise.resolve()
-      },
-      maxQueued: 1000,
-      maxQueuedBytes: 1 << 20,
-      maxBatch: 1000,
-      maxBatchBytes: 1 << 20,
-      delayMs: 60_000,
-      budget,
-      onFailure: () => {}
-    })
-    const queues = [make(), make(), make()]
+    const queues = [0, 1, 2].map(() => queue({ budget, maxQueued: 1000, maxBatch: 1000 }))
     let accepted = 0
-    for (let i = 0; i < 60; i++) {
-      const q = queues[i % 3]
-      const w = q.open()
-      if (w === undefined) continue
-      writeOneSpan(w, `b${i}`, { filler: "f".repeat(50) })
-      q.commit()
-      accepted++
-    }
+    for (let i = 0; i < 60; i++) if (queues[i % 3].write(`b${i}`, { filler: "f".repeat(50) })) accepted++
     expect(accepted).toBeLessThan(60)
     expect(budget.used).toBeGreaterThanOrEqual(2000)
     expect(budget.used).toBeLessThan(2000 + 400)
-    await Promise.all(queues.map((q) => q.flush()))
-    expect(sent.reduce((a, b) => a + b, 0)).toBe(accepted)
+    await Promise.all(queues.map(({ q }) => q.flush()))
+    expect(queues.flatMap(({ sent }) => sent.flat())).toHaveLength(accepted)
     expect(budget.used).toBe(0)
   })
 
   it("a queue whose batch grew its buffer past 1 MiB does not keep that buffer once the batch is sealed (the byte budget does not count it)", async () => {
     // 128 GenAI queues each keeping the 4 MiB a 3 MiB batch grew their writer to would hold 512 MiB with the budget at 0.
-    const q = new ExportQueue({
-      head,
-      send: () => Promise.resolve(),
-      maxQueued: 2048,
-      maxQueuedBytes: 16 << 20,
-      maxBatch: 512,
-      maxBatchBytes: 3 << 20,
-      delayMs: 60_000,
-      onFailure: () => {}
-    })
-    for (let i = 0; i < 40; i++) {
-      writeOneSpan(q.open()!, `big-${i}`, { content: "c".repeat(100_000) })
-      q.commit()
-    }
+    const { q, write } = queue({ maxQueued: 2048, maxQueuedBytes: 16 << 20, maxBatch: 512, maxBatchBytes: 3 << 20 })
+    for (let i = 0; i < 40; i++) write(`big-${i}`, { content: "c".repeat(100_000) })
     await q.flush()
     const writer = (q as unknown as { readonly writer: ProtoWriter }).writer
     expect(writer.buf.length).toBeLessThanOrEqual(1 << 20)
   })
 
   it("an item whose writing failed half-way is left out; the batch stays well-formed", async () => {
-    const sent: Array<ReadonlyArray<string>> = []
-    const q = new ExportQueue({
-      head,
-      send: (request) => {
-        sent.push(decodeTraceRequest(request).map((span) => span.name))
-        return Promise.resolve()
-      },
-      maxQueued: 100,
-      maxQueuedBytes: 1 << 20,
-      maxBatch: 100,
-      maxBatchBytes: 1 << 20,
-      delayMs: 60_000,
-      onFailure: () => {}
-    })
+    const { q, sent } = queue({ maxBatch: 100 })
     writeOneSpan(q.open()!, "first", {})
     q.commit()
     const w = q.open()!
