@@ -17,7 +17,7 @@ import type { TelemetrySettings, TelemetrySinks } from "./settings.ts"
 import { otlpSinks } from "./sinks.ts"
 import type { TelemetryShape } from "./Telemetry.ts"
 import { TELEMETRY_OFF } from "./Telemetry.ts"
-import { makeAppTracer, parentFromHeaders, sampleRequest, traceStateOf } from "./tracer.ts"
+import { hasValidIds, makeAppTracer, parentFromHeaders, sampleRequest, traceStateOf } from "./tracer.ts"
 
 const SCOPE = "gateway"
 const FLUSH_TIMEOUT = "5 seconds"
@@ -31,8 +31,6 @@ const APP_QUEUE = { maxQueued: 8192, maxQueuedBytes: 32 * 1024 * 1024, maxBatch:
 const settle = (run: () => Promise<unknown>): Effect.Effect<void> =>
   Effect.promise(() => run().then(() => undefined, () => undefined)).pipe(Effect.timeout(FLUSH_TIMEOUT), Effect.ignore)
 
-const TRACE_ID = /^[0-9a-f]{32}$/
-const SPAN_ID = /^[0-9a-f]{16}$/
 
 /** The nearest real span of the fiber: no-op spans (tracing off) are skipped to the caller's span. */
 const genAiParentOf = (parent: Tracer.AnySpan | undefined): GenAiParent | undefined => {
@@ -43,7 +41,7 @@ const genAiParentOf = (parent: Tracer.AnySpan | undefined): GenAiParent | undefi
   if (span === undefined) return undefined
   // The gateway's own spans have well-formed ids; a caller's (a library user's parent) may not.
   const remote = span._tag === "ExternalSpan"
-  if (remote && (!TRACE_ID.test(span.traceId) || !SPAN_ID.test(span.spanId))) return undefined
+  if (remote && !hasValidIds(span)) return undefined
   return { traceId: span.traceId, spanId: span.spanId, sampled: span.sampled, remote, traceState: traceStateOf(span) }
 }
 

@@ -193,11 +193,22 @@ class ExportedSpan extends Tracer.NativeSpan {
 export const makeAppTracer = (queue: ExportQueue, ratio: number): Tracer.Tracer =>
   Tracer.make({
     span(options) {
-      if (options.parent._tag === "Some") return options.sampled ? new ExportedSpan(options, queue) : new Tracer.NativeSpan(options)
+      if (options.parent._tag === "Some") {
+        const parent = options.parent.value
+        // A parent from outside (a library user's) whose ids no collector takes: the span starts a trace of its own.
+        if (parent._tag === "ExternalSpan" && !hasValidIds(parent)) return this.span({ ...options, parent: Option.none() })
+        return options.sampled ? new ExportedSpan(options, queue) : new Tracer.NativeSpan(options)
+      }
       const sampled = options.kind === "server" ? options.sampled : options.sampled && drawn(ratio)
       return sampled ? new ExportedSpan(options, queue) : new Tracer.NativeSpan(sampled === options.sampled ? options : { ...options, sampled })
     }
   })
+
+const TRACE_ID = /^[0-9a-f]{32}$/
+const SPAN_ID = /^[0-9a-f]{16}$/
+
+/** Ids a collector accepts: 32 and 16 lower-case hex digits (an all-zero id is refused where the caller's header is read). */
+export const hasValidIds = (span: Tracer.AnySpan): boolean => TRACE_ID.test(span.traceId) && SPAN_ID.test(span.spanId)
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/
 const ZERO_TRACE = "0".repeat(32)

@@ -1,5 +1,5 @@
 /** The application trace over OTLP gRPC: the server span and its children, the caller's trace, sampling. */
-import { Effect } from "effect"
+import { Effect, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
 import { SPAN_KIND, STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
@@ -101,6 +101,20 @@ describe("the caller's trace and sampling", () => {
     expect(servers.length).toBeLessThan(150)
     // Sampling is per trace: every kept trace is whole (its server span and four children).
     expect(spans.length).toBe(servers.length * 5)
+  })
+})
+
+describe("a parent from outside the gateway", () => {
+  it("a library user's parent span with ids no collector takes: the request starts a trace of its own", async () => {
+    const memory = new TelemetryMemory()
+    const running = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 } }), memory)
+    await running.run(Effect.withParentSpan(requestProgram(running.telemetry), Tracer.externalSpan({ traceId: "not-a-trace-id", spanId: "xyz" })))
+    const spans = memory.appSpans()
+    await running.close()
+    const server = spans.find((span) => span.kind === SPAN_KIND.server)!
+    expect(server.parentSpanId).toBe("")
+    expect(server.traceId).toMatch(/^[0-9a-f]{32}$/)
+    expect(spans.every((span) => span.traceId === server.traceId)).toBe(true)
   })
 })
 
