@@ -214,3 +214,52 @@ describe("the export queue's bounds and failures", () => {
     expect(sent).toEqual([["first", "second"]])
   })
 })
+
+describe("retries", () => {
+  /** A failure the collector says may pass (otlp/grpc.ts marks OTLP's retryable gRPC codes so). */
+  const passing = () => Object.assign(new Error("UNAVAILABLE: collector restarting"), { retryable: true })
+  const settled = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+  it("a batch the collector could not take for a passing reason is sent again, in order, before what came after it", async () => {
+    let calls = 0
+    const delivered: Array<ReadonlyArray<string>> = []
+    const { write, failures } = queue({
+      maxBatch: 2,
+      retryDelaysMs: [5, 5, 5],
+      send: (request) => {
+        if (++calls <= 2) return Promise.reject(passing())
+        delivered.push(decodeTraceRequest(request).map((span) => span.name))
+        return Promise.resolve()
+      }
+    })
+    for (const name of ["a", "b", "c", "d"]) write(name)
+    await settled(100)
+    expect(delivered).toEqual([["a", "b"], ["c", "d"]])
+    expect(failures).toHaveLength(2)
+  })
+
+  it("gives up after the last retry, and a failure that will not pass is not retried at all", async () => {
+    let calls = 0
+    const { q, write } = queue({ maxBatch: 1, retryDelaysMs: [5, 5], send: () => (++calls, Promise.reject(passing())) })
+    write("kept trying")
+    await settled(100)
+    expect(calls).toBe(3)
+    calls = 0
+    const refused = queue({ maxBatch: 1, retryDelaysMs: [5, 5], send: () => (++calls, Promise.reject(new Error("INVALID_ARGUMENT: bad request"))) })
+    refused.write("refused")
+    await settled(50)
+    expect(calls).toBe(1)
+    await Promise.all([q.close(), refused.q.close()])
+  })
+
+  it("a flush does not wait out a retry: what is left is tried once more, now", async () => {
+    let calls = 0
+    const { q, write } = queue({ maxBatch: 1, retryDelaysMs: [60_000], send: () => (++calls, Promise.reject(passing())) })
+    write("x")
+    await settled(10)
+    expect(calls).toBe(1)
+    await q.flush()
+    expect(calls).toBe(2)
+  })
+})
+

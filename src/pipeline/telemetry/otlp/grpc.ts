@@ -71,11 +71,24 @@ const partialFailureOf = (response: Buffer): PartialExport | undefined => {
   return rejected > 0 || message !== "" ? new PartialExport(rejected, message.slice(0, 200)) : undefined
 }
 
-/** A gRPC status error, described without the call's metadata. */
+/** The gRPC codes OTLP calls retryable (the OTLP exporter specification): the collector may take the same export later. */
+const RETRYABLE = new Set<number>([
+  grpc.status.CANCELLED,
+  grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.RESOURCE_EXHAUSTED,
+  grpc.status.ABORTED,
+  grpc.status.OUT_OF_RANGE,
+  grpc.status.UNAVAILABLE,
+  grpc.status.DATA_LOSS
+])
+
+/** A gRPC status error, described without the call's metadata; `retryable` for the codes OTLP says may pass. */
 class ExportCallError extends Error {
+  readonly retryable: boolean
   constructor(error: grpc.ServiceError) {
     super(`${grpc.status[error.code] ?? error.code}: ${error.details}`)
     this.name = "ExportCallError"
+    this.retryable = RETRYABLE.has(error.code)
   }
 }
 

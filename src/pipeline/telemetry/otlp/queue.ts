@@ -17,6 +17,12 @@
  *   between batches.
  * - An item whose writing threw (never committed) is forgotten by the next
  *   `open()`: a batch never carries half an item.
+ * - A batch the collector could not take for a passing reason (OTLP's
+ *   retryable gRPC codes: unavailable, deadline exceeded, resource exhausted…)
+ *   is sent again after 1, 2 and 4 s (new items wait behind it, bounded as
+ *   ever); then, or at once for any other failure, it is dropped and reported.
+ *   `flush` and `close` do not wait out a retry: what is left is tried once
+ *   more, now.
  * - No timer runs while the queue is empty: an idle gateway is never woken.
  * - `immediate` (the test layer) seals every item as its own batch and sends
  *   it at once, so an item is readable as soon as it is written.
@@ -50,6 +56,8 @@ export interface QueueOptions {
   readonly immediate?: boolean | undefined
   /** A bound shared with other queues. */
   readonly budget?: ByteBudget | undefined
+  /** Waits before each new try of a batch whose failure `retryable` says may pass (default 1, 2 and 4 s). */
+  readonly retryDelaysMs?: ReadonlyArray<number> | undefined
   /** A send failed, or an item was dropped from a full queue (reported every time: the log throttles). */
   readonly onFailure: (error: unknown) => void
 }
@@ -57,6 +65,11 @@ export interface QueueOptions {
 /** The writer's first buffer, and the most it keeps between batches (a batch of large spans that grew it further gives it back when sealed). */
 const WRITER_BYTES = 64 * 1024
 const KEPT_WRITER_BYTES = 1024 * 1024
+
+const RETRY_DELAYS_MS: ReadonlyArray<number> = [1000, 2000, 4000]
+
+/** A failure that may pass: the send marked it `retryable` (otlp/grpc.ts does for OTLP's retryable codes). */
+const retryable = (error: unknown): boolean => (error as { readonly retryable?: unknown } | undefined)?.retryable === true
 
 const QUEUE_FULL = new Error("the export queue is full: a span was dropped")
 const QUEUE_CLOSED = new Error("the export queue is closed: a span was dropped")
@@ -71,7 +84,13 @@ export class ExportQueue {
   private readonly sealed: Array<{ readonly request: Buffer; readonly items: number; readonly body: number }> = []
   private sealedItems = 0
   private sealedBytes = 0
-  private inFlight: Promise<void> | undefined
+  /** A send in flight, or a wait before the head batch is tried again. */
+  private inFlight: Promise<void> | "waiting" | undefined
+  /** Tries of the head batch that failed and may pass. */
+  private retries = 0
+  private retryTimer: ReturnType<typeof setTimeout> | undefined
+  /** A flush or close is waiting: no failure is retried, no retry waited for. */
+  private hurry = false
   private timer: ReturnType<typeof setTimeout> | undefined
   private closed = false
   private idleWaiters: Array<() => void> = []
@@ -124,6 +143,12 @@ export class ExportQueue {
   /** Sends everything written so far; resolves when nothing is queued or in flight (or the queue gave up on it). */
   flush(): Promise<void> {
     this.seal()
+    this.hurry = true
+    if (this.retryTimer !== undefined) {
+      clearTimeout(this.retryTimer)
+      this.retryTimer = undefined
+      this.inFlight = undefined
+    }
     this.pump()
     if (this.inFlight === undefined && this.sealed.length === 0) return Promise.resolve()
     return new Promise((resolve) => this.idleWaiters.push(resolve))
@@ -156,13 +181,16 @@ export class ExportQueue {
   private pump(): void {
     if (this.options.immediate === true) return this.sendAll()
     if (this.inFlight !== undefined) return
-    const next = this.sealed.shift()
+    const next = this.sealed[0]
     if (next === undefined) {
+      this.hurry = false
       for (const resolve of this.idleWaiters.splice(0)) resolve()
       return
     }
     const done = () => {
+      this.sealed.shift()
       this.release(next)
+      this.retries = 0
       this.inFlight = undefined
       this.pump()
     }
@@ -174,7 +202,15 @@ export class ExportQueue {
     }
     this.inFlight = sent.then(done, (error: unknown) => {
       this.options.onFailure(error)
-      done()
+      const delays = this.options.retryDelaysMs ?? RETRY_DELAYS_MS
+      if (this.hurry || !retryable(error) || this.retries >= delays.length) return done()
+      this.inFlight = "waiting"
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = undefined
+        this.inFlight = undefined
+        this.pump()
+      }, delays[this.retries++])
+      this.retryTimer.unref()
     })
   }
 
