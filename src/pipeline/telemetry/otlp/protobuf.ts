@@ -194,24 +194,7 @@ export class ProtoWriter {
     this.pos += this.buf.write(value, this.pos, length, "utf8")
   }
 
-  /** A length-delimited field's tag and length; the caller writes exactly `length` bytes next. */
-  lengthHead(field: number, length: number): void {
-    this.tag(field, WIRE_LENGTH)
-    this.varint(length)
-  }
 
-  /** `text` as UTF-8, whose length in bytes the caller has counted (`utf8LengthOf`). */
-  utf8(text: string, length: number): void {
-    this.ensure(length)
-    const buf = this.buf
-    let pos = this.pos
-    if (length === text.length && length <= SHORT_STRING) {
-      for (let i = 0; i < length; i++) buf[pos++] = text.charCodeAt(i)
-    } else {
-      pos += buf.write(text, pos, length, "utf8")
-    }
-    this.pos = pos
-  }
 
   /** A `bytes` field from lower-case hex (trace and span ids: 32 or 16 digits, never more than 254). */
   hexBytesField(field: number, hex: string): void {
@@ -231,14 +214,6 @@ export class ProtoWriter {
     this.ensure(1 + length)
     this.buf[this.pos++] = length
     for (let i = 0; i < length; i += 4) this.uint32((Math.random() * 0x100000000) >>> 0)
-  }
-
-  bytesField(field: number, value: Uint8Array): void {
-    this.tag(field, WIRE_LENGTH)
-    this.varint(value.byteLength)
-    this.ensure(value.byteLength)
-    this.buf.set(value, this.pos)
-    this.pos += value.byteLength
   }
 
   /** Opens a nested message (or packed field) `field`; returns where its body starts, for `end`. */
