@@ -5,6 +5,7 @@
  */
 import * as grpc from "@grpc/grpc-js"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
+import { ProtoWriter } from "../../../src/pipeline/telemetry/otlp/protobuf.ts"
 import { closedPort, startOtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import { requestProgram, settingsOf, startTelemetry } from "./support.ts"
 import type { GenAiCall } from "../../../src/pipeline/telemetry/genai/call.ts"
@@ -75,3 +76,28 @@ describe("a collector that refuses", () => {
     }
   })
 })
+
+describe("a collector that takes part of an export", () => {
+  it("its partial_success is reported with the count and message, and the export is not sent again", async () => {
+    const collector = await startOtlpReceiver()
+    try {
+      const w = new ProtoWriter(64)
+      const partial = w.begin(1)
+      w.uintField(1, 3)
+      w.stringField(2, "3 spans too old")
+      w.end(partial)
+      collector.answerWith(w.bytes())
+      const running = await startTelemetry(settingsOf({ genai_telemetry: { enabled: true, otlp_endpoint: collector.url, metrics_enabled: false }, telemetry: { enabled: false } }))
+      await running.run(running.telemetry.recordModelCall(call))
+      await running.run(running.telemetry.flush)
+      await running.close()
+      const [failure, ...more] = exportFailures(running.logs)
+      expect(more).toEqual([])
+      expect(failure.error).toBe("the collector rejected 3 item(s): 3 spans too old")
+      expect(collector.calls.filter((c) => c.signal === "traces")).toHaveLength(1)
+    } finally {
+      await collector.close()
+    }
+  })
+})
+

@@ -12,6 +12,7 @@
  *   pending call until then, never a request.
  */
 import * as grpc from "@grpc/grpc-js"
+import { decodePartialSuccess } from "./decode.ts"
 
 export const TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 export const METRICS_EXPORT = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
@@ -26,49 +27,15 @@ class PartialExport extends Error {
   }
 }
 
-/** `partial_success` (field 1: rejected count at 1, message at 2) of an export response, if it reports a rejection. */
+/** A rejection the collector reported in an export's response, or undefined (a response that does not decode reports none). */
 const partialFailureOf = (response: Buffer): PartialExport | undefined => {
   if (response.byteLength === 0) return undefined
-  let rejected = 0
-  let message = ""
-  const read = (buf: Buffer, from: number, to: number, visit: (field: number, wire: number, at: number, end: number, value: number) => void) => {
-    let at = from
-    const varint = () => {
-      let value = 0
-      let scale = 1
-      for (;;) {
-        if (at >= to) throw new Error("truncated")
-        const byte = buf[at++]
-        value += (byte & 127) * scale
-        if (byte < 128) return value
-        scale *= 128
-      }
-    }
-    while (at < to) {
-      const tag = varint()
-      const wire = tag & 7
-      if (wire === 0) visit(tag >>> 3, wire, at, at, varint())
-      else if (wire === 2) {
-        const length = varint()
-        visit(tag >>> 3, wire, at, at + length, length)
-        at += length
-      } else if (wire === 1) at += 8
-      else if (wire === 5) at += 4
-      else throw new Error("bad wire type")
-    }
-  }
   try {
-    read(response, 0, response.byteLength, (field, wire, at, end) => {
-      if (field !== 1 || wire !== 2) return
-      read(response, at, end, (inner, innerWire, innerAt, innerEnd, value) => {
-        if (inner === 1 && innerWire === 0) rejected = value
-        else if (inner === 2 && innerWire === 2) message = response.toString("utf8", innerAt, innerEnd)
-      })
-    })
+    const partial = decodePartialSuccess(response)
+    return partial === undefined ? undefined : new PartialExport(partial.rejected, partial.message.slice(0, 200))
   } catch {
     return undefined
   }
-  return rejected > 0 || message !== "" ? new PartialExport(rejected, message.slice(0, 200)) : undefined
 }
 
 /** The gRPC codes OTLP calls retryable (the OTLP exporter specification): the collector may take the same export later. */
