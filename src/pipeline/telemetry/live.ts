@@ -17,7 +17,8 @@ import type { TelemetrySettings, TelemetrySinks } from "./settings.ts"
 import { otlpSinks } from "./sinks.ts"
 import type { TelemetryShape } from "./Telemetry.ts"
 import { TELEMETRY_OFF } from "./Telemetry.ts"
-import { hasValidIds, makeAppTracer, parentFromHeaders, sampleRequest, traceStateOf } from "./tracer.ts"
+import { sampleRequest } from "./sampling.ts"
+import { hasValidIds, makeAppTracer, parentFromHeaders, traceStateOf } from "./tracer.ts"
 
 const SCOPE = "gateway"
 const FLUSH_TIMEOUT = "5 seconds"
@@ -30,7 +31,6 @@ const APP_QUEUE = { maxQueued: 8192, maxQueuedBytes: 32 * 1024 * 1024, maxBatch:
  */
 const settle = (run: () => Promise<unknown>): Effect.Effect<void> =>
   Effect.promise(() => run().then(() => undefined, () => undefined)).pipe(Effect.timeout(FLUSH_TIMEOUT), Effect.ignore)
-
 
 /** The nearest real span of the fiber: no-op spans (tracing off) are skipped to the caller's span. */
 const genAiParentOf = (parent: Tracer.AnySpan | undefined): GenAiParent | undefined => {

@@ -26,7 +26,7 @@
 import { Cause, Exit, Option, Tracer } from "effect"
 import type { Context } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
-import { drawn } from "./genai/ids.ts"
+import { drawn } from "./sampling.ts"
 import { writeAttribute } from "./otlp/common.ts"
 import type { ProtoWriter } from "./otlp/protobuf.ts"
 import type { ExportQueue } from "./otlp/queue.ts"
@@ -144,14 +144,9 @@ class ExportedSpan extends Tracer.NativeSpan {
 
   override attribute(key: string, value: unknown): void {
     if (this.status._tag === "Ended") return
-    const pairs = this.pairs
-    for (let i = 0; i < pairs.length; i += 2) {
-      if (pairs[i] === key) {
-        pairs[i + 1] = value
-        return
-      }
-    }
-    pairs.push(key, value)
+    const at = this.indexOf(key)
+    if (at === -1) this.pairs.push(key, value)
+    else this.pairs[at + 1] = value
   }
 
   /** The attributes as a Map, for whoever reads them so (the exporter reads `pairs`). */
@@ -163,9 +158,15 @@ class ExportedSpan extends Tracer.NativeSpan {
 
   /** An attribute's value, or undefined. */
   attributeValue(key: string): unknown {
+    const at = this.indexOf(key)
+    return at === -1 ? undefined : this.pairs[at + 1]
+  }
+
+  /** Where `key` sits in `pairs`, or -1. */
+  private indexOf(key: string): number {
     const pairs = this.pairs
-    for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === key) return pairs[i + 1]
-    return undefined
+    for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === key) return i
+    return -1
   }
 
   override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
@@ -182,7 +183,6 @@ class ExportedSpan extends Tracer.NativeSpan {
     }
   }
 }
-
 
 /**
  * The Effect tracer of the application trace, exporting into `queue`.
@@ -259,10 +259,3 @@ export const parentFromHeaders = (headers: IncomingHttpHeaders): Tracer.External
 
 const EMPTY_ANNOTATIONS: Context.Context<never> = Tracer.externalSpan({ traceId: ZERO_TRACE, spanId: ZERO_SPAN }).annotations
 
-/**
- * Whether a request's trace is recorded, decided before its server span
- * starts (so an unsampled request creates no span at all): the caller's
- * sampled flag when it sent a trace context, else a draw at `ratio`.
- */
-export const sampleRequest = (parent: Tracer.AnySpan | undefined, ratio: number): boolean =>
-  parent !== undefined ? parent.sampled : drawn(ratio)

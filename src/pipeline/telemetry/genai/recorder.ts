@@ -24,7 +24,7 @@ import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
 import { genAiCallAttributes, genAiIdentity, genAiSpanName } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
-import { drawn, sampledTrace } from "./ids.ts"
+import { drawn, sampledTrace } from "../sampling.ts"
 import { GenAiMetrics } from "./metrics.ts"
 
 export const MAX_PIPELINES = 128
@@ -199,7 +199,7 @@ export class GenAiRecorder {
   }
 
   /** The metrics of a pipeline as one export request, or undefined when it has recorded none. */
-  private collect(pipeline: Pipeline): Buffer | undefined {
+  private collect(pipeline: Pick<Pipeline, "metrics" | "startNs">): Buffer | undefined {
     const metrics = pipeline.metrics
     if (metrics === undefined || metrics.empty) return undefined
     const w = this.scratch
@@ -241,19 +241,18 @@ export class GenAiRecorder {
     const { sinks } = this
     const spans = new ExportQueue({ ...QUEUE, budget: this.budget, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.spanFailure })
     const closeAt = credential?.expiresAt === undefined ? Number.POSITIVE_INFINITY : credential.expiresAt - EXPIRY_MARGIN_MS
-    const pipeline: Pipeline = {
+    const metrics = this.settings.genai.metrics_enabled ? new GenAiMetrics() : undefined
+    const startNs = epochNanos(performance.now())
+    const collectOnDemand = metrics === undefined ? undefined : sinks.collectOnDemand
+    return {
       spans,
-      metrics: this.settings.genai.metrics_enabled ? new GenAiMetrics() : undefined,
-      startNs: epochNanos(performance.now()),
+      metrics,
+      startNs,
       sendMetrics: sinks.genAi(credential, "metrics"),
-      stopCollecting: () => {},
+      stopCollecting: collectOnDemand === undefined ? () => {} : collectOnDemand(credential, () => this.collect({ metrics, startNs })),
       closeAt,
       lastUsed: now
     }
-    if (pipeline.metrics !== undefined && sinks.collectOnDemand !== undefined) {
-      return { ...pipeline, stopCollecting: sinks.collectOnDemand(credential, () => this.collect(pipeline)) }
-    }
-    return pipeline
   }
 
   private close(key: string): void {
