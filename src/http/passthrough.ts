@@ -147,7 +147,7 @@ const forwardNative = (
     let prefixSize = 0
     const commit = (): boolean => {
       committed = true
-      const head = responseHeaders(response.headers, true)
+      const head = responseHeaders(response.headers, "verbatim")
       let held: Uint8Array = prefix.length === 1 ? prefix[0] : Buffer.concat(prefix, prefixSize)
       prefix = []
       if (isError) {

@@ -55,7 +55,7 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
     return Effect.succeed<Forwarded>({
       _tag: "Held",
       status: 200,
-      headers: { ...responseHeaders(response.headers, false), ...t.headers, "content-type": "application/json" },
+      headers: { ...responseHeaders(response.headers, "own"), ...t.headers, "content-type": "application/json" },
       body: Buffer.from(JSON.stringify(t.caller.encodeResponse(decoded.value, t.request)))
     })
   })
@@ -66,7 +66,7 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
     const parser = new SseParser()
     const decoder = t.provider.streamDecoder()
     const encoder = t.caller.streamEncoder(t.request)
-    const head = { ...SSE_HEADERS, ...responseHeaders(response.headers, false), ...t.headers }
+    const head = { ...SSE_HEADERS, ...responseHeaders(response.headers, "own"), ...t.headers }
     let committed = false
     /** Frames encoded before the head is committed (the stream's preamble). */
     let pending = ""

@@ -106,16 +106,24 @@ const NEVER_DOWNSTREAM = new Set([
 ])
 
 /**
- * Upstream response headers to give the caller. `content-length` and
- * `content-encoding` are kept only when the body is forwarded byte for byte.
+ * How the caller gets the upstream's body: its bytes as they came
+ * (`verbatim`), its event stream as it came but possibly ended by a frame of
+ * the gateway's own (`events`), or a body the gateway wrote (`own`, translated).
  */
-export const responseHeaders = (incoming: IncomingHttpHeaders, verbatimBody: boolean): OutgoingHttpHeaders => {
+export type BodyForm = "verbatim" | "events" | "own"
+
+/**
+ * Upstream response headers to give the caller. `content-length` goes only
+ * with the upstream's bytes exactly; `content-encoding` and `content-type`
+ * only with the upstream's bytes.
+ */
+export const responseHeaders = (incoming: IncomingHttpHeaders, form: BodyForm): OutgoingHttpHeaders => {
   const out: OutgoingHttpHeaders = {}
   for (const name in incoming) {
     if (NEVER_DOWNSTREAM.has(name) || isGatewayHeader(name)) continue
     // Length and encoding describe the upstream's bytes: they go only with those bytes.
-    if ((name === "content-length" || name === "content-encoding") && !verbatimBody) continue
-    if (name === "content-type" && !verbatimBody) continue
+    if (name === "content-length" && form !== "verbatim") continue
+    if ((name === "content-encoding" || name === "content-type") && form === "own") continue
     out[name] = incoming[name]
   }
   const upstreamId = incoming["x-request-id"]

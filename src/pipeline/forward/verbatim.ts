@@ -229,11 +229,9 @@ export const forwardStream = (
     const commit = () => {
       committed = true
       ctx.streamFormat = family
-      const head = responseHeaders(response.headers, true)
       // The stream may end with bytes of the gateway's own (an error frame, a closing blank line):
       // the upstream's length would leave the caller waiting for bytes that never come.
-      delete head["content-length"]
-      commitHead(ctx, response.status, { ...head, ...extraHeaders })
+      commitHead(ctx, response.status, { ...responseHeaders(response.headers, "events"), ...extraHeaders })
     }
     const endWith = (error: StreamError): void => {
       ctx.log.error_code = "upstream"
@@ -345,7 +343,7 @@ export const forwardHeld = (
   inspect?: (json: unknown) => string | undefined
 ): Effect.Effect<Forwarded, UpstreamError> =>
   Effect.suspend(() => {
-    const head = (): OutgoingHttpHeaders => ({ ...responseHeaders(response.headers, true), ...extraHeaders })
+    const head = (): OutgoingHttpHeaders => ({ ...responseHeaders(response.headers, "verbatim"), ...extraHeaders })
     const caller = callerSink(ctx)
     const chunks: Array<Uint8Array> = []
     let size = 0
