@@ -1,6 +1,6 @@
 /**
  * The OTLP decoder the telemetry tests read exports with
- * (test/fixtures/otlp-proto.ts) reads what the OpenTelemetry SDK's own
+ * (src/pipeline/telemetry/otlp/decode.ts) reads what the OpenTelemetry SDK's own
  * serializer writes: bytes captured from `@opentelemetry/otlp-transformer`
  * (test/fixtures/otlp-sdk-golden.json) decode to the spans and the histogram
  * point they were made from. So a test that decodes the gateway's exports
