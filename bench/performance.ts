@@ -22,7 +22,7 @@ import type { Scenario } from "./lib.ts"
  * How `npm start` runs the gateway (package.json): keep the two the same.
  * `BENCH_NODE_FLAGS` / `BENCH_MALLOC_ARENA_MAX` try others.
  */
-export const START_NODE_FLAGS = process.env.BENCH_NODE_FLAGS?.split(" ").filter((flag) => flag !== "") ?? ["--max-semi-space-size=8"]
+export const START_NODE_FLAGS = process.env.BENCH_NODE_FLAGS?.split(" ").filter((flag) => flag !== "") ?? ["--max-semi-space-size=4", "--heap-growing-percent=25"]
 export const START_ENV = { MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? "2" }
 
 export interface Gateway {

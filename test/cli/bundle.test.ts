@@ -59,7 +59,7 @@ sample_ratio = 1.0
 
 describe("the production bundle", () => {
   it("serves, with the telemetry and cache chunks loaded on demand", async () => {
-    const child = spawn(process.execPath, ["--max-semi-space-size=8", join(dist, "gateway.mjs"), "serve", "--config", config()], { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, ["--max-semi-space-size=4", "--heap-growing-percent=25", join(dist, "gateway.mjs"), "serve", "--config", config()], { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
     try {
