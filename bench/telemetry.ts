@@ -220,6 +220,10 @@ metrics_export_timeout_secs = 5`
       off_cpu_us_per_request: median(cpu.off),
       all_at_1_cpu_us_per_request: median(cpu.all_at_1),
       defaults_cpu_us_per_request: median(cpu.defaults),
+      // The throughput ratio a gateway whose core is the bottleneck would show; the ratios of
+      // requests/s above read too good when the load generator's core saturates first.
+      all_at_1_cpu_ratio: round(median(cpu.off) / median(cpu.all_at_1), 3),
+      defaults_cpu_ratio: round(median(cpu.off) / median(cpu.defaults), 3),
       rounds: options.rounds
     }
   } finally {
