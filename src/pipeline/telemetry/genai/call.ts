@@ -62,16 +62,6 @@ export interface GenAiCall {
   readonly projectId?: string | undefined
 }
 
-/**
- * The attributes of a call that every call to the same upstream through the
- * same route shares (operation, provider, model, server, the gateway's routing
- * attributes), and a key naming that set: the recorder encodes them once per key.
- */
-export interface GenAiIdentity {
-  readonly key: string
-  readonly attributes: () => Attributes
-}
-
 const planAttributes = (plan: string | undefined, attributes: Attributes): void => {
   if (plan === undefined) return
   if (plan.startsWith("route::")) attributes[GATEWAY_GENAI.route] = plan.slice(7)
@@ -91,21 +81,29 @@ const callee = (call: GenAiCall, attributes: Attributes): Attributes => {
   return attributes
 }
 
-export const genAiIdentity = (call: GenAiCall): GenAiIdentity => {
+/** Everything `callee` is derived from, as a key: equal keys, equal attributes. */
+export const calleeKey = (call: GenAiCall): string => {
   const { upstream } = call
-  return {
-    key: `${call.operation}\u0001${upstream.providerId}\u0001${upstream.kind}\u0001${upstream.model}\u0001${upstream.origin}\u0001${call.requestedModel}\u0001${call.plan ?? ""}\u0001${call.variant ?? ""}\u0001${call.path ?? ""}\u0001${call.projectId ?? ""}`,
-    attributes: () => {
-      const attributes = callee(call, {})
-      attributes[GATEWAY_GENAI.requestedModel] = call.requestedModel
-      attributes[GATEWAY_GENAI.providerId] = upstream.providerId
-      planAttributes(call.plan, attributes)
-      if (call.variant !== undefined) attributes[GATEWAY_GENAI.variant] = call.variant
-      if (call.path !== undefined) attributes[GATEWAY_GENAI.path] = call.path
-      if (call.projectId !== undefined) attributes[GATEWAY_GENAI.projectId] = call.projectId
-      return attributes
-    }
-  }
+  return `${call.operation}\u0001${upstream.providerId}\u0001${upstream.kind}\u0001${upstream.model}\u0001${upstream.origin}`
+}
+
+/**
+ * A key naming the attributes every call to the same upstream through the same
+ * route shares (`genAiIdentityAttributes`): the recorder encodes them once per key.
+ */
+export const genAiIdentityKey = (call: GenAiCall): string =>
+  `${calleeKey(call)}\u0001${call.requestedModel}\u0001${call.plan ?? ""}\u0001${call.variant ?? ""}\u0001${call.path ?? ""}\u0001${call.projectId ?? ""}`
+
+/** What every call to the same upstream through the same route shares: operation, provider, model, server, the gateway's routing attributes. */
+export const genAiIdentityAttributes = (call: GenAiCall): Attributes => {
+  const attributes = callee(call, {})
+  attributes[GATEWAY_GENAI.requestedModel] = call.requestedModel
+  attributes[GATEWAY_GENAI.providerId] = call.upstream.providerId
+  planAttributes(call.plan, attributes)
+  if (call.variant !== undefined) attributes[GATEWAY_GENAI.variant] = call.variant
+  if (call.path !== undefined) attributes[GATEWAY_GENAI.path] = call.path
+  if (call.projectId !== undefined) attributes[GATEWAY_GENAI.projectId] = call.projectId
+  return attributes
 }
 
 /** The span's name: `{gen_ai.operation.name} {gen_ai.request.model}`. */

@@ -11,7 +11,7 @@ import { HistogramInstrument } from "../otlp/metrics.ts"
 import type { Series } from "../otlp/metrics.ts"
 import type { ProtoWriter } from "../otlp/protobuf.ts"
 import { BUCKETS, ERROR_TYPE, GEN_AI, METRIC } from "./attributes.ts"
-import { genAiMetricAttributes, timeToFirstTokenOf } from "./call.ts"
+import { calleeKey, genAiMetricAttributes, timeToFirstTokenOf } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
 import type { Attributes } from "./request.ts"
 
@@ -47,9 +47,8 @@ export class GenAiMetrics {
   private readonly groups = new Map<string, Group>()
 
   record(call: GenAiCall): void {
-    const { upstream } = call
     // Everything the metric attributes are derived from, so equal keys mean equal attribute sets.
-    const key = `${call.operation}\u0001${upstream.providerId}\u0001${upstream.kind}\u0001${upstream.model}\u0001${upstream.origin}\u0001${call.response?.model ?? ""}`
+    const key = `${calleeKey(call)}\u0001${call.response?.model ?? ""}`
     let group = this.groups.get(key)
     if (group === undefined) {
       const attributes = genAiMetricAttributes(call)

@@ -22,7 +22,7 @@ import { ProtoWriter } from "../otlp/protobuf.ts"
 import { ByteBudget, ExportQueue } from "../otlp/queue.ts"
 import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../otlp/trace.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
-import { genAiCallAttributes, genAiIdentity, genAiSpanName } from "./call.ts"
+import { genAiCallAttributes, genAiIdentityAttributes, genAiIdentityKey, genAiSpanName } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
 import { drawn, sampledTrace } from "../sampling.ts"
 import { GenAiMetrics } from "./metrics.ts"
@@ -157,18 +157,18 @@ export class GenAiRecorder {
     }
   }
 
-  /** The encoded identity attributes of a call (call.ts `genAiIdentity`), encoded once per identity. */
+  /** The encoded identity attributes of a call (call.ts `genAiIdentityAttributes`), encoded once per identity. */
   private identityOf(call: GenAiCall): Uint8Array {
-    const identity = genAiIdentity(call)
-    let encoded = this.identities.get(identity.key)
+    const key = genAiIdentityKey(call)
+    let encoded = this.identities.get(key)
     if (encoded === undefined) {
       const w = this.scratch
       w.reset()
-      writeAttributes(w, SPAN_ATTRIBUTES, identity.attributes())
+      writeAttributes(w, SPAN_ATTRIBUTES, genAiIdentityAttributes(call))
       encoded = w.bytes()
       // Identities come from the configuration (targets, routes, projects): few, but bound the map anyway.
       if (this.identities.size >= MAX_IDENTITIES) this.identities.clear()
-      this.identities.set(identity.key, encoded)
+      this.identities.set(key, encoded)
     }
     return encoded
   }
