@@ -36,10 +36,7 @@ export const workerCount = (settings: GatewaySettings): number => {
 export const isClusterWorker = (): boolean => process.env.GATEWAY_WORKER_ID !== undefined && process.send !== undefined
 
 /** The worker number of this process in workers mode (from 1), or undefined. */
-export const workerNumber = (): number | undefined => {
-  const value = process.env.GATEWAY_WORKER_ID
-  return isClusterWorker() && value !== undefined ? Number(value) : undefined
-}
+export const workerNumber = (): number | undefined => (isClusterWorker() ? Number(process.env.GATEWAY_WORKER_ID) : undefined)
 
 const YOUNG_MS = 5_000
 const RESTART_DELAY_MS = 1_000

@@ -155,8 +155,9 @@ const isAttemptFailure = (error: unknown): error is AttemptFailure =>
 
 /**
  * One upstream attempt (kind CLIENT). A failure of the attempt is annotated
- * with `attemptFailureAttributes`; a stream that breaks after its head does
- * not fail the attempt, so the program annotates its span there.
+ * with its classification, the upstream status and the withheld 5xx body
+ * (`withheldBody`); a stream that breaks after its head does not fail the
+ * attempt, so the program annotates its span there.
  */
 export const inAttemptSpan = <A, E, R>(info: AttemptSpanInfo, effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.useSpan(SPAN.attempt, CLIENT_SPAN, (span) => {

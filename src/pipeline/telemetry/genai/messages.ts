@@ -134,11 +134,6 @@ export interface CappedJson {
   readonly truncated: boolean
 }
 
-/**
- * `value` as JSON of at most `cap` UTF-8 bytes. Over the cap, the longest
- * string length that fits is found by bisection (each string cut to it); an
- * array whose structure alone is too big loses its first items until it fits.
- */
 /** A text part (`{type: "text", content}`) as JSON, or undefined for any other part. */
 const textPartJson = (part: unknown): string | undefined => {
   const { type, content } = part as { readonly type?: unknown; readonly content?: unknown }
@@ -178,6 +173,11 @@ const textJson = (value: ReadonlyArray<unknown>): string | undefined => {
   return `${json}]`
 }
 
+/**
+ * `value` as JSON of at most `cap` UTF-8 bytes. Over the cap, the longest
+ * string length that fits is found by bisection (each string cut to it); an
+ * array whose structure alone is too big loses its first items until it fits.
+ */
 export const capJson = (value: ReadonlyArray<unknown>, cap: number = CONTENT_CAP_BYTES): CappedJson => {
   const whole = textJson(value) ?? JSON.stringify(value)
   // A UTF-16 unit is at most 3 UTF-8 bytes: short JSON fits without counting.

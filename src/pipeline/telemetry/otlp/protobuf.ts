@@ -194,8 +194,6 @@ export class ProtoWriter {
     this.pos += this.buf.write(value, this.pos, length, "utf8")
   }
 
-
-
   /** A `bytes` field from lower-case hex (trace and span ids: 32 or 16 digits, never more than 254). */
   hexBytesField(field: number, hex: string): void {
     this.tag(field, WIRE_LENGTH)

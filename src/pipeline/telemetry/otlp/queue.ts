@@ -32,7 +32,6 @@ import type { RequestHead } from "./common.ts"
 import { ProtoWriter } from "./protobuf.ts"
 import type { SendExport } from "../settings.ts"
 
-
 /** Bytes held by several queues together, and their bound. */
 export class ByteBudget {
   used = 0
@@ -73,6 +72,13 @@ const retryable = (error: unknown): boolean => (error as { readonly retryable?: 
 const QUEUE_FULL = new Error("the export queue is full: a span was dropped")
 const QUEUE_CLOSED = new Error("the export queue is closed: a span was dropped")
 
+/** A sealed batch: its export request, the items in it, and the bytes of those items (what a shared budget counts). */
+interface Batch {
+  readonly request: Buffer
+  readonly items: number
+  readonly body: number
+}
+
 /** Where an item goes: the queue's writer, between `open()` and `commit()`. */
 export class ExportQueue {
   private readonly options: QueueOptions
@@ -80,7 +86,7 @@ export class ExportQueue {
   private openItems = 0
   /** Where the last committed item ends: an item written after it and never committed is cut off. */
   private committed = 0
-  private readonly sealed: Array<{ readonly request: Buffer; readonly items: number; readonly body: number }> = []
+  private readonly sealed: Array<Batch> = []
   private sealedItems = 0
   private sealedBytes = 0
   /** A send in flight, or a wait before the head batch is tried again. */
@@ -227,7 +233,7 @@ export class ExportQueue {
   }
 
   /** A batch has left (sent, or given up on): its room is free again. */
-  private release(batch: { readonly request: Buffer; readonly items: number; readonly body: number }): void {
+  private release(batch: Batch): void {
     this.sealedItems -= batch.items
     this.sealedBytes -= batch.request.byteLength
     if (this.options.budget !== undefined) this.options.budget.used -= batch.body
