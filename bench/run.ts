@@ -22,6 +22,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Redis } from "ioredis"
+import { compareMain } from "./compare.ts"
 import { runGuardrailBench } from "./guardrail.ts"
 import { closedLoop as closedLoopAt, pacedLoop as pacedLoopAt, PIN, Pools, root, round, served, startProcess, stopProcess, withCpu } from "./lib.ts"
 import type { Pool } from "undici"
@@ -213,7 +214,8 @@ ttl_seconds = 120
   console.log("written bench/results.json")
 }
 
-main().then(() => process.exit(0), (error) => {
+const entry = process.argv.includes("--compare") ? () => compareMain(process.argv) : main
+entry().then(() => process.exit(0), (error) => {
   console.error(error)
   process.exit(1)
 })

@@ -1,0 +1,194 @@
+/**
+ * `npm run bench -- --compare [REF]` (or `node bench/compare.ts [REF]`): the
+ * working tree against a git ref (default `HEAD`), two builds side by side in
+ * one run, so a change on the request path is measured beside its base on the
+ * same machine in the same minutes.
+ *
+ * Both trees are built as `npm start` builds them (each tree's own
+ * `scripts/build.ts --outdir`; the ref's source comes from `git archive` and
+ * builds against this checkout's node_modules) and run with `npm start`'s Node
+ * flags, both pinned to core 0, one loaded at a time. Rounds interleave the
+ * builds (A B, then B A, …) so a slow spell of the machine does not land on one
+ * build alone; each figure is the median over the rounds, and the ratio is
+ * new ÷ base.
+ *
+ * Figures per build: CPU per request at full load (JSON, stream) and at
+ * 500 req/s (JSON, stream), and resident memory per open stream (a fresh
+ * gateway, `STREAMS` streams held open through a slow upstream).
+ *
+ * Bounded: every loop has a request count and a deadline.
+ */
+import { execFileSync, spawnSync } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Pool } from "undici"
+import { closedLoop, memoryMiB, oneRequest, pacedLoop, Pools, root, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
+import { chatScenario, startGateway } from "./performance.ts"
+import type { Gateway } from "./performance.ts"
+
+interface Build {
+  readonly label: string
+  /** The bundle's entry, an absolute path. */
+  readonly entry: string
+}
+
+/** Builds the tree at `tree` into `outdir` with that tree's own build script; returns the bundle's entry. */
+const buildTree = (tree: string, outdir: string): string => {
+  const built = spawnSync(process.execPath, [join(tree, "scripts/build.ts"), "--outdir", outdir], { cwd: tree, stdio: "inherit" })
+  if (built.status !== 0) throw new Error(`the build of ${tree} failed`)
+  const entry = join(outdir, "gateway.mjs")
+  if (!existsSync(entry)) throw new Error(`the build of ${tree} wrote no ${entry}`)
+  return entry
+}
+
+/** The source of `ref` in a fresh directory, with this checkout's node_modules. */
+const checkoutRef = (ref: string, dir: string): string => {
+  const tree = join(dir, "base-src")
+  mkdirSync(tree)
+  const archive = execFileSync("git", ["archive", "--format=tar", ref], { cwd: root, maxBuffer: 1 << 30 })
+  execFileSync("tar", ["-x", "-C", tree], { input: archive })
+  symlinkSync(join(root, "node_modules"), join(tree, "node_modules"))
+  return tree
+}
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+export interface CompareOptions {
+  readonly ref: string
+  readonly rounds: number
+  readonly quick: boolean
+}
+
+const CONCURRENCY = 32
+const PACED_RPS = 500
+
+export const runCompare = async (options: CompareOptions) => {
+  const requests = options.quick ? 3_000 : 10_000
+  const pacedSeconds = options.quick ? 2 : 5
+  const streams = options.quick ? 300 : 1_000
+  const dir = mkdtempSync(join(tmpdir(), "gateway-compare-"))
+  const sha = execFileSync("git", ["rev-parse", "--short", options.ref], { cwd: root, encoding: "utf8" }).trim()
+  const builds: ReadonlyArray<Build> = [
+    { label: `base (${options.ref} ${sha})`, entry: buildTree(checkoutRef(options.ref, dir), join(dir, "base-dist")) },
+    { label: "new (working tree)", entry: buildTree(root, join(dir, "new-dist")) }
+  ]
+  const upstreamProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
+  const slowProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai", "--chunk-delay-ms", "100"], "1", dir, "upstream-slow")
+  const upstream = JSON.parse(upstreamProcess.line).url as string
+  const slowUpstream = JSON.parse(slowProcess.line).url as string
+  const pools = new Pools(64)
+  const figures = builds.map(() => new Map<string, Array<number>>())
+  const record = (build: number, name: string, value: number) => {
+    const list = figures[build].get(name) ?? []
+    list.push(value)
+    figures[build].set(name, list)
+  }
+  const gateways: Array<Gateway> = []
+  try {
+    for (const [index, build] of builds.entries()) gateways.push(await startGateway(dir, `gateway-${index}`, upstream, { entry: build.entry }))
+    // Warm both up (JIT, pools) before anything is counted.
+    for (const gateway of gateways) {
+      const pool = pools.for(gateway.url)
+      await closedLoop(pool, chatScenario("warm-up", gateway.url, false), requests / 2, CONCURRENCY)
+      await closedLoop(pool, chatScenario("warm-up", gateway.url, true), requests / 2, CONCURRENCY)
+    }
+    for (let r = 0; r < options.rounds; r++) {
+      const order = r % 2 === 0 ? [0, 1] : [1, 0]
+      for (const index of order) {
+        const gateway = gateways[index]
+        const pid = gateway.child.pid!
+        const pool = pools.for(gateway.url)
+        for (const stream of [false, true]) {
+          const scenario = chatScenario("gateway", gateway.url, stream)
+          const kind = stream ? "stream" : "json"
+          const full = await withCpu(pid, () => closedLoop(pool, scenario, requests, CONCURRENCY), served)
+          record(index, `cpu_us_full_${kind}`, full.cpuPerRequest)
+          const paced = await withCpu(pid, () => pacedLoop(pool, scenario, PACED_RPS, pacedSeconds), (run) => Math.round(run.achievedRps * pacedSeconds))
+          record(index, `cpu_us_${PACED_RPS}rps_${kind}`, paced.cpuPerRequest)
+        }
+      }
+      for (const index of order) record(index, "kib_per_open_stream", await memoryPerStream(dir, builds[index], slowUpstream, pools, streams, requests))
+      process.stdout.write(`round ${r + 1}/${options.rounds} done\n`)
+    }
+  } finally {
+    for (const gateway of gateways) {
+      await pools.forget(gateway.url)
+      await stopProcess(gateway.child)
+    }
+    await pools.close()
+    await stopProcess(upstreamProcess.child)
+    await stopProcess(slowProcess.child)
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const names = [...figures[0].keys()]
+  const rows = names.map((name) => {
+    const base = median(figures[0].get(name)!)
+    const next = median(figures[1].get(name)!)
+    return { figure: name, base, new: next, ratio: round(next / base, 3), base_rounds: figures[0].get(name)!.join(" "), new_rounds: figures[1].get(name)!.join(" ") }
+  })
+  return { date: new Date().toISOString(), ref: options.ref, sha, rounds: options.rounds, node: process.version, builds: builds.map((build) => build.label), rows }
+}
+
+/**
+ * Resident memory per open stream of a fresh gateway: after a full-load
+ * warm-up, `streams` streams held open at once through the slow upstream
+ * (each ~2 s long); the most RSS seen while they are open, less the RSS before.
+ */
+const memoryPerStream = async (dir: string, build: Build, slowUpstream: string, pools: Pools, streams: number, requests: number): Promise<number> => {
+  const gateway = await startGateway(dir, "gateway-memory", slowUpstream, { entry: build.entry })
+  const many = new Pool(gateway.url, { connections: streams })
+  try {
+    const pid = gateway.child.pid!
+    await closedLoop(pools.for(gateway.url), chatScenario("gateway", gateway.url, false), requests / 2, CONCURRENCY)
+    await sleep(500)
+    const before = memoryMiB(pid).rss
+    const scenario = chatScenario("gateway", gateway.url, true)
+    const all = Array.from({ length: streams }, () => oneRequest(many, scenario))
+    let most = before
+    for (let i = 0; i < 15; i++) {
+      await sleep(100)
+      most = Math.max(most, memoryMiB(pid).rss)
+    }
+    await Promise.all(all)
+    return Math.round(((most - before) * 1024) / streams)
+  } finally {
+    await many.destroy()
+    await pools.forget(gateway.url)
+    await stopProcess(gateway.child)
+  }
+}
+
+export const printCompare = (result: Awaited<ReturnType<typeof runCompare>>): void => {
+  console.log(`${result.builds[1]} vs ${result.builds[0]}, median of ${result.rounds} interleaved rounds`)
+  console.table(result.rows.map(({ figure, base, new: next, ratio }) => ({ figure, base, new: next, ratio })))
+}
+
+/** `[REF] [--rounds N] [--quick]` after `--compare`. */
+export const compareOptionsFrom = (argv: ReadonlyArray<string>): CompareOptions => {
+  const at = argv.indexOf("--compare")
+  const next = argv[at + 1]
+  const roundsAt = argv.indexOf("--rounds")
+  const quick = argv.includes("--quick")
+  return {
+    ref: next !== undefined && !next.startsWith("--") ? next : "HEAD",
+    rounds: roundsAt === -1 ? (quick ? 2 : 4) : Number(argv[roundsAt + 1]),
+    quick
+  }
+}
+
+export const compareMain = async (argv: ReadonlyArray<string>): Promise<void> => {
+  const result = await runCompare(compareOptionsFrom(argv))
+  printCompare(result)
+  writeFileSync(join(root, "bench", "compare.json"), `${JSON.stringify(result, null, 2)}\n`)
+  console.log("written bench/compare.json")
+}
+
+if (import.meta.main) {
+  await compareMain(["--compare", ...process.argv.slice(2)])
+  process.exit(0)
+}
