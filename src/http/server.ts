@@ -68,7 +68,7 @@ export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], drai
 export interface EdgeOptions {
   /** A request body that makes no progress this long is answered 408 and its connection closed. */
   readonly bodyIdleMs: number
-  /** A request body slower than this on average (after a head start of `bodyIdleMs`) is too (0: no such rule). */
+  /** So is a request body slower than this on average, after a head start of `bodyIdleMs` (0: no rate rule). */
   readonly bodyMinBytesPerSec: number
   /** The server span of each request (the `Telemetry` service); untraced without it. */
   readonly tracing?: EdgeTracing | undefined
@@ -79,7 +79,7 @@ export const makeRequestListener = <R>(
   context: Context.Context<R>,
   log: JsonLog,
   inFlight: InFlight = makeInFlight(),
-  options: EdgeOptions = { bodyIdleMs: 30_000, bodyMinBytesPerSec: 0 }
+  options: EdgeOptions = { bodyIdleMs: 30_000, bodyMinBytesPerSec: 1024 }
 ): Http.RequestListener => {
   const bodyWatch = { idleMs: options.bodyIdleMs, minBytesPerSec: options.bodyMinBytesPerSec }
   const runTraced = Effect.runCallbackWith(context)
