@@ -76,6 +76,7 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
   const inFlight = makeInFlight()
   const listener = makeRequestListener(router, telemetry.requestContext, log, inFlight, {
     bodyIdleMs: server.body_idle_timeout_secs * 1000,
+    bodyMinBytesPerSec: server.body_min_bytes_per_sec,
     tracing: telemetry
   })
   return yield* listen(

@@ -36,6 +36,12 @@ export const Server = Schema.Struct({
   shutdown_grace_secs: NonNegativeInt.pipe(withDefault(30)),
   /** A request body that makes no progress this long gets 408 and the connection is closed (beyond spec). */
   body_idle_timeout_secs: PositiveInt.pipe(withDefault(30)),
+  /**
+   * A request body slower than this on average, after a head start of
+   * body_idle_timeout_secs, gets 408 and the connection is closed; 0 turns the
+   * rule off (beyond spec). Far below any real link, far above a dribbling caller.
+   */
+  body_min_bytes_per_sec: NonNegativeInt.pipe(withDefault(1024)),
   /** Open client connections at most; one more is answered 503 and closed (beyond spec). */
   max_connections: PositiveInt.pipe(withDefault(10_000)),
   /** A request whose headers take longer than this to arrive gets 408 (beyond spec). */

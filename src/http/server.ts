@@ -23,6 +23,7 @@ import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
 import type { EdgeTracing } from "./dispatch.ts"
+import { watchBody } from "./body-watch.ts"
 import { hasBody } from "./limited-body.ts"
 import type { Router } from "./router.ts"
 
@@ -67,32 +68,10 @@ export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], drai
 export interface EdgeOptions {
   /** A request body that makes no progress this long is answered 408 and its connection closed. */
   readonly bodyIdleMs: number
+  /** So is a request body slower than this on average, after a head start of `bodyIdleMs` (0: no rate rule). */
+  readonly bodyMinBytesPerSec: number
   /** The server span of each request (the `Telemetry` service); untraced without it. */
   readonly tracing?: EdgeTracing | undefined
-}
-
-/**
- * Watches a request body for progress: a caller that sends nothing for
- * `idleMs` (and is not simply waiting for the gateway to read what it sent)
- * gets 408 and a closed connection. A large upload that keeps moving is never cut.
- */
-const watchBody = (req: Http.IncomingMessage, idleMs: number, onIdle: () => void): void => {
-  let seen = req.socket.bytesRead
-  const timer = setTimeout(function check() {
-    if (req.complete || req.destroyed) return
-    const read = req.socket.bytesRead
-    // Bytes waiting in the request's buffer mean the gateway is the slow reader, not the caller.
-    if (read !== seen || req.readableLength > 0) {
-      seen = read
-      timer.refresh()
-      return
-    }
-    onIdle()
-  }, idleMs)
-  timer.unref()
-  const stop = () => clearTimeout(timer)
-  req.once("end", stop)
-  req.once("close", stop)
 }
 
 export const makeRequestListener = <R>(
@@ -100,8 +79,9 @@ export const makeRequestListener = <R>(
   context: Context.Context<R>,
   log: JsonLog,
   inFlight: InFlight = makeInFlight(),
-  options: EdgeOptions = { bodyIdleMs: 30_000 }
+  options: EdgeOptions = { bodyIdleMs: 30_000, bodyMinBytesPerSec: 1024 }
 ): Http.RequestListener => {
+  const bodyWatch = { idleMs: options.bodyIdleMs, minBytesPerSec: options.bodyMinBytesPerSec }
   const runTraced = Effect.runCallbackWith(context)
   // A request the telemetry does not sample runs with tracing off from its first step.
   const runUntraced = Effect.runCallbackWith(Context.add(context, References.TracerEnabled, false))
@@ -140,11 +120,14 @@ export const makeRequestListener = <R>(
       }
     })
     if (hasBody(req.headers)) {
-      watchBody(req, options.bodyIdleMs, () => {
+      watchBody(req, bodyWatch, (stall) => {
         ctx.log.error_code = "body_timeout"
         const midResponse = res.headersSent
+        const message = stall === "idle"
+          ? `the request body made no progress for ${options.bodyIdleMs / 1000} s`
+          : `the request body arrived slower than ${options.bodyMinBytesPerSec} bytes/s`
         // The 408 closes the connection (the body is still pending); a response already under way is cut.
-        sendBody(ctx, 408, errorBody(ctx, 408, "request_timeout", `the request body made no progress for ${options.bodyIdleMs / 1000} s`), JSON_CONTENT_TYPE)
+        sendBody(ctx, 408, errorBody(ctx, 408, "request_timeout", message), JSON_CONTENT_TYPE)
         active.interrupt?.()
         if (midResponse) res.destroy()
       })

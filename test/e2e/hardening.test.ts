@@ -18,7 +18,7 @@ const KEY = "sk-configured-secret-0123456789"
 const { fakes, gateway } = gatewayWithFakes(
   { openai: { kind: "openai" }, anthropic: { kind: "anthropic" }, gemini: { kind: "generic" } },
   (fakes) => ({
-    server: { body_idle_timeout_secs: 1, max_body_bytes: 1024 * 1024, max_upload_bytes: 1024 * 1024 },
+    server: { body_idle_timeout_secs: 1, body_min_bytes_per_sec: 10, max_body_bytes: 1024 * 1024, max_upload_bytes: 1024 * 1024 },
     providers: {
       openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "gpt-4o-quick"], credential: "env::OPENAI_KEY" },
       anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e"], credential: "env::OPENAI_KEY" },
