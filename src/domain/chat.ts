@@ -10,6 +10,11 @@
 export interface TextPart {
   readonly type: "text"
   readonly text: string
+  /**
+   * The model declined to answer and this text says why (OpenAI `refusal`).
+   * Families without a refusal field show it as text.
+   */
+  readonly refusal?: true | undefined
 }
 
 /** Inline bytes (base64) or a URL the provider fetches itself. */
@@ -45,7 +50,18 @@ export interface ToolResultPart {
   readonly isError?: boolean | undefined
 }
 
-export type ContentPart = TextPart | ImagePart | DocumentPart | ToolCallPart | ToolResultPart
+/**
+ * The model's visible thinking (Anthropic `thinking`, a Responses `reasoning`
+ * item's summary). `signature` is the upstream's proof that it wrote the text:
+ * Anthropic accepts a thinking block sent back in a later turn only with it.
+ */
+export interface ReasoningPart {
+  readonly type: "reasoning"
+  readonly text: string
+  readonly signature?: string | undefined
+}
+
+export type ContentPart = TextPart | ImagePart | DocumentPart | ToolCallPart | ToolResultPart | ReasoningPart
 
 /**
  * Only two roles: system prompts live in `ChatRequest.system`, tool results are
@@ -152,7 +168,7 @@ export interface ChatResponse {
   readonly model: string
   /** Unix seconds. */
   readonly created: number
-  readonly content: ReadonlyArray<TextPart | ToolCallPart>
+  readonly content: ReadonlyArray<TextPart | ToolCallPart | ReasoningPart>
   readonly stopReason: StopReason
   readonly stopSequence?: string | undefined
   readonly usage: Usage
@@ -189,9 +205,15 @@ export type ChatStreamEvent =
     /** Input usage when the upstream knows it up front (Anthropic). */
     readonly usage?: Usage | undefined
   }
-  | { readonly type: "text_delta"; readonly text: string }
+  | { readonly type: "text_delta"; readonly text: string; readonly refusal?: true | undefined }
   /**
-   * Output the canonical model does not carry (thinking, a server tool's block):
+   * Thinking text (see `ReasoningPart`). A reasoning part runs until its
+   * `reasoning_signature` or other content; a delta after either starts the next.
+   */
+  | { readonly type: "reasoning_delta"; readonly text: string }
+  | { readonly type: "reasoning_signature"; readonly signature: string }
+  /**
+   * Output the canonical model does not carry (redacted thinking, a server tool's block):
    * encoders of other families write nothing for it, but it is content, so it
    * commits the response (see `commitsResponse`).
    */

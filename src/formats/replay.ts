@@ -2,7 +2,7 @@
  * A complete chat answer as a stream and back, in canonical form:
  *
  * - `ResponseAssembler` is fed the canonical events of a stream and gives the
- *   final `ChatResponse` (text and tool calls in order, stop reason, usage),
+ *   final `ChatResponse` (text, reasoning and tool calls in order, stop reason, usage),
  *   or undefined when the stream did not finish or outgrew the byte bound;
  * - `responseEvents` is the event sequence that replays a response, which any
  *   caller format's stream encoder turns into that format's stream.
@@ -10,7 +10,7 @@
  * The response cache stores answers this way: a streamed answer is kept as its
  * final response, and a hit on a streaming request is replayed as a stream.
  */
-import type { ChatResponse, ChatStreamEvent, StopReason, TextPart, ToolCallPart, Usage } from "../domain/chat.ts"
+import type { ChatResponse, ChatStreamEvent, StopReason, Usage } from "../domain/chat.ts"
 
 const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 }
 
@@ -18,7 +18,11 @@ export class ResponseAssembler {
   private id = ""
   private model = ""
   private created = 0
-  private readonly content: Array<{ type: "text"; text: string } | { type: "tool_call"; id: string; name: string; arguments: string }> = []
+  private readonly content: Array<
+    | { type: "text"; text: string; refusal?: true | undefined }
+    | { type: "reasoning"; text: string; signature?: string | undefined }
+    | { type: "tool_call"; id: string; name: string; arguments: string }
+  > = []
   private readonly tools = new Map<number, { type: "tool_call"; id: string; name: string; arguments: string }>()
   private stopReason: StopReason | undefined
   private stopSequence: string | undefined
@@ -45,8 +49,22 @@ export class ResponseAssembler {
       case "text_delta": {
         if (!this.grow(event.text.length)) return
         const last = this.content.at(-1)
-        if (last?.type === "text") last.text += event.text
-        else this.content.push({ type: "text", text: event.text })
+        if (last?.type === "text" && last.refusal === event.refusal) last.text += event.text
+        else this.content.push(event.refusal ? { type: "text", text: event.text, refusal: true } : { type: "text", text: event.text })
+        return
+      }
+      case "reasoning_delta": {
+        if (!this.grow(event.text.length)) return
+        const last = this.content.at(-1)
+        if (last?.type === "reasoning" && last.signature === undefined) last.text += event.text
+        else this.content.push({ type: "reasoning", text: event.text })
+        return
+      }
+      case "reasoning_signature": {
+        if (!this.grow(event.signature.length)) return
+        const last = this.content.at(-1)
+        if (last?.type === "reasoning" && last.signature === undefined) last.signature = event.signature
+        else this.content.push({ type: "reasoning", text: "", signature: event.signature })
         return
       }
       case "tool_call_start": {
@@ -92,7 +110,7 @@ export class ResponseAssembler {
       id: this.id,
       model: this.model,
       created: this.created,
-      content: this.content.map((part): TextPart | ToolCallPart => ({ ...part })),
+      content: this.content.map((part) => ({ ...part })),
       stopReason: this.stopReason,
       stopSequence: this.stopSequence,
       usage: this.usage ?? ZERO_USAGE
@@ -106,7 +124,10 @@ export const responseEvents = (response: ChatResponse): Array<ChatStreamEvent> =
   let tool = 0
   for (const part of response.content) {
     if (part.type === "text") {
-      if (part.text !== "") events.push({ type: "text_delta", text: part.text })
+      if (part.text !== "") events.push(part.refusal ? { type: "text_delta", text: part.text, refusal: true } : { type: "text_delta", text: part.text })
+    } else if (part.type === "reasoning") {
+      events.push({ type: "reasoning_delta", text: part.text })
+      if (part.signature !== undefined) events.push({ type: "reasoning_signature", signature: part.signature })
     } else {
       const index = tool++
       events.push({ type: "tool_call_start", index, id: part.id, name: part.name })

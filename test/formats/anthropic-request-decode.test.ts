@@ -118,6 +118,24 @@ describe("Messages request decoder", () => {
     })
   })
 
+  it("a role: \"system\" message inside messages (SDK 0.137+) joins the system prompt after the top-level one, in order", () => {
+    const req = decode({
+      system: "Be brief.",
+      messages: [
+        { role: "system", content: "Answer in French." },
+        { role: "user", content: "Hi" },
+        { role: "system", content: [{ type: "text", text: "Use metric units." }, { type: "image", source: { type: "url", url: "https://x/y.png" } }] }
+      ]
+    })
+    expect(req.system).toEqual([
+      { type: "text", text: "Be brief." },
+      { type: "text", text: "Answer in French." },
+      { type: "text", text: "Use metric units." }
+    ])
+    expect(req.messages).toEqual([{ role: "user", content: [{ type: "text", text: "Hi" }] }])
+    expect(req.unmapped).toEqual({ "messages[].system.image": 1 })
+  })
+
   it("maps stop_sequences, top_k, metadata.user_id and always includes usage", () => {
     expect(
       decode({ stop_sequences: ["END"], top_k: 5, temperature: 0.5, top_p: 0.9, metadata: { user_id: "u-1" }, stream: true })
@@ -202,7 +220,7 @@ describe("Messages request decoder", () => {
       message: "messages[0].content: expected string or array of content blocks",
       param: "messages[0].content"
     })
-    expect(failure({ model: "m", max_tokens: 1, messages: [{ role: "system", content: "x" }] }).param).toBe(
+    expect(failure({ model: "m", max_tokens: 1, messages: [{ role: "tool", content: "x" }] }).param).toBe(
       "messages[0].role"
     )
     expect(

@@ -58,7 +58,7 @@ describe("Messages stream decoder", () => {
     expect(events.at(-3)).toEqual({ type: "message_delta", stopReason: "tool_use" })
   })
 
-  it("reports thinking blocks as other content once, and drops thinking, signature and citation deltas", () => {
+  it("carries thinking text and its signature as reasoning, reports redacted thinking as other content, drops citation deltas", () => {
     const events = decodeAll(decoder(), [
       start(),
       blockStart(0, { type: "thinking", thinking: "", signature: "" }),
@@ -79,7 +79,9 @@ describe("Messages stream decoder", () => {
     ])
     expect(events).toEqual([
       started,
-      { type: "other_content", kind: "thinking" },
+      { type: "reasoning_delta", text: "" },
+      { type: "reasoning_delta", text: "hmm" },
+      { type: "reasoning_signature", signature: "EqQB" },
       { type: "other_content", kind: "redacted_thinking" },
       { type: "text_delta", text: "Answer" },
       { type: "tool_call_start", index: 0, id: "toolu_1", name: "f" },

@@ -85,11 +85,11 @@ describe("Chat Completions stream decoder", () => {
     expect(events).toContainEqual({ type: "message_delta", stopReason: "tool_use" })
   })
 
-  it("turns a refusal delta into text and finishes with content_filter", () => {
+  it("turns a refusal delta into refusal text and finishes with content_filter", () => {
     expect(decodeAll(makeOpenAiChatStreamDecoder(), [delta({ refusal: "I can't help." }), delta({}, "stop"), DONE]))
       .toEqual([
         messageStart,
-        { type: "text_delta", text: "I can't help." },
+        { type: "text_delta", text: "I can't help.", refusal: true },
         { type: "message_delta", stopReason: "content_filter" },
         { type: "message_stop" }
       ])

@@ -42,7 +42,7 @@ describe("Responses response encoding", () => {
         type: "message",
         status: "completed",
         role: "assistant",
-        content: [{ type: "output_text", text: "Hello there!", annotations: [] }]
+        content: [{ type: "output_text", text: "Hello there!", annotations: [], logprobs: [] }]
       }],
       parallel_tool_calls: true,
       previous_response_id: null,
@@ -56,7 +56,7 @@ describe("Responses response encoding", () => {
       truncation: "disabled",
       usage: {
         input_tokens: 36,
-        input_tokens_details: { cached_tokens: 4 },
+        input_tokens_details: { cached_tokens: 4, cache_write_tokens: 0 },
         output_tokens: 87,
         output_tokens_details: { reasoning_tokens: 10 },
         total_tokens: 123
@@ -77,7 +77,7 @@ describe("Responses response encoding", () => {
         type: "message",
         status: "completed",
         role: "assistant",
-        content: [{ type: "output_text", text: "Let me check.", annotations: [] }]
+        content: [{ type: "output_text", text: "Let me check.", annotations: [], logprobs: [] }]
       },
       {
         type: "function_call",

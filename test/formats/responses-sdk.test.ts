@@ -113,7 +113,7 @@ describe("openai SDK compatibility of the Responses encoders", () => {
     ])
     expect(response.usage).toEqual({
       input_tokens: 60,
-      input_tokens_details: { cached_tokens: 0 },
+      input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
       output_tokens: 18,
       output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: 78

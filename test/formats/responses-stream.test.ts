@@ -70,19 +70,19 @@ describe("Responses stream encoding", () => {
     const ref = { item_id: "msg_1", output_index: 0, content_index: 0 }
     expect(withoutResponse(events.slice(2, 9))).toEqual([
       { type: "response.output_item.added", output_index: 0, item: msg([], "in_progress") },
-      { type: "response.content_part.added", ...ref, part: { type: "output_text", text: "", annotations: [] } },
+      { type: "response.content_part.added", ...ref, part: { type: "output_text", text: "", annotations: [], logprobs: [] } },
       { type: "response.output_text.delta", ...ref, delta: "Hello", logprobs: [] },
       { type: "response.output_text.delta", ...ref, delta: " there!", logprobs: [] },
       { type: "response.output_text.done", ...ref, text: "Hello there!", logprobs: [] },
       {
         type: "response.content_part.done",
         ...ref,
-        part: { type: "output_text", text: "Hello there!", annotations: [] }
+        part: { type: "output_text", text: "Hello there!", annotations: [], logprobs: [] }
       },
       {
         type: "response.output_item.done",
         output_index: 0,
-        item: msg([{ type: "output_text", text: "Hello there!", annotations: [] }], "completed")
+        item: msg([{ type: "output_text", text: "Hello there!", annotations: [], logprobs: [] }], "completed")
       }
     ])
     for (const opening of events.slice(0, 2)) {
@@ -99,10 +99,10 @@ describe("Responses stream encoding", () => {
     expect(events[9].response).toMatchObject({
       id: "resp_1",
       status: "completed",
-      output: [msg([{ type: "output_text", text: "Hello there!", annotations: [] }], "completed")],
+      output: [msg([{ type: "output_text", text: "Hello there!", annotations: [], logprobs: [] }], "completed")],
       usage: {
         input_tokens: 12,
-        input_tokens_details: { cached_tokens: 0 },
+        input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
         output_tokens: 3,
         output_tokens_details: { reasoning_tokens: 0 },
         total_tokens: 15
@@ -126,7 +126,7 @@ describe("Responses stream encoding", () => {
     const fc1 = { type: "function_call", id: "fc_1_1", call_id: "call_1", name: "get_weather" }
     const fc2 = { type: "function_call", id: "fc_1_2", call_id: "call_2", name: "get_time" }
     expect(withoutResponse(events.slice(7))).toEqual([
-      { type: "response.output_item.done", output_index: 0, item: msg([{ type: "output_text", text: "Let me check.", annotations: [] }], "completed") },
+      { type: "response.output_item.done", output_index: 0, item: msg([{ type: "output_text", text: "Let me check.", annotations: [], logprobs: [] }], "completed") },
       { type: "response.output_item.added", output_index: 1, item: { ...fc1, arguments: "", status: "in_progress" } },
       { type: "response.function_call_arguments.delta", item_id: "fc_1_1", output_index: 1, delta: "{\"city\":" },
       { type: "response.function_call_arguments.delta", item_id: "fc_1_1", output_index: 1, delta: "\"Paris\"}" },
@@ -149,7 +149,7 @@ describe("Responses stream encoding", () => {
       { type: "response.completed" }
     ])
     expect(events.at(-1)!.response.output).toEqual([
-      msg([{ type: "output_text", text: "Let me check.", annotations: [] }], "completed"),
+      msg([{ type: "output_text", text: "Let me check.", annotations: [], logprobs: [] }], "completed"),
       { ...fc1, arguments: "{\"city\":\"Paris\"}", status: "completed" },
       { ...fc2, arguments: "{}", status: "completed" }
     ])

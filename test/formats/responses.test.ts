@@ -96,7 +96,7 @@ describe("Messages response → Chat completion (C→A response leg, docs/refere
     })
   })
 
-  it("decodes text blocks, tool_use input as JSON text, and drops thinking blocks", () => {
+  it("decodes text blocks, tool_use input as JSON text, and thinking blocks as reasoning with their signature", () => {
     expect(
       ok(decodeAnthropicResponse({
         ...ANTHROPIC_MESSAGE,
@@ -114,6 +114,7 @@ describe("Messages response → Chat completion (C→A response leg, docs/refere
       model: "claude-sonnet-4-5-20250929",
       created: 5,
       content: [
+        { type: "reasoning", text: "…", signature: "s" },
         { type: "text", text: "A" },
         { type: "text", text: "B" },
         { type: "tool_call", id: "t", name: "f", arguments: "{\"a\":[1]}" }

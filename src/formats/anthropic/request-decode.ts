@@ -1,7 +1,10 @@
 /**
  * Messages request → canonical `ChatRequest` (docs/reference/anthropic-messages.md §2).
  *
- * - `system` (string or text blocks) becomes `system` parts.
+ * - `system` (string or text blocks) becomes `system` parts, followed by the
+ *   text of `role: "system"` messages in order (wherever they sit: the
+ *   canonical model, like the 2023-06-01 API, has one system prompt); their
+ *   other blocks are left out and noted.
  * - `tool_use` input becomes `tool_call` arguments via `JSON.stringify`.
  * - A plain-text `document` becomes a text part (docs/reference/translation.md §3).
  * - Content the canonical model cannot hold (`thinking`/`redacted_thinking`
@@ -72,17 +75,20 @@ export const decodeAnthropicRequest = (body: unknown): DecodeResult<ChatRequest>
   if (isRecord(output)) {
     for (const key of Object.keys(output)) if (key !== "format" && key !== "effort" && output[key] != null) unmapped[`output_config.${key}`] = output[key]
   }
-  const messages: Array<Message> = wire.messages.map((message) => ({
-    role: message.role,
-    content: convertContent(message.content, note, lose)
-  }))
+  const system = convertSystem(wire.system, note)
+  const messages: Array<Message> = []
+  for (const message of wire.messages) {
+    const content = convertContent(message.content, note, lose)
+    if (message.role !== "system") messages.push({ role: message.role, content })
+    else system.push(...systemText(content, note))
+  }
   const format = wire.output_config?.format ?? undefined
   const choice = wire.tool_choice ?? undefined
   return {
     ok: true,
     value: {
       model: wire.model,
-      system: convertSystem(wire.system, note),
+      system,
       messages,
       maxTokens: wire.max_tokens,
       temperature: wire.temperature ?? undefined,
@@ -112,6 +118,16 @@ const convertSystem = (system: MessagesRequest["system"], note: Note): Array<Tex
     if (block.cache_control != null) note("system[].cache_control")
     return { type: "text", text: block.text }
   })
+}
+
+/** The text of a `role: "system"` message; a system prompt holds text only. */
+const systemText = (content: ReadonlyArray<ContentPart>, note: Note): Array<TextPart> => {
+  const text: Array<TextPart> = []
+  for (const part of content) {
+    if (part.type === "text") text.push(part)
+    else note(`messages[].system.${part.type}`)
+  }
+  return text
 }
 
 const convertContent = (content: string | ReadonlyArray<WireBlock>, note: Note, lose: Note): Array<ContentPart> => {

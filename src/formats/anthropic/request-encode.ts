@@ -8,6 +8,9 @@
  *   a message left with no blocks is skipped. The final assistant message
  *   (prefill) loses trailing whitespace, which Anthropic also rejects.
  * - A conversation that starts with the assistant gets a minimal user turn (`.`).
+ * - A reasoning part with a signature is a `thinking` block (Anthropic accepts
+ *   earlier thinking only signed, and checks the signature against the text);
+ *   one without is left out.
  * - Tool ids are cleaned to `[a-zA-Z0-9_-]` with `cleanToolId`, the same
  *   mapping for `tool_use.id` and `tool_result.tool_use_id`.
  * - Tool-call arguments that are empty, invalid JSON or not a JSON object
@@ -185,6 +188,8 @@ const encodeBlock = (part: ContentPart): Block | undefined => {
       if (part.isError === true) result.is_error = true
       return result
     }
+    case "reasoning":
+      return part.signature === undefined ? undefined : { type: "thinking", thinking: part.text, signature: part.signature }
   }
 }
 

@@ -87,8 +87,9 @@ const Block = Schema.Union([TextBlock, ImageBlock, DocumentBlock, ToolUseBlock, 
   { expected: "a content block with a \"type\"" }
 )
 
+// `system` inside `messages`: the SDK allows it since 0.137 (docs/reference/anthropic-messages.md §2).
 const Message = Schema.Struct({
-  role: Schema.Literals(["user", "assistant"]),
+  role: Schema.Literals(["user", "assistant", "system"]),
   content: Schema.Union([Schema.String, Schema.Array(Block)]).annotate({
     expected: "string or array of content blocks"
   })

@@ -1,12 +1,13 @@
 /**
  * Messages response ⇄ canonical `ChatResponse` (docs/reference/translation.md §8).
  *
- * Decoding keeps text and `tool_use` blocks; thinking, citations and
- * server-tool blocks have no canonical home and are left out. A body without a
+ * Decoding keeps text, `tool_use` and `thinking` blocks (with their
+ * signature); redacted thinking, citations and server-tool blocks have no
+ * canonical home and are left out. A body without a
  * `content` array is a failure, not a crash: a malformed upstream success must
  * reach the caller as an error.
  */
-import type { ChatResponse, TextPart, ToolCallPart } from "../../domain/chat.ts"
+import type { ChatResponse } from "../../domain/chat.ts"
 import type { DecodeResult } from "../contract.ts"
 import {
   cleanToolId,
@@ -31,7 +32,7 @@ export const decodeAnthropicResponse = (
 ): DecodeResult<ChatResponse> => {
   if (!isRecord(json)) return { ok: false, message: "upstream response is not a JSON object" }
   if (!Array.isArray(json.content)) return { ok: false, message: "upstream response has no content array" }
-  const content: Array<TextPart | ToolCallPart> = []
+  const content: Array<ChatResponse["content"][number]> = []
   for (const block of json.content) {
     if (!isRecord(block)) return { ok: false, message: "upstream response has a malformed content block" }
     if (block.type === "text" && typeof block.text === "string") {
@@ -43,6 +44,9 @@ export const decodeAnthropicResponse = (
         name: typeof block.name === "string" ? block.name : "",
         arguments: JSON.stringify(block.input ?? {})
       })
+    } else if (block.type === "thinking" && typeof block.thinking === "string") {
+      const signature = typeof block.signature === "string" ? block.signature : undefined
+      content.push({ type: "reasoning", text: block.thinking, signature })
     }
   }
   return {
@@ -77,7 +81,7 @@ export const encodeAnthropicResponse = (
   for (const part of res.content) {
     if (part.type === "text") {
       if (part.text !== "") content.push({ type: "text", text: part.text })
-    } else {
+    } else if (part.type === "tool_call") {
       content.push({ type: "tool_use", id: cleanToolId(part.id), name: part.name, input: toolInput(part.arguments) })
     }
   }

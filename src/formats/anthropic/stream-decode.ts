@@ -4,10 +4,13 @@
  * - `message_start` → `message_start` carrying the input usage known up front.
  * - A `tool_use` block start → `tool_call_start` whose index is a running
  *   count of tool blocks, not the block index (a text block usually takes 0).
- * - Any other block start (thinking, redacted thinking, server-tool blocks) →
+ * - A `thinking` block → `reasoning_delta`s (one at its start, so it commits
+ *   the response even before any text) and, from its `signature_delta`,
+ *   `reasoning_signature`.
+ * - Any other block start (redacted thinking, server-tool blocks) →
  *   `other_content`: not carried, but content (it commits the response).
  * - `text_delta` / `input_json_delta` → text and argument deltas; empty ones,
- *   thinking, signature and citation deltas, `ping` and unknown events → nothing.
+ *   citation deltas, `ping` and unknown events → nothing.
  * - `message_delta` → the finish (once) and `usage`: output is cumulative;
  *   input comes from `message_start`, replaced by any non-null field here.
  * - `message_stop` after a finish → `message_stop`. Without a finish, or EOF
@@ -46,6 +49,9 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
     if (block.type === "text") {
       return typeof block.text === "string" && block.text !== "" ? [{ type: "text_delta", text: block.text }] : []
     }
+    if (block.type === "thinking") {
+      return [{ type: "reasoning_delta", text: typeof block.thinking === "string" ? block.thinking : "" }]
+    }
     if (block.type !== "tool_use") return typeof block.type === "string" ? [{ type: "other_content", kind: block.type }] : []
     if (typeof index !== "number") return []
     const tool = toolCount++
@@ -66,6 +72,12 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
   const blockDelta = (index: unknown, delta: Record<string, unknown>): ReadonlyArray<ChatStreamEvent> => {
     if (delta.type === "text_delta") {
       return typeof delta.text === "string" && delta.text !== "" ? [{ type: "text_delta", text: delta.text }] : []
+    }
+    if (delta.type === "thinking_delta") {
+      return typeof delta.thinking === "string" && delta.thinking !== "" ? [{ type: "reasoning_delta", text: delta.thinking }] : []
+    }
+    if (delta.type === "signature_delta") {
+      return typeof delta.signature === "string" ? [{ type: "reasoning_signature", signature: delta.signature }] : []
     }
     if (delta.type !== "input_json_delta" || typeof index !== "number") return []
     const tool = toolOfBlock.get(index)

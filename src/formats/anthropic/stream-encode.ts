@@ -175,6 +175,8 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncodeOptions
         return usage === undefined ? out : out + messageDelta()
       }
       case "other_content":
+      case "reasoning_delta":
+      case "reasoning_signature":
         return ""
       case "usage":
         usage = event.usage

@@ -62,12 +62,18 @@ export const encodeOpenAiChatRequest = (req: ChatRequest, options: RequestEncode
 
 type WireMessage = Record<string, unknown>
 
+/** What a request's earlier reasoning is reported as when it is left out. */
+const REASONING = "messages[].reasoning"
+
 const encodeMessages = (req: ChatRequest, dropped: Array<string>): Array<WireMessage> => {
   const out: Array<WireMessage> = []
   if (req.system.length > 0) out.push({ role: "system", content: req.system.map((part) => part.text).join("\n\n") })
   for (const message of req.messages) {
-    if (message.role === "assistant") out.push(encodeAssistant(message))
-    else encodeUser(message, out, dropped)
+    if (message.role === "assistant") {
+      // Chat Completions has no field for earlier reasoning; the model does without it.
+      if (message.content.some((part) => part.type === "reasoning") && !dropped.includes(REASONING)) dropped.push(REASONING)
+      out.push(encodeAssistant(message))
+    } else encodeUser(message, out, dropped)
   }
   return out
 }
@@ -109,6 +115,8 @@ const encodeUser = (message: Message, out: Array<WireMessage>, dropped: Array<st
 
 const encodePart = (part: Exclude<ContentPart, { type: "tool_result" | "tool_call" }>, dropped: Array<string>) => {
   switch (part.type) {
+    case "reasoning":
+      return undefined
     case "text":
       return { type: "text", text: part.text }
     case "image":

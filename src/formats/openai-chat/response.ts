@@ -2,8 +2,8 @@
  * Chat Completions response ⇄ canonical `ChatResponse` (docs/reference/translation.md §8).
  *
  * Decoding reads `choices[0]` only (the gateway never asks for `n > 1` across
- * families). A `refusal` becomes a text part and the stop reason
- * `content_filter`. A body without `choices[0].message` is a failure, not a
+ * families). A `refusal` becomes a text part marked `refusal` and the stop
+ * reason `content_filter`. A body without `choices[0].message` is a failure, not a
  * crash: a malformed upstream success must reach the caller as an error.
  */
 import type { ChatResponse, TextPart, ToolCallPart } from "../../domain/chat.ts"
@@ -29,7 +29,7 @@ export const decodeOpenAiChatResponse = (
   const text = textOf(message.content)
   if (text !== "") content.push({ type: "text", text })
   const refusal = typeof message.refusal === "string" && message.refusal !== "" ? message.refusal : undefined
-  if (refusal !== undefined) content.push({ type: "text", text: refusal })
+  if (refusal !== undefined) content.push({ type: "text", text: refusal, refusal: true })
   let hasToolCalls = false
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls) {
@@ -84,7 +84,7 @@ export const encodeOpenAiChatResponse = (
   const toolCalls: Array<unknown> = []
   for (const part of res.content) {
     if (part.type === "text") text = (text ?? "") + part.text
-    else toolCalls.push({ id: part.id, type: "function", function: { name: part.name, arguments: part.arguments } })
+    else if (part.type === "tool_call") toolCalls.push({ id: part.id, type: "function", function: { name: part.name, arguments: part.arguments } })
   }
   const message: Record<string, unknown> = { role: "assistant", content: text, refusal: null }
   if (toolCalls.length > 0) message.tool_calls = toolCalls

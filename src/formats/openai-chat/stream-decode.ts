@@ -55,7 +55,7 @@ export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
     if (typeof reasoning === "string" && reasoning !== "") out.push({ type: "other_content", kind: "reasoning" })
     if (typeof delta.refusal === "string" && delta.refusal !== "") {
       refused = true
-      out.push({ type: "text_delta", text: delta.refusal })
+      out.push({ type: "text_delta", text: delta.refusal, refusal: true })
     }
     if (!Array.isArray(delta.tool_calls)) return
     for (let position = 0; position < delta.tool_calls.length; position++) {

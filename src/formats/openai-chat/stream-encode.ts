@@ -82,6 +82,8 @@ export const makeOpenAiChatStreamEncoder = (options: OpenAiStreamEncodeOptions):
         finished = true
         return chunk("{}", `"${finishReasonOf(event.stopReason)}"`)
       case "other_content":
+      case "reasoning_delta":
+      case "reasoning_signature":
         return ""
       case "usage":
         usage = event.usage

@@ -29,10 +29,10 @@ export const outcomeOf = (reason: StopReason): Outcome => {
   }
 }
 
-/** Canonical → wire `usage`; the detail objects are always present (0 when unknown). */
+/** Canonical → wire `usage`; the detail objects and all their counts are always present (0 when unknown), as the schema requires. */
 export const encodeUsage = (usage: Usage): Record<string, unknown> => ({
   input_tokens: usage.inputTokens,
-  input_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0 },
+  input_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0, cache_write_tokens: usage.cacheWriteTokens ?? 0 },
   output_tokens: usage.outputTokens,
   output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
   total_tokens: usage.inputTokens + usage.outputTokens
@@ -46,13 +46,15 @@ export const responseId = (id: string): string => `resp_${idBody(id)}`
 
 /**
  * Output item ids, unique within a response and the same whether it is
- * streamed or not: `msg_<id>` for a first message item, `msg_<id>_<n>` and
- * `fc_<id>_<n>` otherwise (`n`: the item's `output_index`).
+ * streamed or not: `msg_<id>` for a first message item, `msg_<id>_<n>`,
+ * `fc_<id>_<n>` and `rs_<id>_<n>` otherwise (`n`: the item's `output_index`).
  */
 export const messageItemId = (id: string, outputIndex: number): string =>
   outputIndex === 0 ? `msg_${idBody(id)}` : `msg_${idBody(id)}_${outputIndex}`
 
 export const functionCallItemId = (id: string, outputIndex: number): string => `fc_${idBody(id)}_${outputIndex}`
+
+export const reasoningItemId = (id: string, outputIndex: number): string => `rs_${idBody(id)}_${outputIndex}`
 
 const numberOr = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined)
 
@@ -64,8 +66,10 @@ export const decodeUsage = (raw: unknown): Usage | undefined => {
     outputTokens: numberOr(raw.output_tokens) ?? 0
   }
   const cached = isRecord(raw.input_tokens_details) ? numberOr(raw.input_tokens_details.cached_tokens) : undefined
+  const written = isRecord(raw.input_tokens_details) ? numberOr(raw.input_tokens_details.cache_write_tokens) : undefined
   const reasoning = isRecord(raw.output_tokens_details) ? numberOr(raw.output_tokens_details.reasoning_tokens) : undefined
   if (cached !== undefined) usage.cacheReadTokens = cached
+  if (written !== undefined) usage.cacheWriteTokens = written
   if (reasoning !== undefined) usage.reasoningTokens = reasoning
   return usage
 }

@@ -10,7 +10,13 @@
  *   `function_call_output` items become `tool_result` parts of one user
  *   message, and the user message right after them joins it, results first.
  * - `reasoning.effort` becomes `reasoningEffort`; other `reasoning` keys stay unmapped.
- * - Content whose loss is harmless (`reasoning` input items, image `detail`) is
+ * - A `reasoning` item the gateway made from Anthropic thinking (its
+ *   `encrypted_content` is the thinking's signature) becomes a reasoning part
+ *   of the assistant turn, its summary the text, so an Anthropic upstream gets
+ *   the signed thinking block back. OpenAI's own encrypted reasoning (a Fernet
+ *   token, `gAAAAA…`) only OpenAI can read: like a reasoning item without
+ *   `encrypted_content`, it is left out.
+ * - Content whose loss is harmless (such reasoning items, image `detail`) is
  *   left out and noted in `unmapped` under an `input[]…` key, so encoders
  *   report it as dropped.
  * - What only the provider's own Responses API can honour (server-side state:
@@ -29,6 +35,7 @@ import type {
   DocumentPart,
   ImagePart,
   Message,
+  ReasoningPart,
   ResponseFormat,
   TextPart,
   ToolChoice,
@@ -49,6 +56,7 @@ import {
   type WireInputItem,
   type WireMessageItem,
   type WireOutputPart,
+  type WireReasoningItem,
   type WireTextFormat,
   type WireTool,
   type WireToolChoice
@@ -159,6 +167,20 @@ const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPar
         toolTurn.push({ type: "tool_result", toolCallId: item.call_id, content: outputParts(item.output, note, lose) })
         assistantTurn = undefined
         continue
+      case "reasoning": {
+        const part = reasoningPart(item)
+        if (part === undefined) {
+          note("input[].reasoning")
+          continue
+        }
+        if (assistantTurn === undefined) {
+          assistantTurn = []
+          messages.push({ role: "assistant", content: assistantTurn })
+        }
+        assistantTurn.push(part)
+        toolTurn = undefined
+        continue
+      }
     }
     const message = item as WireMessageItem
     switch (message.role) {
@@ -184,6 +206,15 @@ const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPar
     }
   }
   return messages
+}
+
+/** OpenAI's encrypted reasoning is a Fernet token; these bytes begin every one (version 0x80, then a timestamp). */
+const OPENAI_ENCRYPTED_PREFIX = "gAAAAA"
+
+const reasoningPart = (item: WireReasoningItem): ReasoningPart | undefined => {
+  const signature = item.encrypted_content
+  if (signature == null || signature === "" || signature.startsWith(OPENAI_ENCRYPTED_PREFIX)) return undefined
+  return { type: "reasoning", text: (item.summary ?? []).map((part) => part.text).join(""), signature }
 }
 
 const instructionParts = (

@@ -4,7 +4,7 @@
  * declared here: the decoder copies them to `unmapped` from the raw body.
  *
  * Input items, tools and tool choices of types the canonical model does not
- * know (`reasoning`, `item_reference`, `web_search`, …) are accepted as
+ * know (`item_reference`, `web_search`, …) are accepted as
  * `Other…` members so they can be reported as dropped; items of a known type
  * are validated.
  *
@@ -71,18 +71,25 @@ const FunctionCallOutputItem = Schema.Struct({
   ]).annotate({ expected: "string or array of output parts" })
 })
 
-const KNOWN_ITEM_TYPES: ReadonlySet<string> = new Set(["message", "function_call", "function_call_output"])
+// Earlier reasoning sent back; `summary` is optional here because these items were accepted (and dropped) before they were read.
+const ReasoningItem = Schema.Struct({
+  type: Schema.Literal("reasoning"),
+  summary: Schema.optionalKey(Schema.Array(Schema.Struct({ type: Schema.String, text: Schema.String }))),
+  encrypted_content: optionalNullable(Schema.String)
+})
 
-/** The `type` of an input item the canonical model has no home for (`reasoning`, `item_reference`, …). */
+const KNOWN_ITEM_TYPES: ReadonlySet<string> = new Set(["message", "function_call", "function_call_output", "reasoning"])
+
+/** The `type` of an input item the canonical model has no home for (`item_reference`, …). */
 export type OtherItemType = string & { readonly __otherItem: true }
 
 const OtherItem = Schema.Struct({
   type: Schema.String.pipe(Schema.refine((type: string): type is OtherItemType => !KNOWN_ITEM_TYPES.has(type)))
 })
 
-const InputItem = Schema.Union([FunctionCallItem, FunctionCallOutputItem, MessageItem, OtherItem]).annotate({
+const InputItem = Schema.Union([FunctionCallItem, FunctionCallOutputItem, ReasoningItem, MessageItem, OtherItem]).annotate({
   expected: "an input item: a message with role \"user\", \"assistant\", \"system\" or \"developer\", " +
-    "or an item of type \"function_call\" or \"function_call_output\""
+    "or an item of type \"function_call\", \"function_call_output\" or \"reasoning\""
 })
 
 // Function tools are flat here: no inner `function` object as in Chat Completions.
@@ -156,6 +163,7 @@ export type ResponsesRequest = typeof ResponsesRequest.Type
 export type WireInputItem = typeof InputItem.Type
 export type WireContentPart = typeof ContentPart.Type
 export type WireMessageItem = typeof MessageItem.Type
+export type WireReasoningItem = typeof ReasoningItem.Type
 export type WireOutputPart = Exclude<typeof FunctionCallOutputItem.Type["output"], string>[number]
 export type WireTool = typeof Tool.Type
 export type WireToolChoice = typeof ToolChoice.Type

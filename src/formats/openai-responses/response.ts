@@ -10,17 +10,30 @@
  *
  * Details:
  * - Consecutive text parts form one `message` item with one `output_text`
- *   part (empty text makes none); each tool call is one `function_call` item,
- *   in content order.
+ *   part (empty text makes none), and refusal text a `refusal` part of it;
+ *   each tool call is one `function_call` item and each reasoning part one
+ *   `reasoning` item (its text as the summary, its signature as
+ *   `encrypted_content`, so the caller can send it back), in content order.
+ * - `output_text` parts carry `logprobs: []`: the schema requires the field
+ *   and no other family reports log probabilities here.
  * - `max_tokens` and `content_filter` stops give `status: "incomplete"` with
  *   `incomplete_details.reason`; the last output item, the one that was cut,
  *   is `incomplete` too. Every other stop is `completed`.
  * - `instructions` echoes the canonical `system` text (joined with blank
- *   lines), which also holds `system`/`developer` input messages.
+ *   lines), which also holds `system`/`developer` input messages;
+ *   `reasoning.effort` echoes the request's.
  * - `store` is `false` and `previous_response_id` null: nothing is stored.
  */
 import type { ChatRequest, ChatResponse, ResponseFormat, ToolChoice, Usage } from "../../domain/chat.ts"
-import { encodeUsage, functionCallItemId, messageItemId, type Outcome, outcomeOf, responseId } from "./mapping.ts"
+import {
+  encodeUsage,
+  functionCallItemId,
+  messageItemId,
+  type Outcome,
+  outcomeOf,
+  reasoningItemId,
+  responseId
+} from "./mapping.ts"
 
 export interface ResponsesEncodeOptions {
   /** Model name to show the caller instead of the upstream's. */
@@ -31,18 +44,31 @@ export interface ResponsesEncodeOptions {
 
 type ItemStatus = "in_progress" | "completed" | "incomplete"
 
-export const messageItem = (id: string, text: string | undefined, status: ItemStatus): Record<string, unknown> => ({
-  id,
-  type: "message",
-  status,
-  role: "assistant",
-  content: text === undefined ? [] : [outputTextPart(text)]
-})
+export const messageItem = (
+  id: string,
+  content: ReadonlyArray<Record<string, unknown>>,
+  status: ItemStatus
+): Record<string, unknown> => ({ id, type: "message", status, role: "assistant", content })
 
 export const outputTextPart = (text: string): Record<string, unknown> => ({
   type: "output_text",
   text,
-  annotations: []
+  annotations: [],
+  logprobs: []
+})
+
+export const refusalPart = (refusal: string): Record<string, unknown> => ({ type: "refusal", refusal })
+
+/** A message content part of either kind. */
+export const contentPart = (text: string, refusal: boolean): Record<string, unknown> =>
+  refusal ? refusalPart(text) : outputTextPart(text)
+
+/** A `reasoning` item; `summary` is empty when the thinking had no text (it was redacted or withheld). */
+export const reasoningItem = (id: string, text: string, signature: string | undefined): Record<string, unknown> => ({
+  id,
+  type: "reasoning",
+  summary: text === "" ? [] : [{ type: "summary_text", text }],
+  encrypted_content: signature ?? null
 })
 
 export const functionCallItem = (
@@ -65,10 +91,12 @@ export interface RequestEcho {
   readonly tools: ReadonlyArray<unknown>
   readonly user: string | null
   readonly metadata: unknown
+  readonly reasoning: { readonly effort: string | null; readonly summary: unknown }
 }
 
 export const requestEcho = (request: ChatRequest | undefined): RequestEcho => {
   const metadata = request?.unmapped.metadata
+  const summary = request?.unmapped["reasoning.summary"]
   return {
     instructions: request === undefined || request.system.length === 0
       ? null
@@ -87,7 +115,8 @@ export const requestEcho = (request: ChatRequest | undefined): RequestEcho => {
       strict: tool.strict ?? null
     })),
     user: request?.user ?? null,
-    metadata: typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) ? metadata : {}
+    metadata: typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) ? metadata : {},
+    reasoning: { effort: request?.reasoningEffort ?? null, summary: typeof summary === "string" ? summary : null }
   }
 }
 
@@ -130,7 +159,7 @@ export const responseObject = (state: ResponseState, echo: RequestEcho): Record<
   output: state.output,
   parallel_tool_calls: echo.parallelToolCalls,
   previous_response_id: null,
-  reasoning: { effort: null, summary: null },
+  reasoning: echo.reasoning,
   store: false,
   temperature: echo.temperature,
   text: echo.text,
@@ -150,21 +179,34 @@ export const encodeResponsesResponse = (
 ): Record<string, unknown> => {
   const outcome = outcomeOf(res.stopReason)
   const output: Array<Record<string, unknown>> = []
-  let text: string | undefined
+  // The open message item's parts: consecutive text of one kind (text or refusal) is one part.
+  const parts: Array<{ text: string; refusal: boolean }> = []
   const flushText = () => {
-    if (text === undefined) return
-    output.push(messageItem(messageItemId(res.id, output.length), text, "completed"))
-    text = undefined
+    if (parts.length === 0) return
+    const content = parts.map((part) => contentPart(part.text, part.refusal))
+    output.push(messageItem(messageItemId(res.id, output.length), content, "completed"))
+    parts.length = 0
   }
   for (const part of res.content) {
-    if (part.type === "text") {
-      if (part.text !== "") text = (text ?? "") + part.text
-      continue
+    switch (part.type) {
+      case "text": {
+        if (part.text === "") continue
+        const refusal = part.refusal === true
+        const last = parts.at(-1)
+        if (last?.refusal === refusal) last.text += part.text
+        else parts.push({ text: part.text, refusal })
+        continue
+      }
+      case "reasoning":
+        flushText()
+        output.push(reasoningItem(reasoningItemId(res.id, output.length), part.text, part.signature))
+        continue
+      case "tool_call":
+        flushText()
+        output.push(
+          functionCallItem(functionCallItemId(res.id, output.length), part.id, part.name, part.arguments, "completed")
+        )
     }
-    flushText()
-    output.push(
-      functionCallItem(functionCallItemId(res.id, output.length), part.id, part.name, part.arguments, "completed")
-    )
   }
   flushText()
   if (outcome.status === "incomplete" && output.length > 0) output[output.length - 1].status = "incomplete"

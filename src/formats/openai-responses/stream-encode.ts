@@ -5,9 +5,11 @@
  * and carries a `sequence_number` that grows by one per frame. The order is
  * the one the SDK accumulators (openai-node `ResponseAccumulator`) require:
  * `response.created`, `response.in_progress`; per output item
- * `output_item.added`, its content (`content_part.added` and
- * `output_text.delta`s for a message, `function_call_arguments.delta`s for a
- * call), its `….done` events and `output_item.done`; then, on `message_stop`,
+ * `output_item.added`, its content (per part `content_part.added` and
+ * `output_text.delta`s or `refusal.delta`s for a message,
+ * `function_call_arguments.delta`s for a call, `reasoning_summary_part.added`
+ * and `reasoning_summary_text.delta`s for reasoning), its `….done` events and
+ * `output_item.done`; then, on `message_stop`,
  * `response.completed` (or `response.incomplete`) with the final Response
  * object, usage included. Items are opened and closed one at a time, each
  * with the next `output_index`.
@@ -24,6 +26,11 @@
  *   actually sends and the only one on which openai-node and openai-python
  *   throw (they test `data.error`).
  *
+ * - Refusal text is a `refusal` part of the message item; a switch between
+ *   text and refusal closes one part and opens the next.
+ * - A reasoning item's signature (Anthropic's, as `encrypted_content`) comes
+ *   last, so it is only in `output_item.done` and the final Response object.
+ *
  * Gotchas:
  * - Interleaved tool calls. Output items cannot interleave. A tool call that
  *   starts while another is open is held back whole and sent, in start order,
@@ -36,11 +43,12 @@ import type { ChatStreamEvent, StreamError, Usage } from "../../domain/chat.ts"
 import { openAiTypeAndCode } from "../../domain/envelope.ts"
 import { classifyStreamError } from "../../domain/errors.ts"
 import type { StreamEncoder } from "../contract.ts"
-import { functionCallItemId, messageItemId, type Outcome, outcomeOf } from "./mapping.ts"
+import { functionCallItemId, messageItemId, type Outcome, outcomeOf, reasoningItemId } from "./mapping.ts"
 import {
+  contentPart,
   functionCallItem,
   messageItem,
-  outputTextPart,
+  reasoningItem,
   requestEcho,
   responseObject,
   type ResponsesEncodeOptions
@@ -56,13 +64,30 @@ const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 }
 
 type ItemStatus = "completed" | "incomplete"
 
+/** One content part of the open message item: text or refusal. */
+interface OpenPart {
+  readonly refusal: boolean
+  /** The item's `ref` plus `"content_index":…`. */
+  readonly ref: string
+  readonly chunks: Array<string>
+}
+
 interface OpenText {
   readonly kind: "text"
   readonly index: number
   readonly id: string
   /** `"item_id":…,"output_index":…`, serialized once. */
   readonly ref: string
+  readonly parts: Array<OpenPart>
+}
+
+interface OpenReasoning {
+  readonly kind: "reasoning"
+  readonly index: number
+  readonly id: string
+  readonly ref: string
   readonly chunks: Array<string>
+  signature: string | undefined
 }
 
 interface OpenTool {
@@ -95,7 +120,7 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
   let outcome: Outcome | undefined
   /** Output items by `output_index`: final once closed, a placeholder while open. */
   const output: Array<Record<string, unknown>> = []
-  let open: OpenText | OpenTool | undefined
+  let open: OpenText | OpenTool | OpenReasoning | undefined
   const held = new Map<number, HeldToolCall>()
   /** Tool index → `output_index` of calls already closed. */
   const closedTools = new Map<number, number>()
@@ -135,13 +160,71 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
     return emit("response.output_item.done", `"output_index":${index},"item":${JSON.stringify(item)}`)
   }
 
-  const openText = (): string => {
+  const openText = (refusal: boolean): string => {
     const index = output.length
     const itemId = messageItemId(id, index)
     const ref = `"item_id":${JSON.stringify(itemId)},"output_index":${index}`
-    open = { kind: "text", index, id: itemId, ref, chunks: [] }
-    return itemAdded(index, messageItem(itemId, undefined, "in_progress")) +
-      emit("response.content_part.added", `${ref},"content_index":0,"part":${JSON.stringify(outputTextPart(""))}`)
+    const item: OpenText = { kind: "text", index, id: itemId, ref, parts: [] }
+    open = item
+    return itemAdded(index, messageItem(itemId, [], "in_progress")) + openPart(item, refusal)
+  }
+
+  const openPart = (item: OpenText, refusal: boolean): string => {
+    const ref = `${item.ref},"content_index":${item.parts.length}`
+    item.parts.push({ refusal, ref, chunks: [] })
+    return emit("response.content_part.added", `${ref},"part":${JSON.stringify(contentPart("", refusal))}`)
+  }
+
+  const closePart = (part: OpenPart): string => {
+    const text = part.chunks.join("")
+    const done = part.refusal
+      ? emit("response.refusal.done", `${part.ref},"refusal":${JSON.stringify(text)}`)
+      : emit("response.output_text.done", `${part.ref},"text":${JSON.stringify(text)},"logprobs":[]`)
+    return done + emit("response.content_part.done", `${part.ref},"part":${JSON.stringify(contentPart(text, part.refusal))}`)
+  }
+
+  const textDelta = (text: string, refusal: boolean): string => {
+    let out = ""
+    if (open?.kind !== "text") out = settle("completed") + openText(refusal)
+    const item = open as OpenText
+    let part = item.parts.at(-1)!
+    if (part.refusal !== refusal) {
+      out += closePart(part) + openPart(item, refusal)
+      part = item.parts.at(-1)!
+    }
+    part.chunks.push(text)
+    return out + (refusal
+      ? emit("response.refusal.delta", `${part.ref},"delta":${JSON.stringify(text)}`)
+      : emit("response.output_text.delta", `${part.ref},"delta":${JSON.stringify(text)},"logprobs":[]`))
+  }
+
+  const openReasoning = (): OpenReasoning => {
+    const index = output.length
+    const itemId = reasoningItemId(id, index)
+    const ref = `"item_id":${JSON.stringify(itemId)},"output_index":${index}`
+    const item: OpenReasoning = { kind: "reasoning", index, id: itemId, ref, chunks: [], signature: undefined }
+    open = item
+    return item
+  }
+
+  /** The open reasoning item still taking text (no signature yet), or a new one after settling the open item. */
+  const reasoningTarget = (): { readonly out: string; readonly item: OpenReasoning } => {
+    if (open?.kind === "reasoning" && open.signature === undefined) return { out: "", item: open }
+    const out = settle("completed")
+    const item = openReasoning()
+    return { out: out + itemAdded(item.index, reasoningItem(item.id, "", undefined)), item }
+  }
+
+  const reasoningDelta = (text: string): string => {
+    const { out, item } = reasoningTarget()
+    if (text === "") return out
+    const ref = `${item.ref},"summary_index":0`
+    // The summary part opens with the first text: thinking with none has an empty summary.
+    const added = item.chunks.length === 0
+      ? emit("response.reasoning_summary_part.added", `${ref},"part":{"type":"summary_text","text":""}`)
+      : ""
+    item.chunks.push(text)
+    return out + added + emit("response.reasoning_summary_text.delta", `${ref},"delta":${JSON.stringify(text)}`)
   }
 
   const openTool = (tool: number, callId: string, name: string): OpenTool => {
@@ -164,12 +247,18 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
   const close = (status: ItemStatus): string => {
     const item = open!
     open = undefined
-    const text = item.chunks.join("")
     if (item.kind === "text") {
-      const part = `${item.ref},"content_index":0`
-      return emit("response.output_text.done", `${part},"text":${JSON.stringify(text)},"logprobs":[]`) +
-        emit("response.content_part.done", `${part},"part":${JSON.stringify(outputTextPart(text))}`) +
-        itemDone(item.index, messageItem(item.id, text, status))
+      const content = item.parts.map((part) => contentPart(part.chunks.join(""), part.refusal))
+      return closePart(item.parts.at(-1)!) + itemDone(item.index, messageItem(item.id, content, status))
+    }
+    const text = item.chunks.join("")
+    if (item.kind === "reasoning") {
+      const ref = `${item.ref},"summary_index":0`
+      const summary = text === "" ? "" : emit("response.reasoning_summary_text.done", `${ref},"text":${JSON.stringify(text)}`) +
+        emit("response.reasoning_summary_part.done", `${ref},"part":{"type":"summary_text","text":${JSON.stringify(text)}}`)
+      const done = reasoningItem(item.id, text, item.signature)
+      if (status === "incomplete") done.status = status
+      return summary + itemDone(item.index, done)
     }
     closedTools.set(item.tool, item.index)
     return emit(
@@ -201,15 +290,16 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
 
   const body = (event: Exclude<ChatStreamEvent, { type: "message_start" | "error" }>): string => {
     switch (event.type) {
-      case "text_delta": {
+      case "text_delta":
         if (event.text === "" || outcome !== undefined) return ""
-        const out = open?.kind === "text" ? "" : settle("completed") + openText()
-        const text = open as OpenText
-        text.chunks.push(event.text)
-        return out + emit(
-          "response.output_text.delta",
-          `${text.ref},"content_index":0,"delta":${JSON.stringify(event.text)},"logprobs":[]`
-        )
+        return textDelta(event.text, event.refusal === true)
+      case "reasoning_delta":
+        return outcome === undefined ? reasoningDelta(event.text) : ""
+      case "reasoning_signature": {
+        if (outcome !== undefined) return ""
+        const { out, item } = reasoningTarget()
+        item.signature = event.signature
+        return out
       }
       case "tool_call_start":
         if (outcome !== undefined || closedTools.has(event.index)) return ""

@@ -97,6 +97,7 @@ export class ResponseCollector {
         this.appendArguments(event.index, event.argumentsDelta)
         return
       case "other_content":
+      case "reasoning_delta":
         this.firstTokenAt ??= performance.now()
         return
       case "message_delta":
@@ -131,7 +132,7 @@ export class ResponseCollector {
     this.usage = response.usage
     for (const part of response.content) {
       if (part.type === "text") this.appendText(part.text)
-      else this.addToolCalls([part])
+      else if (part.type === "tool_call") this.addToolCalls([part])
     }
   }
 }

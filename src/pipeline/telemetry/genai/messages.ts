@@ -2,8 +2,8 @@
  * Captured content in the GenAI conventions' JSON forms (gen-ai-input-messages,
  * gen-ai-output-messages, gen-ai-system-instructions): every message is
  * `{role, parts}`, a part is `{type: "text", content}`, `{type: "tool_call",
- * id, name, arguments}`, `{type: "tool_call_response", id, response}`, `uri`
- * or `blob`. Built from the canonical request and response only, so the fast
+ * id, name, arguments}`, `{type: "tool_call_response", id, response}`,
+ * `{type: "reasoning", content}`, `uri` or `blob`. Built from the canonical request and response only, so the fast
  * and normalized paths capture the same JSON.
  *
  * Each attribute is capped at 64 KB of UTF-8 JSON: strings are shortened
@@ -59,6 +59,8 @@ const partOf = (part: Exclude<ContentPart, { type: "tool_result" }>): Part => {
       return mediaPart(part.source, "document")
     case "tool_call":
       return toolCallPart(part)
+    case "reasoning":
+      return { type: "reasoning", content: part.text }
   }
 }
 

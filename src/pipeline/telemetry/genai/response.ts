@@ -26,7 +26,7 @@ export const summaryOfResponse = (response: ChatResponse): GenAiResponseSummary 
   const toolCalls: Array<{ id: string; name: string; arguments: string }> = []
   for (const part of response.content) {
     if (part.type === "text") text += part.text
-    else toolCalls.push({ id: part.id, name: part.name, arguments: part.arguments })
+    else if (part.type === "tool_call") toolCalls.push({ id: part.id, name: part.name, arguments: part.arguments })
   }
   return { id: response.id, model: response.model, stopReason: response.stopReason, usage: response.usage, text, toolCalls }
 }
