@@ -144,11 +144,12 @@ export const renderGatewayError = (error: GatewayError, caller: WireFamily): Ren
     const type = classified !== undefined ? ANTHROPIC_TYPE[classified] : ANTHROPIC_TYPE_BY_STATUS[error.status] ?? "invalid_request_error"
     return { status: error.status, headers, body: anthropicBody(error.message, type, error.code), contentType: JSON_TYPE }
   }
-  const type = classified !== undefined ? OPENAI_TYPE_CODE[classified][0] : "invalid_request_error"
+  // A classified refusal reads as the provider error of its class would (DESIGN.md "Errors"): OpenAI SDKs key on `code`.
+  const [type, code] = classified !== undefined ? OPENAI_TYPE_CODE[classified] : ["invalid_request_error", error.code]
   return {
     status: error.status,
     headers,
-    body: openAiBody(error.message, type, error.code, error.param ?? null),
+    body: openAiBody(error.message, type, code, error.param ?? null),
     contentType: JSON_TYPE
   }
 }
