@@ -4,7 +4,6 @@
  * Pure rendering: a failure and the caller's wire family in, status, headers
  * and body out. The HTTP layer writes the result; streams use `streamErrorFrame`.
  */
-import { parseErrorDetails } from "./errors.ts"
 import type { ErrorClass, GatewayError, InfraError, UpstreamError } from "./errors.ts"
 import type { CallerFormat, WireFamily } from "./sdk.ts"
 
@@ -116,10 +115,8 @@ export const renderUpstreamError = (error: UpstreamError, caller: WireFamily, re
   if (error.reason !== "upstream" && error.family === caller && isEnvelopeOf(caller, error.body)) {
     return { status, headers, body: error.body!, contentType: JSON_TYPE }
   }
-  const details = error.reason === "upstream" ? undefined : parseErrorDetails(error.body)
-  const message = error.reason === "upstream"
-    ? upstreamMessage(error)
-    : details?.message ?? `provider returned status ${error.upstreamStatus}`
+  // Otherwise the message classification read from the body (or the gateway's own, for a call never sent).
+  const message = error.reason === "upstream" ? upstreamMessage(error) : error.message
   if (caller === "anthropic") {
     return { status, headers, body: anthropicBody(message, anthropicType(error.reason, status), undefined, requestId), contentType: JSON_TYPE }
   }
