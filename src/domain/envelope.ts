@@ -4,7 +4,6 @@
  * Pure rendering: a failure and the caller's wire family in, status, headers
  * and body out. The HTTP layer writes the result; streams use `streamErrorFrame`.
  */
-import { parseErrorDetails } from "./errors.ts"
 import type { ErrorClass, GatewayError, InfraError, UpstreamError } from "./errors.ts"
 import type { CallerFormat, WireFamily } from "./sdk.ts"
 
@@ -56,8 +55,11 @@ export const anthropicType = (reason: ErrorClass, status: number): string =>
 const openAiBody = (message: string, type: string, code: string | null, param: string | null = null): string =>
   JSON.stringify({ error: { message, type, param, code } })
 
-const anthropicBody = (message: string, type: string, code?: string): string =>
-  JSON.stringify({ type: "error", error: code === undefined ? { type, message } : { type, message, code } })
+/** `request_id` at the top level, as Anthropic's own errors carry it (the SDK reads the `request-id` header). */
+const anthropicBody = (message: string, type: string, code?: string, requestId?: string): string => {
+  const error = code === undefined ? { type, message } : { type, message, code }
+  return JSON.stringify(requestId === undefined ? { type: "error", error } : { type: "error", error, request_id: requestId })
+}
 
 const decoder = new TextDecoder()
 
@@ -105,19 +107,18 @@ export const classificationHeaders = (error: UpstreamError): Record<string, stri
  * - same family and a well-formed upstream envelope: the upstream bytes verbatim;
  * - otherwise the upstream message in the caller's envelope, type/code from the
  *   classification; an unrecognized body gets a generic message.
+ * `requestId` goes into a messages-style body the gateway writes (a verbatim one keeps the upstream's).
  */
-export const renderUpstreamError = (error: UpstreamError, caller: WireFamily): RenderedError => {
+export const renderUpstreamError = (error: UpstreamError, caller: WireFamily, requestId?: string): RenderedError => {
   const status = error.status
   const headers = classificationHeaders(error)
   if (error.reason !== "upstream" && error.family === caller && isEnvelopeOf(caller, error.body)) {
     return { status, headers, body: error.body!, contentType: JSON_TYPE }
   }
-  const details = error.reason === "upstream" ? undefined : parseErrorDetails(error.body)
-  const message = error.reason === "upstream"
-    ? upstreamMessage(error)
-    : details?.message ?? `provider returned status ${error.upstreamStatus}`
+  // Otherwise the message classification read from the body (or the gateway's own, for a call never sent).
+  const message = error.reason === "upstream" ? upstreamMessage(error) : error.message
   if (caller === "anthropic") {
-    return { status, headers, body: anthropicBody(message, anthropicType(error.reason, status)), contentType: JSON_TYPE }
+    return { status, headers, body: anthropicBody(message, anthropicType(error.reason, status), undefined, requestId), contentType: JSON_TYPE }
   }
   const [type, code] = openAiTypeAndCode(error.reason)
   return { status, headers, body: openAiBody(message, type, code), contentType: JSON_TYPE }
@@ -137,24 +138,25 @@ const ANTHROPIC_TYPE_BY_STATUS: Record<number, string> = {
  * except those the specification classifies without a provider (the platform auth
  * layer, a feature a project switched off): those carry `x-gw-error-code`.
  */
-export const renderGatewayError = (error: GatewayError, caller: WireFamily): RenderedError => {
+export const renderGatewayError = (error: GatewayError, caller: WireFamily, requestId?: string): RenderedError => {
   const classified = error.classification
   const headers: Record<string, string> = classified === undefined ? {} : { "x-gw-error-code": classified }
   if (caller === "anthropic") {
     const type = classified !== undefined ? ANTHROPIC_TYPE[classified] : ANTHROPIC_TYPE_BY_STATUS[error.status] ?? "invalid_request_error"
-    return { status: error.status, headers, body: anthropicBody(error.message, type, error.code), contentType: JSON_TYPE }
+    return { status: error.status, headers, body: anthropicBody(error.message, type, error.code, requestId), contentType: JSON_TYPE }
   }
-  const type = classified !== undefined ? OPENAI_TYPE_CODE[classified][0] : "invalid_request_error"
+  // A classified refusal reads as the provider error of its class would (docs/reference/DESIGN.md "Errors"): OpenAI SDKs key on `code`.
+  const [type, code] = classified !== undefined ? OPENAI_TYPE_CODE[classified] : ["invalid_request_error", error.code]
   return {
     status: error.status,
     headers,
-    body: openAiBody(error.message, type, error.code, error.param ?? null),
+    body: openAiBody(error.message, type, code, error.param ?? null),
     contentType: JSON_TYPE
   }
 }
 
 /** docs/reference/gateway-spec.md §7.4: INFRA_UNAVAILABLE carries the three retry headers, the others none. */
-export const renderInfraError = (error: InfraError, caller: WireFamily): RenderedError => {
+export const renderInfraError = (error: InfraError, caller: WireFamily, requestId?: string): RenderedError => {
   const headers: Record<string, string> = {}
   if (error.code === "INFRA_UNAVAILABLE") {
     const ms = Math.max(1, Math.round(error.retryAfterMs ?? 1000))
@@ -164,7 +166,7 @@ export const renderInfraError = (error: InfraError, caller: WireFamily): Rendere
   }
   const type = error.code.toLowerCase()
   const body = caller === "anthropic"
-    ? anthropicBody(error.message, type, error.code)
+    ? anthropicBody(error.message, type, error.code, requestId)
     : openAiBody(error.message, type, error.code)
   return { status: error.status, headers, body, contentType: JSON_TYPE }
 }

@@ -19,7 +19,8 @@ export const errorBody = (ctx: RequestContext, status: number, code: string, mes
   ctx.caller === "anthropic"
     ? JSON.stringify({
       type: "error",
-      error: { type: status >= 500 ? "api_error" : status === 404 ? "not_found_error" : "invalid_request_error", message, code }
+      error: { type: status >= 500 ? "api_error" : status === 404 ? "not_found_error" : "invalid_request_error", message, code },
+      request_id: ctx.requestId
     })
     : JSON.stringify({ error: { message, type: status >= 500 ? "api_error" : "invalid_request_error", param: null, code } })
 

@@ -19,7 +19,7 @@ import type { AnyGatewayFailure } from "../domain/index.ts"
 import { callerKey, forwardHeld, header, isMultipartForm, passThroughHeaders, sendHeld, uploadTooLarge } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
-import { withQuery } from "../providers/adapter.ts"
+import { unauthenticatedCall, withQuery } from "../providers/adapter.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import { limitedBody } from "./limited-body.ts"
@@ -83,7 +83,10 @@ export const fileRoutes = ({ project: projectOf, server, client }: FilesDependen
       }
       const fileId = ctx.params.file_id
       const suffix = fileId === undefined ? "" : `/${encodeURIComponent(fileId)}${operation === "content" ? "/content" : ""}`
-      const { path, headers: auth, secret } = provider.request("files", "", callerKey(ctx.req.headers), suffix)
+      const providerRequest = provider.request("files", "", callerKey(ctx.req.headers), suffix)
+      const refused = unauthenticatedCall(provider, providerRequest)
+      if (refused !== undefined) return yield* refused
+      const { path, headers: auth, secret } = providerRequest
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       const length = header(ctx, "content-length")
       const maxUpload = server.max_upload_bytes

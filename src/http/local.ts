@@ -69,6 +69,10 @@ class MemoryResponse implements CallerResponse {
     this.headers[name.toLowerCase()] = value
   }
 
+  removeHeader(name: string): void {
+    delete this.headers[name.toLowerCase()]
+  }
+
   writeHead(status: number, headers: Array<string>): void {
     this.statusCode = status
     // As Node does: the head's own headers replace those set before, and repeat among themselves.

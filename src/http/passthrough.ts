@@ -23,6 +23,7 @@ import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/i
 import { callerKey, callerSink, commitHead, header, passThroughHeaders, responseHeaders } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
+import { unauthenticatedCall } from "../providers/adapter.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import { decodeWhole, isEncoded } from "../providers/content-encoding.ts"
 import { parseRetryAfterMs } from "../providers/retry-after.ts"
@@ -210,7 +211,10 @@ export const passthroughRoutes = ({ project: projectOf, server, client }: Passth
         const configured = resolved?.credential.value !== undefined
         const authName = resolved?.authType === "api_key_header" ? resolved.authName.toLowerCase() : undefined
         const incoming = ctx.req.headers
-        const { path, headers: auth, secret } = provider.request("passthrough", "", configured ? undefined : callerCredential(incoming), `/${rest}`)
+        const providerRequest = provider.request("passthrough", "", configured ? undefined : callerCredential(incoming), `/${rest}`)
+        const refused = unauthenticatedCall(provider, providerRequest)
+        if (refused !== undefined) return yield* refused
+        const { path, headers: auth, secret } = providerRequest
         const headers = passThroughHeaders(withoutCredentials(incoming, authName), auth, ctx.requestId)
         const queryCredentials = [...(CREDENTIAL_PARAMS[kind] ?? []), ...(resolved?.authType === "query_param" ? [resolved.authName] : [])]
         const withBody = hasBody(incoming)

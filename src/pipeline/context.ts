@@ -53,6 +53,7 @@ export interface CallerResponse {
   readonly socket?: Socket | null
   writeHead(status: number, headers: Array<string>): unknown
   setHeader(name: string, value: string): unknown
+  removeHeader(name: string): unknown
   write(chunk: string | Uint8Array): boolean
   end(chunk?: string | Uint8Array): unknown
   destroy(): unknown

@@ -80,13 +80,15 @@ export class ModelCallTrace {
   /**
    * The project's input guardrail over what the caller sent (`json`, read only
    * when the guardrail is on): a violation is named in the log line and refused
-   * with a 400 that names its kind.
+   * with a 400 that names its kind, and without `x-gw-cache`.
    */
   guardInput(guard: GuardPolicy, surface: Surface, json: () => Readonly<Record<string, unknown>>): Effect.Effect<void, GatewayError> {
     if (!guard.enabled) return Effect.void
     return Effect.flatMap(this.guardrail("input", () => guard.scanRequest(surface, json())), (violation) => {
       if (violation === undefined) return Effect.void
       this.ctx.log.guardrail = violation
+      // Refused before the cache lookup: the project's `x-gw-cache: miss` would claim a lookup that never happened.
+      this.ctx.res.removeHeader("x-gw-cache")
       return Effect.fail(inputViolationError(violation))
     })
   }

@@ -15,6 +15,7 @@ import type { Readable } from "node:stream"
 import { GatewayError } from "../domain/index.ts"
 import type { Capability, WireFamily } from "../domain/index.ts"
 import { replaceTopLevelModel } from "../formats/splice.ts"
+import { unauthenticatedCall } from "../providers/adapter.ts"
 import type { Operation } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import { executePlan } from "../routing/execute.ts"
@@ -148,7 +149,10 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
     const forwarded = yield* executePlan(plan, steps, (info) => {
       const { target } = info
       const provider = target.provider
-      const { path, headers: auth, secret } = provider.request(input.operation, target.model, keyFor(provider.origin))
+      const providerRequest = provider.request(input.operation, target.model, keyFor(provider.origin))
+      const refused = unauthenticatedCall(provider, providerRequest)
+      if (refused !== undefined) return Effect.fail(refused).pipe(trace.attempt(info, undefined, () => undefined))
+      const { path, headers: auth, secret } = providerRequest
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       headers["content-type"] = input.body.contentType
       const length = input.body.contentLength?.(target, overrides)

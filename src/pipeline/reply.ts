@@ -69,6 +69,8 @@ export const sendBody = (
     lingerThenClose(res.socket)
   }
   if (contentType !== undefined) flat.push("content-type", contentType)
+  // Anthropic SDKs read an error's id from `request-id` (`err.requestID`): the same id as `x-request-id`.
+  if (status >= 400 && ctx.caller === "anthropic") flat.push("request-id", ctx.requestId)
   if (headers !== undefined) for (const name in headers) flat.push(name, headers[name])
   res.writeHead(status, flat)
   res.end(body)
@@ -84,11 +86,11 @@ export const sendJson = (
 export const renderFailure = (ctx: RequestContext, failure: AnyGatewayFailure): RenderedError => {
   switch (failure._tag) {
     case "UpstreamError":
-      return renderUpstreamError(failure, ctx.caller)
+      return renderUpstreamError(failure, ctx.caller, ctx.requestId)
     case "GatewayError":
-      return renderGatewayError(failure, ctx.caller)
+      return renderGatewayError(failure, ctx.caller, ctx.requestId)
     case "InfraError":
-      return renderInfraError(failure, ctx.caller)
+      return renderInfraError(failure, ctx.caller, ctx.requestId)
   }
 }
 

@@ -9,6 +9,7 @@
  */
 import { Redacted } from "effect"
 import type { ResolvedCredential, ResolvedProvider } from "../config/index.ts"
+import { UpstreamError } from "../domain/index.ts"
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
 
 export type Operation =
@@ -63,10 +64,16 @@ export interface CompiledProvider {
   /** Serves the Responses API: a Responses caller's bytes go to its `/responses` unchanged. */
   readonly responsesApi: boolean
   /**
+   * Set when the provider needs a key and its variable is unset: what a caller that
+   * brings no key of its own is told (`unauthenticatedCall`).
+   */
+  readonly missingCredential: string | undefined
+  /**
    * Path (with query) and auth headers of one request. `key` is the caller's
    * own key (sent in this provider's auth form); without it the configured
-   * credential is used, precomputed at start. No key at all → no auth (the
-   * upstream answers 401). `suffix` extends the path (`/file-1/content`).
+   * credential is used, precomputed at start. No key at all → no auth (a
+   * `credential = "none"` server; otherwise `unauthenticatedCall` refuses it).
+   * `suffix` extends the path (`/file-1/content`).
    */
   readonly request: (
     operation: Operation,
@@ -95,11 +102,42 @@ const authFor = (
 export const withQuery = (path: string, query: string): string =>
   query === "" ? path : `${path}${path.includes("?") ? "&" : "?"}${query}`
 
+/**
+ * What a caller without a key is told when the provider's variable is unset: the variable to
+ * set, and `credential = "none"` for a server that needs no key (docs/reference/DESIGN.md "Providers").
+ */
+const missingCredentialMessage = (provider: ResolvedProvider, credential: ResolvedCredential): string | undefined => {
+  const { location } = credential
+  if (location.kind !== "env" || credential.value !== undefined) return undefined
+  return `provider "${provider.id}" has no credential: set ${location.variable} in the gateway's environment, ` +
+    `send your own provider key with the request, or set credential = "none" in [providers.${provider.id}] for a server that needs no key`
+}
+
+/**
+ * A call about to go out without any credential to a provider that needs one: refused
+ * before anything is sent, as the 401 `auth` the upstream would have answered, but
+ * saying what to set. Undefined when the call may go.
+ */
+export const unauthenticatedCall = (provider: CompiledProvider, request: ProviderRequest): UpstreamError | undefined =>
+  request.secret === undefined && provider.missingCredential !== undefined
+    ? new UpstreamError({
+      reason: "auth",
+      upstreamStatus: 401,
+      provider: provider.id,
+      family: provider.family,
+      message: provider.missingCredential,
+      timedOut: false,
+      reached: false,
+      retryAfterMs: undefined
+    })
+    : undefined
+
 export const compileProvider = (provider: ResolvedProvider, credential?: ResolvedCredential): CompiledProvider => {
   const url = new URL(provider.baseUrl)
   const origin = url.origin
   const basePath = url.pathname === "/" ? "" : url.pathname.replace(/\/+$/, "")
-  const configured = (credential ?? provider.credential).value
+  const used = credential ?? provider.credential
+  const configured = used.value
   const configuredHeaders = Object.freeze(authFor(provider.authType, provider.authName, provider.kind, configured))
   const queryFor = (key: Redacted.Redacted<string> | undefined) =>
     provider.authType === "query_param" && key !== undefined
@@ -134,6 +172,7 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     timeoutMs: provider.timeoutMs,
     maxTokensParam: provider.maxTokensParam,
     responsesApi: provider.responsesApi,
+    missingCredential: missingCredentialMessage(provider, used),
     request: (operation, model, key, suffix) =>
       key === undefined
         ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders, secret: configured }

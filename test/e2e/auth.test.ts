@@ -71,6 +71,18 @@ describe("the platform exchange", () => {
     expect(upstream.requests).toHaveLength(0)
   })
 
+  it("a refused exchange answers a completions-style caller with the table's type and code: authentication_error / invalid_api_key, permission_error / permission_denied", async () => {
+    const rejected = await ask({ "x-gw-authorization": "Bearer pk-unknown", "x-gw-project-id": "proj-a" }).catch((error: unknown) => error)
+    expect(rejected).toBeInstanceOf(OpenAI.AuthenticationError)
+    const auth = rejected as InstanceType<typeof OpenAI.AuthenticationError>
+    expect([auth.type, auth.code, auth.headers.get("x-gw-error-code")]).toEqual(["authentication_error", "invalid_api_key", "auth"])
+    const forbidden = await ask({ "x-gw-authorization": `Bearer ${KEY}`, "x-gw-project-id": "proj-z" }).catch((error: unknown) => error)
+    expect(forbidden).toBeInstanceOf(OpenAI.PermissionDeniedError)
+    const denied = forbidden as InstanceType<typeof OpenAI.PermissionDeniedError>
+    expect([denied.type, denied.code, denied.headers.get("x-gw-error-code")]).toEqual(["permission_error", "permission_denied", "forbidden"])
+    expect(upstream.requests).toHaveLength(0)
+  })
+
   it("a good key: answered, with one exchange for many requests (concurrent ones included)", async () => {
     const before = exchange.requests.length
     const headers = { "x-gw-authorization": `Bearer ${KEY}`, "x-gw-project-id": "proj-b" }

@@ -192,6 +192,31 @@ describe("what is never kept", () => {
     }
   })
 
+  it("a request the input guardrail refuses carries no x-gw-cache: the cache was never consulted", async () => {
+    const guarded = await startGateway({
+      providers: { openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "text-embedding-3-small"], credential: "none" } },
+      security: { enabled: true, blocklist: ["forbidden-word"] },
+      cache: { enabled: true, url: REDIS_URL, encrypt_salt: SALT, default_mode: "always" }
+    })
+    try {
+      const post = (path: string, body: object) =>
+        fetch(`${guarded.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+      const chat = await post("/v1/chat/completions", { model: "gpt-4o", messages: [{ role: "user", content: "say forbidden-word" }] })
+      const embeddings = await post("/v1/embeddings", { model: "text-embedding-3-small", input: "forbidden-word" })
+      for (const refused of [chat, embeddings]) {
+        expect(refused.status).toBe(400)
+        expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("blocklist_match")
+        expect(refused.headers.get("x-gw-cache")).toBeNull()
+      }
+      // The same gateway still labels an answer it looked up.
+      const answered = await post("/v1/chat/completions", { model: "gpt-4o", messages: [{ role: "user", content: prompt("harmless") }] })
+      expect(answered.headers.get("x-gw-cache")).toBe("miss")
+      expect(fakes.openai.requests.length).toBe(1)
+    } finally {
+      await guarded.close()
+    }
+  })
+
   it("a value that is not an entry (garbage in the store) is a miss, logged once", async () => {
     const content = prompt("garbage later")
     await ask(content)

@@ -335,6 +335,52 @@ describe("Retry-After and the provider header", () => {
   })
 })
 
+describe("the Anthropic SDK's err.requestID", () => {
+  const anthropicClient = () => new Anthropic({ baseURL: gw.url, apiKey: "k", maxRetries: 0 })
+  const idsOf = (error: unknown) => {
+    expect(error).toBeInstanceOf(Anthropic.APIError)
+    const e = error as InstanceType<typeof Anthropic.APIError>
+    return { requestID: e.requestID, header: e.headers?.get("x-request-id"), body: (e.error as { request_id?: string }).request_id }
+  }
+
+  it("an upstream error translated for an Anthropic caller: err.requestID and the body's request_id are the x-request-id", async () => {
+    fakes.openai.script({ kind: "error", status: 429, body: openAiErrorBody(429) })
+    const error = await anthropicClient().messages.create({ model: "gpt-4o", max_tokens: 5, messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e)
+    const ids = idsOf(error)
+    expect(ids.header).toMatch(/\S/)
+    expect(ids).toEqual({ requestID: ids.header, header: ids.header, body: ids.header })
+  })
+
+  it("a gateway error (unknown model) carries the caller's own x-request-id as err.requestID and request_id", async () => {
+    const error = await anthropicClient().messages
+      .create({ model: "no-such-model", max_tokens: 5, messages: [{ role: "user", content: "x" }] }, { headers: { "x-request-id": "caller-req-42" } })
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(Anthropic.NotFoundError)
+    expect(idsOf(error)).toEqual({ requestID: "caller-req-42", header: "caller-req-42", body: "caller-req-42" })
+  })
+
+  it("an error of the edge itself (no such route) in the Anthropic envelope carries request-id and request_id", async () => {
+    const response = await fetch(`${gw.url}/v1/messages/no-such-route`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+    expect(response.status).toBe(404)
+    const id = response.headers.get("x-request-id")
+    expect(id).toMatch(/\S/)
+    expect(response.headers.get("request-id")).toBe(id)
+    expect(((await response.json()) as { type: string; request_id?: string })).toMatchObject({ type: "error", request_id: id })
+  })
+
+  it("a completions-style error keeps its OpenAI shape: no request_id field, no request-id header", async () => {
+    fakes.anthropic.script({ kind: "error", status: 429, body: anthropicErrorBody(429, "slow down", "rate_limit_error", "req_upstream_1") })
+    const translated = await call("openai", "anthropic")
+    const unknown = await fetch(`${gw.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "no-such-model", messages: [] }) })
+    const gateway = { status: unknown.status, headers: unknown.headers, json: (await unknown.json()) as Json }
+    expect([translated.status, gateway.status]).toEqual([429, 404])
+    for (const answer of [translated, gateway]) {
+      expect(answer.headers.get("request-id")).toBeNull()
+      expect(answer.json).not.toHaveProperty("request_id")
+    }
+  })
+})
+
 describe("an Azure provider's errors", () => {
   let azureUp: FakeUpstream
   let azureGw: RunningGateway

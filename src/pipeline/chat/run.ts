@@ -13,6 +13,7 @@ import { ECHO_LIMIT, GatewayError } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
+import { unauthenticatedCall } from "../../providers/adapter.ts"
 import type { CompiledProvider } from "../../providers/adapter.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { executePlan } from "../../routing/execute.ts"
@@ -238,7 +239,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const fast = speaksNatively(caller, provider)
       collector = new ResponseCollector(keepUpTo, keepText)
       const operation = fast && caller === "responses" ? "responses" : "chat"
-      const { path, headers: auth, secret } = provider.request(operation, target.model, keyFor(provider.origin))
+      const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
+      const refused = unauthenticatedCall(provider, providerRequest)
+      if (refused !== undefined) return Effect.fail(refused).pipe(trace.attempt(info, undefined, () => undefined))
+      const { path, headers: auth, secret } = providerRequest
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
