@@ -5,6 +5,7 @@
  * error type), never a body or a secret.
  */
 import { describe, expect, it } from "vitest"
+import { closedPort } from "../fixtures/otlp-receiver.ts"
 import { gatewayWithFakes, waitForRequestLogs } from "./harness.ts"
 
 type Family = "openai" | "anthropic"
@@ -25,12 +26,13 @@ const post = async (base: string, caller: Family, model: string, content: string
   return res.status
 }
 
-const { gateway: gw } = gatewayWithFakes(
+const { fakes, gateway: gw } = gatewayWithFakes(
   { openai: { kind: "openai" }, anthropic: { kind: "anthropic" } },
-  (fakes) => ({
+  async (fakes) => ({
     providers: {
       openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o"], credential: "env::LOG_OPENAI_KEY", timeout_ms: 300 },
-      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e-model"], credential: "env::LOG_ANTHROPIC_KEY", timeout_ms: 300 }
+      anthropic: { base_url: fakes.anthropic.url, models: ["claude-e2e-model"], credential: "env::LOG_ANTHROPIC_KEY", timeout_ms: 300 },
+      closed: { kind: "openai", base_url: `http://127.0.0.1:${await closedPort()}/v1`, models: ["gpt-closed"], credential: "none", timeout_ms: 300 }
     },
     routing: { retry: { max_retries: 0 } }
   }),
@@ -61,4 +63,58 @@ describe("the request line's finish_reason", () => {
       })
     }
   }
+})
+
+describe("the attempt line says why an attempt failed", () => {
+  it("a refused connection: the network error code, no status", async () => {
+    const { attempts: [attempt] } = await logsOf("openai", "gpt-closed")
+    expect(attempt).toMatchObject({ level: "warn", outcome: "upstream", network_error: "ECONNREFUSED" })
+    expect(attempt.status).toBeUndefined()
+  })
+
+  it("a dropped connection: the network error code", async () => {
+    fakes.openai.script({ kind: "drop" })
+    const { attempts: [attempt] } = await logsOf("openai", "gpt-4o")
+    expect(attempt.outcome).toBe("upstream")
+    expect(attempt.network_error).toMatch(/^[A-Z_]+$/)
+  })
+
+  it("no response head within timeout_ms: the head timeout", async () => {
+    fakes.anthropic.script({ kind: "hang" })
+    const { attempts: [attempt] } = await logsOf("openai", "claude-e2e-model")
+    expect(attempt).toMatchObject({ outcome: "upstream", timeout: "head" })
+  })
+
+  it("a stream that goes quiet before its first content: the idle-gap timeout", async () => {
+    fakes.openai.script({ kind: "sse", events: [], thenError: "hang" })
+    const { attempts: [attempt] } = await logsOf("openai", "gpt-4o", "hi", true)
+    expect(attempt).toMatchObject({ outcome: "upstream", timeout: "idle" })
+  })
+
+  it("an upstream 5xx: its status and error type, never its body", async () => {
+    fakes.anthropic.script({ kind: "error", status: 529, type: "overloaded_error", message: `overloaded, key ${PROVIDER_KEY} body-text-marker` })
+    const { attempts: [attempt] } = await logsOf("anthropic", "claude-e2e-model")
+    expect(attempt).toMatchObject({ outcome: "overloaded", status: 529, error_type: "overloaded_error" })
+    fakes.openai.script({ kind: "error", status: 500, body: { error: { message: "body-text-marker", type: "server_error", code: null } } })
+    const { attempts: [second] } = await logsOf("openai", "gpt-4o")
+    expect(second).toMatchObject({ outcome: "upstream", status: 500, error_type: "server_error" })
+    const attemptLines = JSON.stringify(gw.logs.filter((entry) => entry.msg === "attempt"))
+    expect(attemptLines).not.toContain("body-text-marker")
+    expect(attemptLines).not.toContain(PROVIDER_KEY)
+  })
+
+  it("a 200 whose body is not JSON: the status and the gateway's words for the problem", async () => {
+    fakes.openai.script({ kind: "json", body: "this is not json body-text-marker" })
+    const { attempts: [attempt] } = await logsOf("openai", "gpt-4o")
+    expect(attempt).toMatchObject({ outcome: "upstream", status: 200 })
+    expect(attempt.problem).toMatch(/JSON/)
+    expect(attempt.problem).not.toContain("body-text-marker")
+  })
+
+  it("an upstream 4xx without an error type: its status alone", async () => {
+    fakes.openai.script({ kind: "error", status: 400, body: "not json at all" })
+    const { attempts: [attempt] } = await logsOf("openai", "gpt-4o")
+    expect(attempt).toMatchObject({ outcome: "bad_request", status: 400 })
+    expect(attempt.error_type).toBeUndefined()
+  })
 })
