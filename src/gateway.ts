@@ -16,6 +16,8 @@ import { ProviderClient } from "./providers/transport.ts"
 import { PlatformAuth } from "./tenancy/auth-exchange.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
 import { TenantStore } from "./tenancy/TenantStore.ts"
+import { servingSummary } from "./startup-summary.ts"
+import { isClusterWorker } from "./workers.ts"
 
 /** The services the running gateway needs. */
 export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth
@@ -78,7 +80,7 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
     bodyIdleMs: server.body_idle_timeout_secs * 1000,
     tracing: telemetry
   })
-  return yield* listen(
+  const listening = yield* listen(
     {
       host: server.host,
       port: server.port,
@@ -91,4 +93,7 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
     inFlight,
     log
   )
+  // In workers mode the primary says it once for all of them.
+  if (!isClusterWorker()) log.log("info", "serving", servingSummary(settings))
+  return listening
 })
