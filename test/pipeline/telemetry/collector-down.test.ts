@@ -56,6 +56,42 @@ describe("a collector that is down", () => {
   })
 })
 
+describe("at start-up", () => {
+  const startupLines = (logs: ReadonlyArray<Record<string, unknown>>) => logs.filter((line) => String(line.msg).startsWith("telemetry collector"))
+
+  it("a collector nothing answers at is named once, with what is on, where it sends and how to point it elsewhere or turn it off", async () => {
+    const endpoint = `http://127.0.0.1:${await closedPort()}`
+    const running = await startTelemetry(settingsOf({
+      telemetry: { otlp_endpoint: endpoint },
+      genai_telemetry: { enabled: true, otlp_endpoint: endpoint, otlp_bearer_token: "collector-secret" }
+    }))
+    try {
+      await vi.waitFor(() => expect(startupLines(running.logs)).toHaveLength(1), { timeout: 8000, interval: 20 })
+      const [line] = startupLines(running.logs)
+      expect(line).toMatchObject({ level: "warn", msg: "telemetry collector unreachable", endpoint, sends: ["traces", "genai traces", "genai metrics"] })
+      expect(line.hint).toContain("OTEL_EXPORTER_OTLP_ENDPOINT")
+      expect(line.hint).toContain("GATEWAY_TELEMETRY_ENABLED=false")
+      expect(line.hint).toContain("GATEWAY_GENAI_TELEMETRY_ENABLED=false")
+    } finally {
+      await running.close()
+    }
+    expect(startupLines(running.logs)).toHaveLength(1)
+    expect(JSON.stringify(running.logs)).not.toContain("collector-secret")
+  })
+
+  it("a collector that answers gets no warning", async () => {
+    const collector = await startOtlpReceiver()
+    try {
+      const running = await startTelemetry(settingsOf({ telemetry: { otlp_endpoint: collector.url } }))
+      await vi.waitFor(() => expect(startupLines(running.logs)).toHaveLength(1), { timeout: 8000, interval: 20 })
+      await running.close()
+      expect(startupLines(running.logs)).toEqual([expect.objectContaining({ level: "debug", msg: "telemetry collector answers" })])
+    } finally {
+      await collector.close()
+    }
+  })
+})
+
 describe("a collector that refuses", () => {
   it("refused exports are logged once with the count held back, and exporting resumes when it accepts again", async () => {
     const collector = await startOtlpReceiver()
