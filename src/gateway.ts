@@ -16,6 +16,8 @@ import { ProviderClient } from "./providers/transport.ts"
 import { PlatformAuth } from "./tenancy/auth-exchange.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
 import { TenantStore } from "./tenancy/TenantStore.ts"
+import { servingSummary } from "./startup-summary.ts"
+import { isClusterWorker } from "./workers.ts"
 
 /** The services the running gateway needs. */
 export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth
@@ -79,7 +81,7 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
     bodyMinBytesPerSec: server.body_min_bytes_per_sec,
     tracing: telemetry
   })
-  return yield* listen(
+  const listening = yield* listen(
     {
       host: server.host,
       port: server.port,
@@ -92,4 +94,7 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
     inFlight,
     log
   )
+  // In workers mode the primary says it once for all of them.
+  if (!isClusterWorker()) log.log("info", "serving", servingSummary(settings))
+  return listening
 })

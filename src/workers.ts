@@ -20,6 +20,7 @@ import type { Worker } from "node:cluster"
 import { availableParallelism } from "node:os"
 import type { GatewaySettings } from "./config/index.ts"
 import type { JsonLog } from "./pipeline/telemetry/log.ts"
+import { servingSummary } from "./startup-summary.ts"
 
 /** How many workers a configuration asks for. */
 export const workerCount = (settings: GatewaySettings): number => {
@@ -90,5 +91,6 @@ export const superviseWorkers = async (settings: GatewaySettings, log: JsonLog):
   process.on("SIGINT", () => stop("SIGINT"))
 
   log.log("info", "workers", { count })
+  log.log("info", "serving", servingSummary(settings))
   for (let id = 1; id <= count; id++) fork(id)
 }

@@ -61,6 +61,8 @@ const ORG_VERIFICATION = /verif(y|ied|ication)/i
 const OVERLOADED = /overload/i
 
 const decoder = new TextDecoder()
+/** An upstream's error type worth logging: a short identifier, never free text. */
+const IDENTIFIER = /^[A-Za-z0-9_.:-]{1,64}$/
 
 /**
  * Reads `error.type`, `error.code` and `error.message` from an upstream error
@@ -161,7 +163,13 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   body: Schema.optional(Schema.Uint8Array),
   contentType: Schema.optional(Schema.String),
   /** Reported inside a stream the upstream answered 200: `upstreamStatus` is the status the error stands for. */
-  inStream: Schema.optional(Schema.Boolean)
+  inStream: Schema.optional(Schema.Boolean),
+  /** A network failure's error code (`ECONNREFUSED`, `UND_ERR_SOCKET`…): what the log says instead of the error's message. */
+  networkCode: Schema.optional(Schema.String),
+  /** Which wait ran out: for the response head, or a gap between two chunks after it. */
+  timeout: Schema.optional(Schema.Literals(["head", "idle"])),
+  /** An error response's `error.type` (else `error.code`) when it is a plain identifier: loggable, unlike the body. */
+  upstreamType: Schema.optional(Schema.String)
 }) {
   get status(): number {
     return callerStatusOf(this.reason, this.upstreamStatus, this.timedOut)
@@ -179,6 +187,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
     } = {}
   ): UpstreamError {
     const details = parseErrorDetails(body)
+    const upstreamType = details?.type ?? details?.code
     return new UpstreamError({
       reason: classifyUpstream(status, details ?? {}),
       upstreamStatus: status,
@@ -190,15 +199,25 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
       retryAfterMs: options.retryAfterMs,
       body,
       ...(options.contentType === undefined ? {} : { contentType: options.contentType }),
-      ...(options.inStream === true ? { inStream: true } : {})
+      ...(options.inStream === true ? { inStream: true } : {}),
+      ...(upstreamType !== undefined && IDENTIFIER.test(upstreamType) ? { upstreamType } : {})
     })
   }
 
-  /** A failure of class `upstream`: network, timeout, a malformed or oversized body. */
+  /**
+   * A failure of class `upstream`: network (`networkCode`), timeout
+   * (`timeout`), a malformed or oversized body. Unless `networkCode` is given,
+   * `message` is the gateway's own words, safe to log; a fault has no body.
+   */
   static fault(
     source: FailureSource,
     message: string,
-    options: { readonly status?: number; readonly timedOut?: boolean; readonly reached?: boolean; readonly body?: Uint8Array } = {}
+    options: {
+      readonly status?: number
+      readonly timeout?: "head" | "idle"
+      readonly reached?: boolean
+      readonly networkCode?: string
+    } = {}
   ): UpstreamError {
     return new UpstreamError({
       reason: "upstream",
@@ -206,10 +225,11 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
       provider: source.providerId,
       family: source.family,
       message,
-      timedOut: options.timedOut ?? false,
+      timedOut: options.timeout !== undefined,
       reached: options.reached ?? true,
       retryAfterMs: undefined,
-      ...(options.body === undefined ? {} : { body: options.body })
+      ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
+      ...(options.networkCode === undefined ? {} : { networkCode: options.networkCode })
     })
   }
 }

@@ -84,7 +84,8 @@ const anthropicFrames = (pieces: ReadonlyArray<string>): Array<string> => [
   event("message_stop", { type: "message_stop" })
 ]
 
-const failure = (call: UpstreamCall, message: string): UpstreamError => UpstreamError.fault(call, message)
+/** A scripted network failure: its message is the error code (`ECONNRESET`). */
+const failure = (call: UpstreamCall, message: string): UpstreamError => UpstreamError.fault(call, message, { networkCode: message })
 
 const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, failAfter: number | undefined): UpstreamBody => {
   const delivered = failAfter === undefined ? chunks : chunks.slice(0, failAfter)
@@ -127,7 +128,7 @@ const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamRe
 }
 
 const timedOut = (call: UpstreamCall): UpstreamError =>
-  UpstreamError.fault(call, `no response within ${call.idleTimeoutMs} ms`, { timedOut: true })
+  UpstreamError.fault(call, `no response within ${call.idleTimeoutMs} ms`, { timeout: "head" })
 
 /** A `ProviderClient` layer answering every call with `handler`; calls are appended to `calls`. */
 export const layerTest = (

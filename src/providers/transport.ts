@@ -283,7 +283,9 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     const code = (error as { code?: string }).code ?? ""
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? ""
     return UpstreamError.fault(this.call, code || cause || error.message, {
-      reached: this.status !== 0 || !(UNREACHED.has(code) || UNREACHED.has(cause))
+      reached: this.status !== 0 || !(UNREACHED.has(code) || UNREACHED.has(cause)),
+      // The code, never the message, is what gets logged: a message may quote anything.
+      networkCode: code || cause || error.name
     })
   }
 
@@ -293,7 +295,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
       const failure = UpstreamError.fault(
         this.call,
         waitingForHead ? `no response within ${this.call.idleTimeoutMs} ms` : `no data for ${this.call.idleTimeoutMs} ms`,
-        { timedOut: true }
+        { timeout: waitingForHead ? "head" : "idle" }
       )
       this.failure = failure
       this.aborted = true

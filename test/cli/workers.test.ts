@@ -42,6 +42,8 @@ describe("workers mode", () => {
       const lines = gateway.logLines()
       const port = lines.find((line) => line.msg === "listening")!.port as number
       expect(new Set(lines.filter((line) => line.msg === "listening").map((line) => line.worker))).toEqual(new Set([1, 2]))
+      // What is served is said once, by the primary, not once per worker.
+      expect(lines.filter((line) => line.msg === "serving").map((line) => line.worker)).toEqual([undefined])
 
       // New connections are handed to the workers in turn.
       const ask = async () => {

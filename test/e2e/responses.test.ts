@@ -175,7 +175,7 @@ describe("Responses requests to OpenAI's own API go to its /responses, byte for 
     expect(text).toContain('"sequence_number":0')
     expect(text).toContain("event: response.completed")
     const logs = await waitForRequestLogs(gateway, 1)
-    expect(logs.at(-1)).toMatchObject({ path_kind: "fast", finish_reason: "end_turn", provider: "openai" })
+    expect(logs.at(-1)).toMatchObject({ path_kind: "fast", finish_reason: "stop", provider: "openai" })
     expect(logs.at(-1)?.output_tokens).toBeGreaterThan(0)
   })
 

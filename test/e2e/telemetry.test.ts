@@ -277,7 +277,7 @@ describe("configurations", () => {
     }
   })
 
-  it("a collector that is down costs requests nothing, and is logged at most once per kind", async () => {
+  it("a collector that is down costs requests nothing, is named once at start, and export failures are logged at most once per source", async () => {
     const dead = `http://127.0.0.1:${await closedPort()}`
     const blind = await startGateway({
       providers: providers(),
@@ -293,7 +293,11 @@ describe("configurations", () => {
       await new Promise((resolve) => setTimeout(resolve, 2500))
       const failures = blind.logs.filter((line) => line.msg === "telemetry export failed")
       expect(failures.length).toBeGreaterThanOrEqual(1)
-      expect(failures.length).toBeLessThanOrEqual(2)
+      const sources = failures.map((line) => line.source)
+      expect(new Set(sources).size).toBe(sources.length)
+      expect(blind.logs.filter((line) => line.msg === "telemetry collector unreachable")).toEqual([
+        expect.objectContaining({ endpoint: dead, sends: ["traces", "genai traces", "genai metrics"] })
+      ])
     } finally {
       await blind.close()
     }

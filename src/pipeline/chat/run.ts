@@ -11,7 +11,7 @@
 import { Effect } from "effect"
 import { ECHO_LIMIT, GatewayError } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
-import { CALLER_CODECS, PROVIDER_CODECS } from "../../formats/index.ts"
+import { CALLER_CODECS, OpenAiChat, PROVIDER_CODECS } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
 import { unauthenticatedCall } from "../../providers/adapter.ts"
 import type { CompiledProvider } from "../../providers/adapter.ts"
@@ -284,7 +284,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     }
 
     const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.onExit((exit) => {
-      if (collector.stopReason !== undefined) ctx.log.finish_reason = collector.stopReason
+      // One vocabulary for every family (OpenAI Chat's), as docs/operations.md says.
+      if (collector.stopReason !== undefined) ctx.log.finish_reason = OpenAiChat.finishReasonOf(collector.stopReason)
       if (collector.usage !== undefined) {
         ctx.log.input_tokens = collector.usage.inputTokens
         ctx.log.output_tokens = collector.usage.outputTokens

@@ -16,7 +16,7 @@
  *
  * Gotchas
  * - Nothing here can fail or slow a request: exports are batched and bounded,
- *   their failures logged at most once per 10 s (export-errors.ts).
+ *   their failures logged at most once per 10 s per source (export-errors.ts).
  * - With both sections off nothing is created or even loaded: no queue, no
  *   channel, no timer, spans are skipped, and neither the encoder nor gRPC is
  *   imported (live.ts is loaded only when a section is on).

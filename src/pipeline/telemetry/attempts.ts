@@ -2,10 +2,26 @@
  * Attempt logging: every attempt gets a line (failures at warn, the success
  * at info after a failure, a first-try success at debug since the request
  * line tells it all), and the request line counts them.
+ *
+ * A failed attempt's line says why, so the reason is in the log even with
+ * telemetry off: the network error code, which timeout ran out (`head`: no
+ * response; `idle`: a gap between two chunks), or the upstream's status with
+ * its error type. Never a body, an upstream's message or a secret.
  */
+import type { UpstreamError } from "../../domain/index.ts"
 import type { ExecutionObserver } from "../../routing/execute.ts"
 import type { RequestContext } from "../context.ts"
 import type { JsonLog } from "./log.ts"
+
+/** The log fields that say why an attempt failed. */
+const failureFields = (error: UpstreamError) => {
+  if (error.timeout !== undefined) return { timeout: error.timeout }
+  if (error.networkCode !== undefined) return { network_error: error.networkCode }
+  const status = error.upstreamStatus === 0 ? undefined : error.upstreamStatus
+  // Only an error response keeps its body; a fault without one is described in the gateway's own words.
+  if (error.body === undefined) return { status, problem: error.message }
+  return { status, error_type: error.upstreamType, in_stream: error.inStream }
+}
 
 export const attemptLogger = (ctx: RequestContext, log: JsonLog): ExecutionObserver => ({
   onAttempt: (info, outcome, durationMs) => {
@@ -20,7 +36,7 @@ export const attemptLogger = (ctx: RequestContext, log: JsonLog): ExecutionObser
       target: info.target.id,
       provider: info.target.provider.id,
       outcome: outcome === "ok" ? "ok" : outcome.reason,
-      status: outcome === "ok" ? undefined : outcome.upstreamStatus,
+      ...(outcome === "ok" ? {} : failureFields(outcome)),
       duration_ms: Math.round(durationMs * 1000) / 1000
     })
   }

@@ -1,8 +1,10 @@
 /**
  * Exporter failure is never a request failure, and never a flood of log lines:
  * a collector that is down, slow or refusing shows up as at most one `warn`
- * line every 10 seconds (with the count of failures it stands for), whatever
- * the request rate.
+ * line every 10 seconds per source (`traces`, `genai traces`, `genai
+ * metrics`…, with the count of failures it stands for), whatever the request
+ * rate. Each source has its own interval and count: one source's failures
+ * never hide another's or land in its count.
  *
  * Details
  * - Failed exports and spans dropped from a full queue are reported here;
@@ -22,10 +24,15 @@ const describe = (error: unknown): string => {
   return text.replace(/bearer\s+\S+/gi, "Bearer [redacted]").slice(0, 300)
 }
 
-/** Logs telemetry failures at most once per interval, counting the ones it held back. */
+interface SourceThrottle {
+  lastAt: number
+  suppressed: number
+}
+
+/** Logs telemetry failures at most once per interval and source, counting the ones it held back. */
 export class ExportErrorLog {
-  private lastAt = Number.NEGATIVE_INFINITY
-  private suppressed = 0
+  /** By source: a handful of fixed names, so the map stays small. */
+  private readonly sources = new Map<string, SourceThrottle>()
   private readonly log: JsonLog
   private readonly intervalMs: number
 
@@ -35,14 +42,19 @@ export class ExportErrorLog {
   }
 
   report(source: string, error: unknown): void {
+    let throttle = this.sources.get(source)
+    if (throttle === undefined) {
+      throttle = { lastAt: Number.NEGATIVE_INFINITY, suppressed: 0 }
+      this.sources.set(source, throttle)
+    }
     const now = performance.now()
-    if (now - this.lastAt < this.intervalMs) {
-      this.suppressed++
+    if (now - throttle.lastAt < this.intervalMs) {
+      throttle.suppressed++
       return
     }
-    this.lastAt = now
-    const suppressed = this.suppressed
-    this.suppressed = 0
+    throttle.lastAt = now
+    const suppressed = throttle.suppressed
+    throttle.suppressed = 0
     this.log.log("warn", "telemetry export failed", { source, error: describe(error), suppressed })
   }
 }

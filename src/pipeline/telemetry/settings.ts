@@ -44,6 +44,11 @@ export interface TelemetrySinks {
    * undefined when empty). Returns the unregistration.
    */
   readonly collectOnDemand?: ((credential: ExportCredential | undefined, collect: () => Buffer | undefined) => () => void) | undefined
+  /**
+   * Whether the collector at `url` takes a connection: undefined when it
+   * does, else why not (the live sinks; the test sinks have no collector).
+   */
+  readonly probe?: ((url: string) => Promise<string | undefined>) | undefined
   /** Closes the collectors' connections. */
   readonly close: () => void
 }

@@ -16,6 +16,8 @@ import { bearerMetadata, METRICS_EXPORT, OtlpGrpcChannel, TRACE_EXPORT } from ".
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "./settings.ts"
 
 const TRACE_EXPORT_TIMEOUT_MS = 10_000
+/** How long the start-up check waits for a collector to take a connection. */
+const PROBE_TIMEOUT_MS = 5_000
 
 /** OTLP gRPC exporters to the configured collectors. */
 export const otlpSinks = (settings: TelemetrySettings): TelemetrySinks => {
@@ -43,6 +45,7 @@ export const otlpSinks = (settings: TelemetrySettings): TelemetrySinks => {
         : (request) => collector.send(METRICS_EXPORT, request, metadata, metricsTimeoutMs)
     },
     immediate: false,
+    probe: (url) => channel(url).answers(PROBE_TIMEOUT_MS),
     close: () => {
       for (const open of channels.values()) open.close()
       channels.clear()

@@ -76,7 +76,7 @@ describe("attempt spans", () => {
   it("a timeout is classified, with no body", async () => {
     const memory = new TelemetryMemory()
     const running = await startTelemetry(settingsOf({ telemetry: { sample_ratio: 1 } }), memory)
-    await running.run(attempt(1, UpstreamError.fault(source, "no response head within 30000 ms", { timedOut: true })).pipe(Effect.ignore))
+    await running.run(attempt(1, UpstreamError.fault(source, "no response head within 30000 ms", { timeout: "head" })).pipe(Effect.ignore))
     const [span] = memory.appSpans()
     await running.close()
     expect(span.attributes).toMatchObject({ "error.type": "upstream", "gateway.upstream.status_code": 0 })

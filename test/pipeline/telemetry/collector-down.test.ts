@@ -1,7 +1,8 @@
 /**
  * A collector that is down or refusing costs requests nothing: recording
  * returns at once, exports fail in the background, and the failures make one
- * log line per 10 seconds, never one per request, and nothing on the console.
+ * log line per 10 seconds and source, never one per request, and nothing on
+ * the console.
  */
 import * as grpc from "@grpc/grpc-js"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
@@ -29,7 +30,7 @@ afterEach(() => vi.restoreAllMocks())
 const exportFailures = (logs: ReadonlyArray<Record<string, unknown>>) => logs.filter((line) => line.msg === "telemetry export failed")
 
 describe("a collector that is down", () => {
-  it("requests complete, the failures are logged once, nothing reaches the console", async () => {
+  it("requests complete, the failures are logged once per source, nothing reaches the console", async () => {
     const port = await closedPort()
     const endpoint = `http://127.0.0.1:${port}`
     const running = await startTelemetry(settingsOf({
@@ -45,11 +46,49 @@ describe("a collector that is down", () => {
     await running.run(running.telemetry.flush)
     await running.close()
     const failures = exportFailures(running.logs)
-    expect(failures).toHaveLength(1)
-    expect(failures[0]).toMatchObject({ level: "warn" })
-    expect(String(failures[0].error)).toMatch(/UNAVAILABLE|ECONNREFUSED|connect/i)
+    expect(failures.map((line) => line.source).sort()).toEqual(["genai metrics", "genai traces", "traces"])
+    for (const failure of failures) {
+      expect(failure).toMatchObject({ level: "warn" })
+      expect(String(failure.error)).toMatch(/UNAVAILABLE|ECONNREFUSED|connect/i)
+    }
     expect(JSON.stringify(running.logs)).not.toContain("collector-secret")
     expect(consoleCalls).toEqual([])
+  })
+})
+
+describe("at start-up", () => {
+  const startupLines = (logs: ReadonlyArray<Record<string, unknown>>) => logs.filter((line) => String(line.msg).startsWith("telemetry collector"))
+
+  it("a collector nothing answers at is named once, with what is on, where it sends and how to point it elsewhere or turn it off", async () => {
+    const endpoint = `http://127.0.0.1:${await closedPort()}`
+    const running = await startTelemetry(settingsOf({
+      telemetry: { otlp_endpoint: endpoint },
+      genai_telemetry: { enabled: true, otlp_endpoint: endpoint, otlp_bearer_token: "collector-secret" }
+    }))
+    try {
+      await vi.waitFor(() => expect(startupLines(running.logs)).toHaveLength(1), { timeout: 8000, interval: 20 })
+      const [line] = startupLines(running.logs)
+      expect(line).toMatchObject({ level: "warn", msg: "telemetry collector unreachable", endpoint, sends: ["traces", "genai traces", "genai metrics"] })
+      expect(line.hint).toContain("OTEL_EXPORTER_OTLP_ENDPOINT")
+      expect(line.hint).toContain("GATEWAY_TELEMETRY_ENABLED=false")
+      expect(line.hint).toContain("GATEWAY_GENAI_TELEMETRY_ENABLED=false")
+    } finally {
+      await running.close()
+    }
+    expect(startupLines(running.logs)).toHaveLength(1)
+    expect(JSON.stringify(running.logs)).not.toContain("collector-secret")
+  })
+
+  it("a collector that answers gets no warning", async () => {
+    const collector = await startOtlpReceiver()
+    try {
+      const running = await startTelemetry(settingsOf({ telemetry: { otlp_endpoint: collector.url } }))
+      await vi.waitFor(() => expect(startupLines(running.logs)).toHaveLength(1), { timeout: 8000, interval: 20 })
+      await running.close()
+      expect(startupLines(running.logs)).toEqual([expect.objectContaining({ level: "debug", msg: "telemetry collector answers" })])
+    } finally {
+      await collector.close()
+    }
   })
 })
 

@@ -90,6 +90,25 @@ export class OtlpGrpcChannel {
     })
   }
 
+  /**
+   * Whether the collector takes a connection within `timeoutMs`: undefined
+   * when it does (or the channel closed meanwhile), else why not. Never
+   * rejects; the connection it opens is the one exports then use.
+   */
+  answers(timeoutMs: number): Promise<string | undefined> {
+    const channel = this.client.getChannel()
+    const deadline = Date.now() + timeoutMs
+    return new Promise((resolve) => {
+      const check = (): void => {
+        const state = channel.getConnectivityState(true)
+        if (state === grpc.connectivityState.READY || state === grpc.connectivityState.SHUTDOWN) return resolve(undefined)
+        if (state === grpc.connectivityState.TRANSIENT_FAILURE) return resolve("the connection failed")
+        channel.watchConnectivityState(state, deadline, (error) => (error === undefined ? check() : resolve(`no connection within ${timeoutMs / 1000} s`)))
+      }
+      check()
+    })
+  }
+
   close(): void {
     this.client.close()
   }
