@@ -296,7 +296,7 @@ describe("configurations", () => {
       const sources = failures.map((line) => line.source)
       expect(new Set(sources).size).toBe(sources.length)
       expect(blind.logs.filter((line) => line.msg === "telemetry collector unreachable")).toEqual([
-        expect.objectContaining({ endpoint: dead, sends: ["traces", "genai traces", "genai metrics"] })
+        expect.objectContaining({ endpoint: dead, sends: ["traces", "genai spans", "genai metrics"] })
       ])
     } finally {
       await blind.close()

@@ -12,7 +12,7 @@ import type { JsonLog } from "./log.ts"
 import type { TelemetrySettings } from "./settings.ts"
 
 interface Collector {
-  /** What goes there: `traces`, `genai traces`, `genai metrics`. */
+  /** What goes there: `traces`, `genai spans`, `genai metrics`. */
   readonly sends: Array<string>
   /** How to point it elsewhere or turn it off, per section that sends there. */
   readonly hints: Array<string>
@@ -33,7 +33,7 @@ const collectorsOf = ({ telemetry, genai }: TelemetrySettings): Map<string, Coll
     collectors.set(url, collector)
   }
   if (telemetry.enabled) add(telemetry.otlp_endpoint, ["traces"], TRACES_HINT)
-  if (genai.enabled) add(genai.otlp_endpoint, genai.metrics_enabled ? ["genai traces", "genai metrics"] : ["genai traces"], GENAI_HINT)
+  if (genai.enabled) add(genai.otlp_endpoint, genai.metrics_enabled ? ["genai spans", "genai metrics"] : ["genai spans"], GENAI_HINT)
   return collectors
 }
 

@@ -1,7 +1,7 @@
 /**
  * Exporter failure is never a request failure, and never a flood of log lines:
  * a collector that is down, slow or refusing shows up as at most one `warn`
- * line every 10 seconds per source (`traces`, `genai traces`, `genai
+ * line every 10 seconds per source (`traces`, `genai spans`, `genai
  * metrics`…, with the count of failures it stands for), whatever the request
  * rate. Each source has its own interval and count: one source's failures
  * never hide another's or land in its count.

@@ -46,7 +46,7 @@ describe("a collector that is down", () => {
     await running.run(running.telemetry.flush)
     await running.close()
     const failures = exportFailures(running.logs)
-    expect(failures.map((line) => line.source).sort()).toEqual(["genai metrics", "genai traces", "traces"])
+    expect(failures.map((line) => line.source).sort()).toEqual(["genai metrics", "genai spans", "traces"])
     for (const failure of failures) {
       expect(failure).toMatchObject({ level: "warn" })
       expect(String(failure.error)).toMatch(/UNAVAILABLE|ECONNREFUSED|connect/i)
@@ -68,7 +68,7 @@ describe("at start-up", () => {
     try {
       await vi.waitFor(() => expect(startupLines(running.logs)).toHaveLength(1), { timeout: 8000, interval: 20 })
       const [line] = startupLines(running.logs)
-      expect(line).toMatchObject({ level: "warn", msg: "telemetry collector unreachable", endpoint, sends: ["traces", "genai traces", "genai metrics"] })
+      expect(line).toMatchObject({ level: "warn", msg: "telemetry collector unreachable", endpoint, sends: ["traces", "genai spans", "genai metrics"] })
       expect(line.hint).toContain("OTEL_EXPORTER_OTLP_ENDPOINT")
       expect(line.hint).toContain("GATEWAY_TELEMETRY_ENABLED=false")
       expect(line.hint).toContain("GATEWAY_GENAI_TELEMETRY_ENABLED=false")

@@ -17,7 +17,7 @@ describe("telemetry export failures", () => {
     const down = new Error("UNAVAILABLE: No connection established")
     errors.report("traces", down)
     errors.report("traces", down)
-    errors.report("genai traces", down)
+    errors.report("genai spans", down)
     errors.report("genai metrics", down)
     errors.report("traces", down)
     errors.report("genai metrics", down)
@@ -26,7 +26,7 @@ describe("telemetry export failures", () => {
     errors.report("traces", down)
     expect(logs.map(({ msg, source, suppressed }) => ({ msg, source, suppressed }))).toEqual([
       { msg: "telemetry export failed", source: "traces", suppressed: 0 },
-      { msg: "telemetry export failed", source: "genai traces", suppressed: 0 },
+      { msg: "telemetry export failed", source: "genai spans", suppressed: 0 },
       { msg: "telemetry export failed", source: "genai metrics", suppressed: 0 },
       { msg: "telemetry export failed", source: "genai metrics", suppressed: 1 },
       { msg: "telemetry export failed", source: "traces", suppressed: 2 }

@@ -43,7 +43,7 @@ const SCOPE = "gateway-genai"
 const MAX_IDENTITIES = 4096
 
 /** What failed: recording a call, or exporting its spans or metrics (the `source` of the log line). */
-export type GenAiFailureSource = "genai record" | "genai traces" | "genai metrics"
+export type GenAiFailureSource = "genai record" | "genai spans" | "genai metrics"
 
 /** The trace the GenAI span joins: the span the request runs in, or the caller's. */
 export interface GenAiParent {
@@ -103,7 +103,7 @@ export class GenAiRecorder {
   private mostRecent: string | undefined
   /** Called with any error recording or exporting raised, and where (recording never throws into a request). */
   private readonly onError: (source: GenAiFailureSource, error: unknown) => void
-  private readonly spanFailure = (error: unknown): void => this.onError("genai traces", error)
+  private readonly spanFailure = (error: unknown): void => this.onError("genai spans", error)
   private readonly metricsFailure = (error: unknown): void => this.onError("genai metrics", error)
 
   constructor(
