@@ -20,6 +20,11 @@ const SECRET = "sk-cli-snapshot-SECRET-do-not-print"
 const env = { PATH: process.env.PATH ?? "" }
 const dir = mkdtempSync(join(tmpdir(), "gateway-snapshot-cli-"))
 const redis = redisFixture()
+/** Where `publish` says it wrote: the host and port of the Redis these tests use, as a pattern. */
+const redisTarget = (() => {
+  const url = new URL(REDIS_URL)
+  return `${url.hostname}:${url.port === "" ? "6379" : url.port}`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+})()
 afterAll(async () => {
   await redis.cleanup()
   rmSync(dir, { recursive: true, force: true })
@@ -131,7 +136,7 @@ describe("gateway snapshot", () => {
     try {
       const v1 = await runCli(["snapshot", "publish", "--redis", REDIS_URL, "--project", project, "--env", "production", "--public-key", publicPath, write("v1.json", snapshot(1))], env)
       expect([v1.code, v1.stderr]).toEqual([0, ""])
-      expect(v1.stdout).toMatch(new RegExp(`^published gw:routing:${project}:production version 1 \\(sealed\\) to 127\\.0\\.0\\.1:6379; \\d+ subscribers? notified\\n$`))
+      expect(v1.stdout).toMatch(new RegExp(`^published gw:routing:${project}:production version 1 \\(sealed\\) to ${redisTarget}; \\d+ subscribers? notified\\n$`))
       const stored = await redis.client.get(`gw:routing:${project}:production`)
       expect(stored).not.toContain(SECRET)
       expect(await redis.client.smembers(`gw:routing:${project}:envs`)).toEqual(["production"])

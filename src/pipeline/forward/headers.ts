@@ -11,7 +11,9 @@
  * essentials are sent.
  *
  * Downstream: the upstream's informational headers (rate limits, request ids,
- * processing time) pass; framing headers are the gateway's own.
+ * processing time) pass; framing headers are the gateway's own, and the
+ * upstream's hop-by-hop headers (the standard ones and any its `Connection`
+ * names) stop at the gateway.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { Redacted } from "effect"
@@ -45,14 +47,15 @@ const NEVER_UPSTREAM = new Set([
 const isGatewayHeader = (name: string): boolean => name.startsWith("x-gw-") || name.startsWith("x-genai-")
 
 /**
- * Headers the caller's `Connection` header names as hop-by-hop (RFC 9110
- * §7.6.1): they are for the gateway, never for the upstream. Usually none
- * (`keep-alive` and `close` name no header).
+ * Headers a `Connection` header names as hop-by-hop (RFC 9110 §7.6.1): the
+ * caller's are for the gateway, never for the upstream, and the upstream's
+ * never for the caller. Usually none (`keep-alive` and `close` name no header).
  */
-const namedHopByHop = (connection: string | undefined): ReadonlySet<string> | undefined => {
+const namedHopByHop = (connection: string | ReadonlyArray<string> | undefined): ReadonlySet<string> | undefined => {
   if (connection === undefined) return undefined
   let named: Set<string> | undefined
-  for (const token of connection.split(",")) {
+  // undici hands an upstream's repeated `Connection` lines over as a list (Node's server joins a caller's).
+  for (const token of (typeof connection === "string" ? connection : connection.join(",")).split(",")) {
     const name = token.trim().toLowerCase()
     if (name === "" || name === "keep-alive" || name === "close") continue
     ;(named ??= new Set()).add(name)
@@ -95,7 +98,12 @@ export const translatedHeaders = (
 const NEVER_DOWNSTREAM = new Set([
   "connection",
   "keep-alive",
+  "proxy-authenticate",
+  "proxy-connection",
+  "te",
+  "trailer",
   "transfer-encoding",
+  "upgrade",
   "set-cookie",
   "date",
   "server",
@@ -119,8 +127,9 @@ export type BodyForm = "verbatim" | "events" | "own"
  */
 export const responseHeaders = (incoming: IncomingHttpHeaders, form: BodyForm): OutgoingHttpHeaders => {
   const out: OutgoingHttpHeaders = {}
+  const hopByHop = namedHopByHop(incoming.connection)
   for (const name in incoming) {
-    if (NEVER_DOWNSTREAM.has(name) || isGatewayHeader(name)) continue
+    if (NEVER_DOWNSTREAM.has(name) || isGatewayHeader(name) || hopByHop?.has(name)) continue
     // Length and encoding describe the upstream's bytes: they go only with those bytes.
     if (name === "content-length" && form !== "verbatim") continue
     if ((name === "content-encoding" || name === "content-type") && form === "own") continue
