@@ -102,9 +102,10 @@ describe("server.body_min_bytes_per_sec", () => {
   })
 
   it("an upload the upstream holds back is not counted against the caller", async () => {
-    // A minimum rate no caller could keep while the upstream reads nothing for 2.5 s: only that wait is the gateway's.
+    // 8 MiB/s: a rate no caller keeps while the upstream reads nothing for 2.5 s (what the kernel buffers
+    // before then is far below 20 MiB), and one that loopback meets with room to spare once the wait is over.
     const strict = await startGateway({
-      server: { body_idle_timeout_secs: 1, body_min_bytes_per_sec: 1024 ** 3 },
+      server: { body_idle_timeout_secs: 1, body_min_bytes_per_sec: 8 * 1024 * 1024 },
       providers: { gemini: { base_url: slowUpstreamUrl, credential: "none" } }
     })
     holdMs = 2500
