@@ -40,11 +40,26 @@ export const configFailure = (source: string, lines: ReadonlyArray<string>, hint
       (hints.length === 0 ? "" : `\nwarnings:\n${hints.map((line) => `  - ${line}`).join("\n")}`)
   })
 
-/** `path: unknown key; did you mean "…"?` for every key the schema does not know. */
-export const unknownKeyWarnings = (document: unknown, schema: Schema.Top): Array<string> =>
-  findUnknownKeys(document, schema.ast).map(({ path, suggestion }) =>
-    `${path}: unknown key${suggestion === undefined ? "" : `; did you mean "${suggestion}"?`}`
-  )
+/**
+ * Every key the schema does not know, as `path: unknown …; did you mean "…"?`.
+ * A top-level one is an error: a misspelt `[provider.openai]` or `[route.x]`
+ * would otherwise start a gateway with nothing in it. Keys inside a known
+ * table only warn.
+ */
+export const unknownKeyFindings = (
+  document: unknown,
+  schema: Schema.Top
+): { readonly errors: Array<string>; readonly warnings: Array<string> } => {
+  const errors: Array<string> = []
+  const warnings: Array<string> = []
+  for (const { path, suggestion, isTable } of findUnknownKeys(document, schema.ast)) {
+    const hint = suggestion === undefined ? "" : `; did you mean "${suggestion}"?`
+    const topLevel = !/[.[]/.test(path)
+    if (topLevel) errors.push(`${path}: unknown top-level ${isTable ? "table" : "key"}${hint}`)
+    else warnings.push(`${path}: unknown key${hint}`)
+  }
+  return { errors, warnings }
+}
 
 /**
  * A decoder for `schema` (built once, at module level) that reports every

@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs"
 import { parse, TomlError } from "smol-toml"
 import { checkConfig } from "./checks.ts"
-import { ConfigError, configFailure as fail, documentDecoder, unknownKeyWarnings } from "./decode.ts"
+import { ConfigError, configFailure as fail, documentDecoder, unknownKeyFindings } from "./decode.ts"
 import { applyEnvOverrides } from "./env.ts"
 import type { GatewaySettings } from "./resolved.ts"
 import { ConfigFile } from "./schema.ts"
@@ -38,22 +38,22 @@ export const settingsFromDocument = (
   if (typeof document !== "object" || document === null || Array.isArray(document)) {
     return { ok: false, error: fail(source, ["expected a TOML table at the top level"]) }
   }
-  const warnings = unknownKeyWarnings(document, ConfigFile)
+  const { errors: unknownSections, warnings } = unknownKeyFindings(document, ConfigFile)
   const overridden = applyEnvOverrides(document as Record<string, unknown>, env)
-  if (overridden.errors.length > 0) return { ok: false, error: fail(source, overridden.errors, warnings) }
+  if (overridden.errors.length > 0) return { ok: false, error: fail(source, [...unknownSections, ...overridden.errors], warnings) }
 
   const decoded = decode(overridden.raw, overridden.provenance)
-  if (!decoded.ok) return { ok: false, error: fail(source, decoded.lines, warnings) }
+  if (!decoded.ok) return { ok: false, error: fail(source, [...unknownSections, ...decoded.lines], warnings) }
   const file = decoded.value
   const checked = checkConfig(file, { kind: "environment", env })
-  if (checked.errors.length > 0) {
+  if (unknownSections.length > 0 || checked.errors.length > 0) {
     // A finding about a value an environment variable set names the variable, as schema errors do.
     const named = checked.errors.map((line) => {
       const at = line.indexOf(": ")
       const variable = at === -1 ? undefined : overridden.provenance.get(line.slice(0, at))
       return variable === undefined ? line : `${line.slice(0, at)} (from ${variable})${line.slice(at)}`
     })
-    return { ok: false, error: fail(source, named, [...warnings, ...checked.warnings]) }
+    return { ok: false, error: fail(source, [...unknownSections, ...named], [...warnings, ...checked.warnings]) }
   }
   const settled = checked.antiEntropyIntervalSecs === file.tenant_routing.anti_entropy_interval_secs
     ? file

@@ -18,7 +18,7 @@ import { Redacted, Schema } from "effect"
 import { checkConfig } from "./checks.ts"
 import { NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
-import { ConfigError, configFailure, documentDecoder, unknownKeyWarnings } from "./decode.ts"
+import { ConfigError, configFailure, documentDecoder, unknownKeyFindings } from "./decode.ts"
 import type { GatewaySettings } from "./resolved.ts"
 import { ConfigFile, GATEWAY_ONLY_SECTIONS, SnapshotFile } from "./schema.ts"
 import type { EndpointType } from "./schema.ts"
@@ -124,7 +124,9 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   if ("providers" in rest) rest.providers = providers.section
   if ("targets" in rest) rest.targets = targets.section
 
-  const warnings = unknownKeyWarnings(rest, SnapshotFile)
+  const unknown = unknownKeyFindings(rest, SnapshotFile)
+  errors.push(...unknown.errors)
+  const warnings = unknown.warnings
   const decoded = decode(rest)
   if (!decoded.ok) errors.push(...decoded.lines)
   if (!decoded.ok || errors.length > 0) return refuse(source, errors, warnings)

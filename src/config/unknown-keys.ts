@@ -9,6 +9,8 @@ import { SchemaAST } from "effect"
 export interface UnknownKey {
   readonly path: string
   readonly suggestion?: string | undefined
+  /** The key holds a table (`[provider.openai]`), not a value. */
+  readonly isTable: boolean
 }
 
 const editDistance = (a: string, b: string): number => {
@@ -77,7 +79,7 @@ const walk = (value: unknown, ast: SchemaAST.AST, path: string, out: Array<Unkno
       // A record (`providers.<id>`) recurses; a struct with rest (variant parameters) accepts any key.
       if (known.size === 0) walk(child, index.type, childPath, out)
     } else {
-      out.push({ path: childPath, suggestion: closestKey(key, [...known.keys()]) })
+      out.push({ path: childPath, suggestion: closestKey(key, [...known.keys()]), isTable: isRecord(child) })
     }
   }
 }

@@ -72,6 +72,12 @@ describe("snapshot validation", () => {
     ])
   })
 
+  it("refuses a misspelt top-level table like the file does", () => {
+    const result = failure({ version: 1, provider: { openai: provider } })
+    expect(result.error.message).toBe(`invalid configuration in ${SOURCE}: provider: unknown top-level table; did you mean "providers"?`)
+    expect(result.problems).toEqual(["provider"])
+  })
+
   it("refuses the gateway's own sections, each by name", () => {
     const result = failure({ version: 1, server: {}, telemetry: {}, genai_telemetry: {}, auth: {}, tenant_routing: {} })
     expect(result.problems).toEqual(["server", "telemetry", "genai_telemetry", "auth", "tenant_routing"])
