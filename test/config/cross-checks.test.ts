@@ -20,7 +20,7 @@ const experiment = (variants: Record<string, Record<string, unknown>>, endpoint 
 describe("target models", () => {
   it("a target model no provider serves stops the start", () => {
     expect(failure(withOpenAi(["gpt-4o"], { targets: { t: { model: "gpt-5" } } }))).toBe(
-      `${INVALID}targets.t.model: model "gpt-5" is not in any provider's models`
+      `${INVALID}targets.t.model: model "gpt-5" is not in any provider's models; did you mean "gpt-4o"?`
     )
   })
 
@@ -61,6 +61,46 @@ describe("target models", () => {
 
   it("two providers serving one model is fine as long as nothing names it plainly", () => {
     expect(warningsOf(twoProviders())).toEqual([])
+  })
+})
+
+describe("did you mean", () => {
+  it("a target model no provider serves suggests the closest model a provider serves", () => {
+    expect(failure(withOpenAi(["gpt-4o", "gpt-4o-mini"], { targets: { t: { model: "gpt-4o-mnii" } } }))).toBe(
+      `${INVALID}targets.t.model: model "gpt-4o-mnii" is not in any provider's models; did you mean "gpt-4o-mini"?`
+    )
+  })
+
+  it("an unknown provider in provider::model suggests the closest configured provider", () => {
+    expect(failure(twoProviders({ targets: { t: { model: "grok::llama" } } }))).toBe(
+      `${INVALID}targets.t.model: provider "grok" is not configured; did you mean "groq"?`
+    )
+  })
+
+  it("a model the named provider does not serve suggests the closest of its models", () => {
+    expect(failure(twoProviders({ targets: { t: { model: "groq::lama" } } }))).toBe(
+      `${INVALID}targets.t.model: model "lama" is not in providers.groq.models; did you mean "llama"?`
+    )
+  })
+
+  it("an unknown target name suggests the closest target (primry → primary)", () => {
+    const document = withOpenAi(["m"], {
+      targets: { primary: { model: "m" } },
+      routes: { r: { endpoint: "chat", models: ["alias"], strategy: "single", targets: ["primry"] } }
+    })
+    expect(failure(document)).toBe(`${INVALID}routes.r.targets[0]: unknown target "primry"; did you mean "primary"?`)
+  })
+
+  it("an unknown name far from every known one gets no suggestion", () => {
+    expect(failure(withOpenAi(["gpt-4o"], { targets: { t: { model: "claude-sonnet" } } }))).toBe(
+      `${INVALID}targets.t.model: model "claude-sonnet" is not in any provider's models`
+    )
+  })
+
+  it("a variant parameter one edit away from an allowlisted name warns with a suggestion (temprature → temperature)", () => {
+    expect(warningsOf(experiment({ v: { model: "m", weight: 1, temprature: 0.3 } }))).toEqual([
+      `functions.f.variants.v.temprature: not a known chat parameter; did you mean "temperature"? passed through as is`
+    ])
   })
 })
 
@@ -242,9 +282,9 @@ describe("experiment variants", () => {
   })
 
   it("an unknown parameter only warns and passes through", () => {
-    const settings = load(experiment({ v: { model: "m", weight: 1, temprature: 0.3 } }))
-    expect(settings.warnings).toEqual(["functions.f.variants.v.temprature: not a known chat parameter; passed through as is"])
-    expect(settings.file.functions.f.variants?.v).toEqual({ model: "m", weight: 1, temprature: 0.3 })
+    const settings = load(experiment({ v: { model: "m", weight: 1, safe_prompt: true } }))
+    expect(settings.warnings).toEqual(["functions.f.variants.v.safe_prompt: not a known chat parameter; passed through as is"])
+    expect(settings.file.functions.f.variants?.v).toEqual({ model: "m", weight: 1, safe_prompt: true })
   })
 
   it("the allowlist is per endpoint: voice is known for audio_speech but not for chat", () => {
