@@ -189,6 +189,14 @@ describe("gateway serve", { timeout: PROCESS_TIMEOUT_MS }, () => {
     expect(stdout).not.toContain("listening")
   })
 
+  it("a misspelt [provider.openai] table refuses to start instead of serving nothing", async () => {
+    const path = write("serve-misspelt.toml", `[server]\nport = 0\n\n[provider.openai]\nmodels = ["gpt-4o"]\n`)
+    const { code, stdout, stderr } = await runCli(["serve", "--config", path], SECRET_ENV)
+    expect(code).toBe(1)
+    expect(stderr).toBe(`invalid configuration in ${path}: provider: unknown top-level table; did you mean "providers"?\n`)
+    expect(stdout).not.toContain("listening")
+  })
+
   it("a valid configuration listens, answers GET /healthz, and exits 0 after shutting down on SIGTERM", async () => {
     // Port 0: the OS picks a free port; the `listening` line reports it.
     const path = write("serve-valid.toml", VALID.replace("port = 4000", "port = 0"))
