@@ -8,6 +8,7 @@
 import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, isProviderKind, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { ProviderKind } from "../domain/index.ts"
 import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./credentials.ts"
+import { closestName, didYouMean } from "./did-you-mean.ts"
 import type { ResolvedCredential } from "./credentials.ts"
 import type { ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
@@ -169,14 +170,19 @@ export const resolveModelReference = (
     const providerId = reference.slice(0, separator)
     const model = reference.slice(separator + 2)
     const provider = providers.get(providerId)
-    if (provider === undefined) return { ok: false, message: `provider "${providerId}" is not configured` }
+    if (provider === undefined) {
+      return { ok: false, message: `provider "${providerId}" is not configured${didYouMean(providerId, providers.keys())}` }
+    }
     if (!provider.models.includes(model)) {
-      return { ok: false, message: `model "${model}" is not in providers.${providerId}.models` }
+      return { ok: false, message: `model "${model}" is not in providers.${providerId}.models${didYouMean(model, provider.models)}` }
     }
     return { ok: true, providerId, model }
   }
   const owners = [...providers.values()].filter((provider) => provider.models.includes(reference))
-  if (owners.length === 0) return { ok: false, message: `model "${reference}" is not in any provider's models` }
+  if (owners.length === 0) {
+    const served = [...providers.values()].flatMap((provider) => provider.models)
+    return { ok: false, message: `model "${reference}" is not in any provider's models${didYouMean(reference, served)}` }
+  }
   if (owners.length > 1) {
     const names = owners.map((owner) => `"${owner.id}::${reference}"`).join(" or ")
     return { ok: false, message: `model "${reference}" is served by ${owners.length} providers; write ${names}` }
@@ -221,13 +227,16 @@ const checkTargets = (
   return targets
 }
 
+const unknownTarget = (name: string, file: ConfigFile): string =>
+  `unknown target "${name}"${didYouMean(name, Object.keys(file.targets))}`
+
 const checkTargetList = (path: string, strategy: string, targets: ReadonlyArray<string>, file: ConfigFile, findings: Findings) => {
   if (targets.length === 0) findings.error(path, "needs at least one target")
   if (strategy === "single" && targets.length > 1) {
     findings.error(path, `strategy "single" takes exactly one target, got ${targets.length}; use "fallback" or "weighted"`)
   }
   targets.forEach((target, index) => {
-    if (file.targets[target] === undefined) findings.error(`${path}[${index}]`, `unknown target "${target}"`)
+    if (file.targets[target] === undefined) findings.error(`${path}[${index}]`, unknownTarget(target, file))
   })
 }
 
@@ -271,13 +280,16 @@ const checkVariants = (
       const resolved = resolveModelReference(variant.model, providers)
       if (!resolved.ok) findings.error(`${variantPath}.model`, resolved.message)
     } else if (variant.target !== undefined && file.targets[variant.target] === undefined) {
-      findings.error(`${variantPath}.target`, `unknown target "${variant.target}"`)
+      findings.error(`${variantPath}.target`, unknownTarget(variant.target, file))
     }
     for (const parameter of Object.keys(variantParameters(variant))) {
       if (PROTECTED_PARAMETERS.has(parameter)) {
         findings.error(`${variantPath}.${parameter}`, `"${parameter}" is protected and cannot be set by a variant`)
       } else if (!allowlist.has(parameter)) {
-        findings.warn(`${variantPath}.${parameter}`, `not a known ${fn.endpoint} parameter; passed through as is`)
+        // One edit only: unlisted parameters are often real provider-specific ones, not typos.
+        const suggestion = closestName(parameter, allowlist, 1)
+        const hint = suggestion === undefined ? ";" : `; did you mean "${suggestion}"?`
+        findings.warn(`${variantPath}.${parameter}`, `not a known ${fn.endpoint} parameter${hint} passed through as is`)
       }
     }
   }

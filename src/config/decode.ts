@@ -4,6 +4,8 @@
  * warnings, and the one message format `check-config` prints.
  */
 import { Exit, Schema, SchemaIssue } from "effect"
+import { formatPath, salvage, valueAt } from "./salvage.ts"
+import type { Path, Salvaged } from "./salvage.ts"
 import { findUnknownKeys } from "./unknown-keys.ts"
 
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
@@ -11,18 +13,6 @@ export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError"
 }) {}
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
-
-const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (out, key) => (typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`),
-    ""
-  )
-
-const valueAt = (raw: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>(
-    (value, key) => (typeof value === "object" && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined),
-    raw
-  )
 
 const describeIssue = (raw: unknown, path: ReadonlyArray<PropertyKey>, message: string): string => {
   if (message === "Missing key") return "is required"
@@ -40,34 +30,78 @@ export const configFailure = (source: string, lines: ReadonlyArray<string>, hint
       (hints.length === 0 ? "" : `\nwarnings:\n${hints.map((line) => `  - ${line}`).join("\n")}`)
   })
 
-/** `path: unknown key; did you mean "…"?` for every key the schema does not know. */
-export const unknownKeyWarnings = (document: unknown, schema: Schema.Top): Array<string> =>
-  findUnknownKeys(document, schema.ast).map(({ path, suggestion }) =>
-    `${path}: unknown key${suggestion === undefined ? "" : `; did you mean "${suggestion}"?`}`
-  )
+/**
+ * Every key the schema does not know, as `path: unknown …; did you mean "…"?`.
+ * A top-level one is an error: a misspelt `[provider.openai]` or `[route.x]`
+ * would otherwise start a gateway with nothing in it. Keys inside a known
+ * table only warn.
+ */
+export const unknownKeyFindings = (
+  document: unknown,
+  schema: Schema.Top
+): { readonly errors: Array<string>; readonly warnings: Array<string> } => {
+  const errors: Array<string> = []
+  const warnings: Array<string> = []
+  for (const { path, suggestion, isTable } of findUnknownKeys(document, schema.ast)) {
+    const hint = suggestion === undefined ? "" : `; did you mean "${suggestion}"?`
+    const topLevel = !/[.[]/.test(path)
+    if (topLevel) errors.push(`${path}: unknown top-level ${isTable ? "table" : "key"}${hint}`)
+    else warnings.push(`${path}: unknown key${hint}`)
+  }
+  return { errors, warnings }
+}
+
+/** A document decoded: its value, or the schema's findings and what could be read of the rest. */
+export type DecodedDocument<A> =
+  | { readonly ok: true; readonly value: A }
+  | { readonly ok: false; readonly lines: ReadonlyArray<string>; readonly salvaged: Salvaged<A> | undefined }
+
+/** The cross-checks' findings that stand beside the schema's: all of them when the schema accepted the document. */
+export const findingsBeside = (
+  decoded: DecodedDocument<unknown>,
+  findings: ReadonlyArray<string>,
+  severity: "error" | "warning"
+): ReadonlyArray<string> => (decoded.ok ? findings : decoded.salvaged?.independent(findings, severity) ?? [])
 
 /**
  * A decoder for `schema` (built once, at module level) that reports every
  * issue as a `key.path: message` line. `provenance` names the environment
- * variable a value came from, when one did.
+ * variable a value came from, when one did. On failure it also gives the rest
+ * of the document decoded with the refused values repaired, when that can be
+ * done, so the cross-checks can report their findings in the same pass.
  */
 export const documentDecoder = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
   const decode = Schema.decodeUnknownExit(schema)
-  return (
-    raw: unknown,
-    provenance: ReadonlyMap<string, string> = new Map()
-  ): { readonly ok: true; readonly value: S["Type"] } | { readonly ok: false; readonly lines: ReadonlyArray<string> } => {
+  const issuesOf = (raw: unknown):
+    | { readonly ok: true; readonly value: S["Type"] }
+    | { readonly ok: false; readonly issues: ReadonlyArray<{ readonly path: Path; readonly message: string }> } => {
     const decoded = decode(raw, { errors: "all" })
     if (Exit.isSuccess(decoded)) return { ok: true, value: decoded.value }
     const issue = decoded.cause.reasons.find((reason) => reason._tag === "Fail")
-    const lines = issue === undefined
-      ? [String(decoded.cause)]
-      : formatter(issue.error.issue).issues.map(({ path: rawPath, message }) => {
-        const path = (rawPath ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))
-        const key = formatPath(path)
-        const variable = provenance.get(key)
-        return `${key}${variable === undefined ? "" : ` (from ${variable})`}: ${describeIssue(raw, path, message)}`
-      })
-    return { ok: false, lines }
+    if (issue === undefined) return { ok: false, issues: [{ path: [], message: String(decoded.cause) }] }
+    return {
+      ok: false,
+      issues: formatter(issue.error.issue).issues.map(({ path, message }) => ({
+        path: (path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment)),
+        message
+      }))
+    }
+  }
+  const pathsOf = (raw: unknown) => {
+    const decoded = issuesOf(raw)
+    return decoded.ok ? decoded : { ok: false as const, paths: decoded.issues.map((issue) => issue.path) }
+  }
+  return (
+    raw: unknown,
+    provenance: ReadonlyMap<string, string> = new Map()
+  ): DecodedDocument<S["Type"]> => {
+    const decoded = issuesOf(raw)
+    if (decoded.ok) return decoded
+    const lines = decoded.issues.map(({ path, message }) => {
+      const key = formatPath(path)
+      const variable = provenance.get(key)
+      return `${key}${variable === undefined ? "" : ` (from ${variable})`}: ${describeIssue(raw, path, message)}`
+    })
+    return { ok: false, lines, salvaged: salvage(raw, decoded.issues.map((issue) => issue.path), pathsOf) }
   }
 }

@@ -1,6 +1,8 @@
 /**
- * Loading the configuration: file → TOML → unknown-key warnings → environment
- * overrides → schema validation → cross-checks → resolved settings.
+ * Loading the configuration: file → TOML → unknown keys → environment
+ * overrides → schema validation → cross-checks → resolved settings. Every
+ * stage reports, so one run lists every problem: the cross-checks run on what
+ * the schema accepted even when it refused a value (salvage.ts).
  *
  * Every failure is one `ConfigError` whose message names the file, the key
  * path and what is wrong; `main.ts` prints it and exits non-zero.
@@ -8,7 +10,7 @@
 import { readFileSync } from "node:fs"
 import { parse, TomlError } from "smol-toml"
 import { checkConfig } from "./checks.ts"
-import { ConfigError, configFailure as fail, documentDecoder, unknownKeyWarnings } from "./decode.ts"
+import { ConfigError, configFailure as fail, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
 import { applyEnvOverrides } from "./env.ts"
 import type { GatewaySettings } from "./resolved.ts"
 import { ConfigFile } from "./schema.ts"
@@ -38,23 +40,22 @@ export const settingsFromDocument = (
   if (typeof document !== "object" || document === null || Array.isArray(document)) {
     return { ok: false, error: fail(source, ["expected a TOML table at the top level"]) }
   }
-  const warnings = unknownKeyWarnings(document, ConfigFile)
+  const unknown = unknownKeyFindings(document, ConfigFile)
   const overridden = applyEnvOverrides(document as Record<string, unknown>, env)
-  if (overridden.errors.length > 0) return { ok: false, error: fail(source, overridden.errors, warnings) }
-
   const decoded = decode(overridden.raw, overridden.provenance)
-  if (!decoded.ok) return { ok: false, error: fail(source, decoded.lines, warnings) }
+  // Every problem in one pass: when the schema refused a value, the checks still run on the rest.
+  const checkable = decoded.ok ? decoded.value : decoded.salvaged?.value
+  const checked = checkable === undefined ? undefined : checkConfig(checkable, { kind: "environment", env })
+  // A finding about a value an environment variable set names the variable, as schema errors do.
+  const checkErrors = findingsBeside(decoded, checked?.errors ?? [], "error").map((line) => {
+    const at = line.indexOf(": ")
+    const variable = at === -1 ? undefined : overridden.provenance.get(line.slice(0, at))
+    return variable === undefined ? line : `${line.slice(0, at)} (from ${variable})${line.slice(at)}`
+  })
+  const errors = [...unknown.errors, ...overridden.errors, ...(decoded.ok ? [] : decoded.lines), ...checkErrors]
+  const warnings = [...unknown.warnings, ...findingsBeside(decoded, checked?.warnings ?? [], "warning")]
+  if (!decoded.ok || checked === undefined || errors.length > 0) return { ok: false, error: fail(source, errors, warnings) }
   const file = decoded.value
-  const checked = checkConfig(file, { kind: "environment", env })
-  if (checked.errors.length > 0) {
-    // A finding about a value an environment variable set names the variable, as schema errors do.
-    const named = checked.errors.map((line) => {
-      const at = line.indexOf(": ")
-      const variable = at === -1 ? undefined : overridden.provenance.get(line.slice(0, at))
-      return variable === undefined ? line : `${line.slice(0, at)} (from ${variable})${line.slice(at)}`
-    })
-    return { ok: false, error: fail(source, named, [...warnings, ...checked.warnings]) }
-  }
   const settled = checked.antiEntropyIntervalSecs === file.tenant_routing.anti_entropy_interval_secs
     ? file
     : { ...file, tenant_routing: { ...file.tenant_routing, anti_entropy_interval_secs: checked.antiEntropyIntervalSecs } }
@@ -65,7 +66,7 @@ export const settingsFromDocument = (
       file: settled,
       providers: checked.providers,
       targets: checked.targets,
-      warnings: [...warnings, ...checked.warnings]
+      warnings
     }
   }
 }

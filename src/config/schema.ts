@@ -6,7 +6,7 @@
  * Keys keep their TOML spelling (snake_case) so this file reads like the
  * configuration reference in docs/configuration.md.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Schema, SchemaTransformation } from "effect"
 import { PROVIDER_KINDS } from "../domain/provider-kinds.ts"
 
 const withDefault = <S extends Schema.Top>(value: S["Encoded"]) => Schema.withDecodingDefaultKey<S>(Effect.succeed(value))
@@ -169,7 +169,7 @@ export const Telemetry = Schema.Struct({
   log_level: LogLevel.pipe(withDefault("info"))
 })
 
-export const GenAiTelemetry = Schema.Struct({
+const GenAiTelemetryFields = {
   enabled: Schema.Boolean.pipe(withDefault(false)),
   otlp_endpoint: Schema.String.pipe(withDefault("http://localhost:4317")),
   service_name: Schema.String.pipe(withDefault("gateway-genai-telemetry")),
@@ -177,10 +177,32 @@ export const GenAiTelemetry = Schema.Struct({
   sample_ratio: Ratio.pipe(withDefault(1.0)),
   metrics_enabled: Schema.Boolean.pipe(withDefault(true)),
   metrics_export_interval_secs: PositiveInt.pipe(withDefault(30)),
-  metrics_export_timeout_secs: PositiveInt.pipe(withDefault(10)),
   capture_content: Schema.Boolean.pipe(withDefault(true)),
   otlp_bearer_token: Schema.String.pipe(withDefault(""))
-})
+}
+
+/** The export timeout an unset `metrics_export_timeout_secs` means: 10 s, or the interval when that is shorter. */
+const DEFAULT_METRICS_EXPORT_TIMEOUT_SECS = 10
+
+/**
+ * `metrics_export_timeout_secs` defaults from the interval, so a file that sets
+ * only a short interval starts; an explicit timeout above the interval is
+ * refused in telemetry-checks.ts.
+ */
+export const GenAiTelemetry = Schema.Struct({
+  ...GenAiTelemetryFields,
+  metrics_export_timeout_secs: Schema.optionalKey(PositiveInt)
+}).pipe(Schema.decodeTo(
+  Schema.Struct({ ...GenAiTelemetryFields, metrics_export_timeout_secs: PositiveInt }).pipe(Schema.toType),
+  SchemaTransformation.transform({
+    decode: (section) => ({
+      ...section,
+      metrics_export_timeout_secs: section.metrics_export_timeout_secs ??
+        Math.min(DEFAULT_METRICS_EXPORT_TIMEOUT_SECS, section.metrics_export_interval_secs)
+    }),
+    encode: (section) => section
+  })
+))
 
 export const Auth = Schema.Struct({
   enabled: Schema.Boolean.pipe(withDefault(false)),

@@ -18,7 +18,7 @@ import { Redacted, Schema } from "effect"
 import { checkConfig } from "./checks.ts"
 import { NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
-import { ConfigError, configFailure, documentDecoder, unknownKeyWarnings } from "./decode.ts"
+import { ConfigError, configFailure, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
 import type { GatewaySettings } from "./resolved.ts"
 import { ConfigFile, GATEWAY_ONLY_SECTIONS, SnapshotFile } from "./schema.ts"
 import type { EndpointType } from "./schema.ts"
@@ -124,20 +124,22 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   if ("providers" in rest) rest.providers = providers.section
   if ("targets" in rest) rest.targets = targets.section
 
-  const warnings = unknownKeyWarnings(rest, SnapshotFile)
+  const unknown = unknownKeyFindings(rest, SnapshotFile)
+  errors.push(...unknown.errors)
   const decoded = decode(rest)
   if (!decoded.ok) errors.push(...decoded.lines)
-  if (!decoded.ok || errors.length > 0) return refuse(source, errors, warnings)
-
-  const { version, disabled_endpoints, ...sections } = decoded.value
+  // Every problem in one pass, as for the file: the checks run on what the schema accepted.
+  const checkable = decoded.ok ? decoded.value : decoded.salvaged?.value
+  if (checkable === undefined) return refuse(source, errors, unknown.warnings)
+  const { version, disabled_endpoints, ...sections } = checkable
   const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {
     kind: "snapshot",
     providers: providers.credentials,
     targets: targets.credentials
   })
-  if (checked.errors.length > 0) {
-    return refuse(source, checked.errors, [...warnings, ...checked.warnings])
-  }
+  errors.push(...findingsBeside(decoded, checked.errors, "error"))
+  const warnings = [...unknown.warnings, ...findingsBeside(decoded, checked.warnings, "warning")]
+  if (errors.length > 0) return refuse(source, errors, warnings)
   return {
     ok: true,
     snapshot: {
@@ -155,7 +157,7 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
         },
         providers: checked.providers,
         targets: checked.targets,
-        warnings: [...warnings, ...checked.warnings]
+        warnings
       }
     }
   }

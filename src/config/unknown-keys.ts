@@ -5,43 +5,22 @@
  * field never needs a second list here.
  */
 import { SchemaAST } from "effect"
+import { closestName } from "./did-you-mean.ts"
 
 export interface UnknownKey {
   readonly path: string
   readonly suggestion?: string | undefined
-}
-
-const editDistance = (a: string, b: string): number => {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0]
-    row[0] = i
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j]
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
-      diagonal = above
-    }
-  }
-  return row[b.length]
+  /** The key holds a table (`[provider.openai]`), not a value. */
+  readonly isTable: boolean
 }
 
 /** The closest known key, when it is close enough to be a plausible typo. */
-export const closestKey = (key: string, known: ReadonlyArray<string>): string | undefined => {
+const closestKey = (key: string, known: ReadonlyArray<string>): string | undefined => {
   // A key that is the start of a known one (`ttl` → `ttl_seconds`) is the likeliest intent.
   const lower = key.toLowerCase()
   const prefixed = known.filter((candidate) => candidate.toLowerCase().startsWith(lower) && lower.length >= 3)
   if (prefixed.length === 1) return prefixed[0]
-  let best: string | undefined
-  let bestDistance = Infinity
-  for (const candidate of known) {
-    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase())
-    if (distance < bestDistance) {
-      best = candidate
-      bestDistance = distance
-    }
-  }
-  const tolerance = Math.max(2, Math.floor(key.length / 3))
-  return bestDistance <= tolerance ? best : undefined
+  return closestName(key, known)
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -77,7 +56,7 @@ const walk = (value: unknown, ast: SchemaAST.AST, path: string, out: Array<Unkno
       // A record (`providers.<id>`) recurses; a struct with rest (variant parameters) accepts any key.
       if (known.size === 0) walk(child, index.type, childPath, out)
     } else {
-      out.push({ path: childPath, suggestion: closestKey(key, [...known.keys()]) })
+      out.push({ path: childPath, suggestion: closestKey(key, [...known.keys()]), isTable: isRecord(child) })
     }
   }
 }

@@ -28,21 +28,24 @@ export const redactedView = (settings: GatewaySettings): unknown => {
   return {
     ...file,
     providers: Object.fromEntries(
+      // Keys as the file spells them, so a line of this output can be pasted back into the file.
       [...settings.providers.values()].map((provider) => [provider.id, {
         kind: provider.kind,
         base_url: urlWithoutPassword(provider.baseUrl),
         models: provider.models,
         credential: describeCredential(provider.credential),
         auth_type: provider.authType,
-        auth_name: provider.authType === "bearer" ? undefined : provider.authName,
+        auth_header_name: provider.authType === "bearer" ? undefined : provider.authName,
         timeout_ms: provider.timeoutMs,
-        api_version: provider.kind === "azure" ? provider.apiVersion : undefined
+        api_version: provider.kind === "azure" ? provider.apiVersion : undefined,
+        max_tokens_param: provider.family === "openai" ? provider.maxTokensParam : undefined,
+        responses_api: provider.family === "openai" ? provider.responsesApi : undefined
       }])
     ),
     targets: Object.fromEntries(
       [...settings.targets.values()].map((target) => [target.id, {
-        model: target.model,
-        provider: target.providerId,
+        // The provider::model form names the provider the target resolved to.
+        model: `${target.providerId}::${target.model}`,
         credential: target.credential === undefined ? undefined : describeCredential(target.credential),
         weight: target.weight,
         timeout_ms: target.timeoutMs

@@ -93,7 +93,7 @@ describe.concurrent("gateway check-config", { timeout: PROCESS_TIMEOUT_MS }, () 
     expect(view.cache.ttl_seconds).toBe(604800)
     expect(view.providers.openai.credential).toBe("env::OPENAI_API_KEY (convention) [set, redacted]")
     expect(view.providers.anthropic.credential).toBe("env::ANTHROPIC_API_KEY (convention) [unset]")
-    expect(view.targets.primary).toEqual({ model: "gpt-4o", provider: "openai", credential: "env::PRIMARY_KEY [set, redacted]", weight: 1 })
+    expect(view.targets.primary).toEqual({ model: "openai::gpt-4o", credential: "env::PRIMARY_KEY [set, redacted]", weight: 1 })
     expect(view.genai_telemetry.otlp_bearer_token).toBe("[redacted]")
     expect(view.tenant_routing.redis_url).toBe("redis://default:redacted@redis.internal:6379")
     expectNoSecrets(expect, stdout, stderr)
@@ -186,6 +186,14 @@ describe("gateway serve", { timeout: PROCESS_TIMEOUT_MS }, () => {
     const { code, stdout, stderr } = await runCli(["serve", "--config", path], SECRET_ENV)
     expect(code).toBe(1)
     expect(stderr).toBe(`invalid configuration in ${path}: routes.smart.targets[0]: unknown target "nope"\n`)
+    expect(stdout).not.toContain("listening")
+  })
+
+  it("a misspelt [provider.openai] table refuses to start instead of serving nothing", async () => {
+    const path = write("serve-misspelt.toml", `[server]\nport = 0\n\n[provider.openai]\nmodels = ["gpt-4o"]\n`)
+    const { code, stdout, stderr } = await runCli(["serve", "--config", path], SECRET_ENV)
+    expect(code).toBe(1)
+    expect(stderr).toBe(`invalid configuration in ${path}: provider: unknown top-level table; did you mean "providers"?\n`)
     expect(stdout).not.toContain("listening")
   })
 

@@ -20,7 +20,7 @@ const experiment = (variants: Record<string, Record<string, unknown>>, endpoint 
 describe("target models", () => {
   it("a target model no provider serves stops the start", () => {
     expect(failure(withOpenAi(["gpt-4o"], { targets: { t: { model: "gpt-5" } } }))).toBe(
-      `${INVALID}targets.t.model: model "gpt-5" is not in any provider's models`
+      `${INVALID}targets.t.model: model "gpt-5" is not in any provider's models; did you mean "gpt-4o"?`
     )
   })
 
@@ -61,6 +61,107 @@ describe("target models", () => {
 
   it("two providers serving one model is fine as long as nothing names it plainly", () => {
     expect(warningsOf(twoProviders())).toEqual([])
+  })
+})
+
+describe("every problem in one pass", () => {
+  const lines = (document: unknown, env = {}) => failure(document, env).split("\n")
+
+  it("a bad strategy, a target model no provider serves and a missing target show up together", () => {
+    const document = withOpenAi(["gpt-4o"], {
+      targets: { a: { model: "gpt4o" } },
+      routes: { r: { endpoint: "chat", models: ["smart"], strategy: "round_robin", targets: ["a", "primary"] } }
+    })
+    expect(lines(document)).toEqual([
+      "invalid configuration in test-gateway.toml:",
+      `  - routes.r.strategy: expected "single" | "weighted" | "fallback", got "round_robin"`,
+      `  - targets.a.model: model "gpt4o" is not in any provider's models; did you mean "gpt-4o"?`,
+      `  - routes.r.targets[1]: unknown target "primary"`
+    ])
+  })
+
+  it("a value out of range and a failed cross-check show up together", () => {
+    expect(lines(withServer({ server: { port: -1 }, auth: { enabled: true } }))).toEqual([
+      "invalid configuration in test-gateway.toml:",
+      "  - server.port: expected a value between 0 and 65535, got -1",
+      "  - auth.exchange_url: required when auth.enabled = true"
+    ])
+  })
+
+  it("an unreadable environment override, a bad value and a failed cross-check show up together", () => {
+    expect(lines(withServer({ routes: { r: { endpoint: "chat", models: ["x"], strategy: "single", targets: ["a"], retry: { max_retries: -1 } } } }), { GATEWAY_TELEMETRY_ENABLED: "perhaps" })).toEqual([
+      "invalid configuration in test-gateway.toml:",
+      `  - GATEWAY_TELEMETRY_ENABLED (overrides telemetry.enabled): expected true or false, got "perhaps"`,
+      "  - routes.r.retry.max_retries: expected a value greater than or equal to 0, got -1",
+      `  - routes.r.targets[0]: unknown target "a"`
+    ])
+  })
+
+  it("a bad element of a provider's models leaves the others served: its targets still resolve", () => {
+    const document = withServer({
+      providers: { openai: { models: ["m", 5] } },
+      targets: { a: { model: "m" } },
+      routes: { r: { endpoint: "chat", models: ["x"], strategy: "single", targets: ["a", "b"] } }
+    })
+    expect(lines(document)).toEqual([
+      "invalid configuration in test-gateway.toml:",
+      "  - providers.openai.models[1]: expected string, got 5",
+      `  - routes.r.targets: strategy "single" takes exactly one target, got 2; use "fallback" or "weighted"`,
+      `  - routes.r.targets[1]: unknown target "b"`
+    ])
+  })
+
+  it("a refused value is reported once: the checks do not report what the schema already did", () => {
+    const document = withOpenAi(["m"], {
+      targets: { a: { model: "m" } },
+      routes: { r: { endpoint: "chat", models: "smart", strategy: "fallback", steps: [{ strategy: "sequential", targets: ["a", "b"] }] } }
+    })
+    expect(lines(document)).toEqual([
+      "invalid configuration in test-gateway.toml:",
+      `  - routes.r.models: expected array, got "smart"`,
+      `  - routes.r.steps[0].strategy: expected "single" | "weighted" | "fallback", got "sequential"`,
+      `  - routes.r.steps[0].targets[1]: unknown target "b"`
+    ])
+  })
+})
+
+describe("did you mean", () => {
+  it("a target model no provider serves suggests the closest model a provider serves", () => {
+    expect(failure(withOpenAi(["gpt-4o", "gpt-4o-mini"], { targets: { t: { model: "gpt-4o-mnii" } } }))).toBe(
+      `${INVALID}targets.t.model: model "gpt-4o-mnii" is not in any provider's models; did you mean "gpt-4o-mini"?`
+    )
+  })
+
+  it("an unknown provider in provider::model suggests the closest configured provider", () => {
+    expect(failure(twoProviders({ targets: { t: { model: "grok::llama" } } }))).toBe(
+      `${INVALID}targets.t.model: provider "grok" is not configured; did you mean "groq"?`
+    )
+  })
+
+  it("a model the named provider does not serve suggests the closest of its models", () => {
+    expect(failure(twoProviders({ targets: { t: { model: "groq::lama" } } }))).toBe(
+      `${INVALID}targets.t.model: model "lama" is not in providers.groq.models; did you mean "llama"?`
+    )
+  })
+
+  it("an unknown target name suggests the closest target (primry → primary)", () => {
+    const document = withOpenAi(["m"], {
+      targets: { primary: { model: "m" } },
+      routes: { r: { endpoint: "chat", models: ["alias"], strategy: "single", targets: ["primry"] } }
+    })
+    expect(failure(document)).toBe(`${INVALID}routes.r.targets[0]: unknown target "primry"; did you mean "primary"?`)
+  })
+
+  it("an unknown name far from every known one gets no suggestion", () => {
+    expect(failure(withOpenAi(["gpt-4o"], { targets: { t: { model: "claude-sonnet" } } }))).toBe(
+      `${INVALID}targets.t.model: model "claude-sonnet" is not in any provider's models`
+    )
+  })
+
+  it("a variant parameter one edit away from an allowlisted name warns with a suggestion (temprature → temperature)", () => {
+    expect(warningsOf(experiment({ v: { model: "m", weight: 1, temprature: 0.3 } }))).toEqual([
+      `functions.f.variants.v.temprature: not a known chat parameter; did you mean "temperature"? passed through as is`
+    ])
   })
 })
 
@@ -242,9 +343,9 @@ describe("experiment variants", () => {
   })
 
   it("an unknown parameter only warns and passes through", () => {
-    const settings = load(experiment({ v: { model: "m", weight: 1, temprature: 0.3 } }))
-    expect(settings.warnings).toEqual(["functions.f.variants.v.temprature: not a known chat parameter; passed through as is"])
-    expect(settings.file.functions.f.variants?.v).toEqual({ model: "m", weight: 1, temprature: 0.3 })
+    const settings = load(experiment({ v: { model: "m", weight: 1, safe_prompt: true } }))
+    expect(settings.warnings).toEqual(["functions.f.variants.v.safe_prompt: not a known chat parameter; passed through as is"])
+    expect(settings.file.functions.f.variants?.v).toEqual({ model: "m", weight: 1, safe_prompt: true })
   })
 
   it("the allowlist is per endpoint: voice is known for audio_speech but not for chat", () => {

@@ -82,7 +82,11 @@ describe("enums", () => {
   })
 
   it("a step's strategy must be single, weighted or fallback", () => {
-    expect(failure(route({ steps: [{ strategy: "random", targets: ["t"] }] }))).toBe(
+    const document = withOpenAi(["m"], {
+      targets: { t: { model: "m" } },
+      routes: { r: { endpoint: "chat", models: ["alias"], strategy: "fallback", steps: [{ strategy: "random", targets: ["t"] }] } }
+    })
+    expect(failure(document)).toBe(
       `${INVALID}routes.r.steps[0].strategy: expected "single" | "weighted" | "fallback", got "random"`
     )
   })

@@ -1,6 +1,6 @@
 /** The configuration as `check-config` prints it: defaults filled in, credentials described, secrets never shown. */
 import { describe, expect, it } from "vitest"
-import { redactedView } from "../../src/config/index.ts"
+import { Provider, redactedView, Target } from "../../src/config/index.ts"
 import { load, withServer } from "./support.ts"
 
 const KEY = "sk-view-test-key-0001"
@@ -35,9 +35,11 @@ describe("redactedView", () => {
         models: ["gpt-4o"],
         credential: "env::OPENAI_API_KEY (convention) [set, redacted]",
         auth_type: "bearer",
-        auth_name: undefined,
+        auth_header_name: undefined,
         timeout_ms: undefined,
-        api_version: undefined
+        api_version: undefined,
+        max_tokens_param: "max_completion_tokens",
+        responses_api: true
       },
       anthropic: {
         kind: "anthropic",
@@ -45,9 +47,11 @@ describe("redactedView", () => {
         models: ["claude"],
         credential: "env::TEAM_ANTHROPIC_KEY [unset]",
         auth_type: "api_key_header",
-        auth_name: "x-api-key",
+        auth_header_name: "x-api-key",
         timeout_ms: undefined,
-        api_version: undefined
+        api_version: undefined,
+        max_tokens_param: undefined,
+        responses_api: undefined
       },
       ollama: {
         kind: "openai",
@@ -55,9 +59,11 @@ describe("redactedView", () => {
         models: ["llama"],
         credential: "none",
         auth_type: "bearer",
-        auth_name: undefined,
+        auth_header_name: undefined,
         timeout_ms: undefined,
-        api_version: undefined
+        api_version: undefined,
+        max_tokens_param: "max_tokens",
+        responses_api: false
       },
       azure: {
         kind: "azure",
@@ -65,18 +71,27 @@ describe("redactedView", () => {
         models: ["gpt-4o-azure"],
         credential: "env::AZURE_OPENAI_API_KEY (convention) [unset]",
         auth_type: "api_key_header",
-        auth_name: "api-key",
+        auth_header_name: "api-key",
         timeout_ms: undefined,
-        api_version: "2024-10-21"
+        api_version: "2024-10-21",
+        max_tokens_param: "max_completion_tokens",
+        responses_api: true
       }
     })
   })
 
-  it("describes targets with their provider and credential state", () => {
+  it("describes targets with their provider (in the provider::model form) and credential state", () => {
     const view = redactedView(settings()) as { targets: Record<string, unknown> }
     expect(view.targets).toEqual({
-      t: { model: "gpt-4o", provider: "openai", credential: "env::TARGET_KEY [set, redacted]", weight: 2, timeout_ms: undefined }
+      t: { model: "openai::gpt-4o", credential: "env::TARGET_KEY [set, redacted]", weight: 2, timeout_ms: undefined }
     })
+  })
+
+  it("check-config spells every provider and target key as the file does (auth_header_name, not auth_name)", () => {
+    const view = redactedView(settings()) as { providers: Record<string, object>; targets: Record<string, object> }
+    const providerKeys = Object.keys(Provider.fields).sort()
+    for (const provider of Object.values(view.providers)) expect(Object.keys(provider).sort()).toEqual(providerKeys)
+    expect(Object.keys(view.targets.t).sort()).toEqual(Object.keys(Target.fields).sort())
   })
 
   it("replaces tokens and the cache salt with [redacted]", () => {

@@ -72,6 +72,21 @@ describe("snapshot validation", () => {
     ])
   })
 
+  it("reports a bad strategy and a missing target in one pass, like the file does", () => {
+    const result = failure({
+      version: 1,
+      providers: { openai: provider },
+      routes: { smart: { endpoint: "chat", models: ["smart"], strategy: "round_robin", targets: ["missing"] } }
+    })
+    expect(result.problems).toEqual(["routes.smart.strategy", "routes.smart.targets[0]"])
+  })
+
+  it("refuses a misspelt top-level table like the file does", () => {
+    const result = failure({ version: 1, provider: { openai: provider } })
+    expect(result.error.message).toBe(`invalid configuration in ${SOURCE}: provider: unknown top-level table; did you mean "providers"?`)
+    expect(result.problems).toEqual(["provider"])
+  })
+
   it("refuses the gateway's own sections, each by name", () => {
     const result = failure({ version: 1, server: {}, telemetry: {}, genai_telemetry: {}, auth: {}, tenant_routing: {} })
     expect(result.problems).toEqual(["server", "telemetry", "genai_telemetry", "auth", "tenant_routing"])

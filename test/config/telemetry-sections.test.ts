@@ -24,11 +24,19 @@ describe("telemetry sections", () => {
     )
   })
 
-  it("the metrics export timeout cannot exceed the export interval", () => {
+  it("an explicit metrics export timeout above the export interval stops the start", () => {
     expect(failure(withServer({ genai_telemetry: { enabled: true, metrics_export_interval_secs: 5, metrics_export_timeout_secs: 10 } }))).toBe(
       `${INVALID}genai_telemetry.metrics_export_timeout_secs: 10 exceeds genai_telemetry.metrics_export_interval_secs (5): an export must end before the next one starts`
     )
     expect(load(withServer({ genai_telemetry: { enabled: true, metrics_enabled: false, metrics_export_interval_secs: 5, metrics_export_timeout_secs: 10 } })).file.genai_telemetry.metrics_enabled).toBe(false)
+  })
+
+  it("an interval set alone starts: an unset export timeout is min(10, interval)", () => {
+    const short = load(withServer({ genai_telemetry: { enabled: true, metrics_export_interval_secs: 1 } })).file.genai_telemetry
+    expect(short.metrics_export_timeout_secs).toBe(1)
+    const long = load(withServer({ genai_telemetry: { enabled: true, metrics_export_interval_secs: 60 } })).file.genai_telemetry
+    expect(long.metrics_export_timeout_secs).toBe(10)
+    expect(load(withServer({ genai_telemetry: { enabled: true, metrics_export_interval_secs: 8, metrics_export_timeout_secs: 3 } })).file.genai_telemetry.metrics_export_timeout_secs).toBe(3)
   })
 
   it("the metrics export interval is at most a day", () => {

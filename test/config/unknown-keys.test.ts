@@ -1,6 +1,6 @@
 /** Keys the configuration does not know: a warning naming the key path and, when close, the key probably meant. */
 import { describe, expect, it } from "vitest"
-import { failure, load, warningsOf, withOpenAi, withServer } from "./support.ts"
+import { failure, INVALID, load, warningsOf, withOpenAi, withServer } from "./support.ts"
 
 describe("unknown keys", () => {
   it("a typo in [server] warns and suggests the key (prot → port)", () => {
@@ -11,8 +11,19 @@ describe("unknown keys", () => {
     expect(load({ server: { prot: 8080 } }).file.server.port).toBe(4000)
   })
 
-  it("an unknown top-level table warns and suggests the section ([provider.x] → providers)", () => {
-    expect(warningsOf(withServer({ provider: { openai: { models: ["m"] } } }))).toEqual([`provider: unknown key; did you mean "providers"?`])
+  it("a misspelt top-level table ([provider.openai]) stops the start and suggests the section", () => {
+    expect(failure(withServer({ provider: { openai: { models: ["m"] } } }))).toBe(
+      `${INVALID}provider: unknown top-level table; did you mean "providers"?`
+    )
+  })
+
+  it("a misspelt [route.x] stops the start too, instead of a gateway that answers model_not_found to everything", () => {
+    const document = withOpenAi(["m"], { targets: { a: { model: "m" } }, route: { x: { endpoint: "chat", models: ["x"], strategy: "single", targets: ["a"] } } })
+    expect(failure(document)).toBe(`${INVALID}route: unknown top-level table; did you mean "routes"?`)
+  })
+
+  it("a stray top-level key (written above [server]) stops the start", () => {
+    expect(failure({ server: {}, prot: 8080 })).toBe(`${INVALID}prot: unknown top-level key`)
   })
 
   it("a typo inside a provider table warns with the full path (base_ur → base_url)", () => {
