@@ -10,8 +10,9 @@ import { Redacted } from "effect"
 import { Redis } from "ioredis"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { open } from "../../src/pipeline/cache/crypto.ts"
-import { openAiChunk } from "../fixtures/fake-upstream.ts"
-import { gatewayWithFakes, startGateway } from "./harness.ts"
+import { decodeEntry } from "../../src/pipeline/cache/entry.ts"
+import { openAiChunk, openAiStream } from "../fixtures/fake-upstream.ts"
+import { gatewayWithFakes, startGateway, waitForRequestLogs } from "./harness.ts"
 
 const REDIS_URL = `${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/3`
 const SALT = "cache-e2e-salt"
@@ -187,6 +188,17 @@ describe("what is never kept", () => {
       expect(again.status).toBe(200)
       expect(again.headers.get("x-gw-cache")).toBe("miss")
       expect(fakes.openai.requests.length).toBe(2)
+      // A streamed answer with the term went out (a stream cannot be withheld) and is recorded, never kept.
+      await again.text()
+      await stored(1)
+      const kept = await redis.keys("gw:cache:v1:*")
+      fakes.openai.script({ kind: "sse", events: openAiStream({ model: "gpt-4o", content: ["the ", "forbidden-word"] }) })
+      const streamed = await fetch(`${guarded.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "gpt-4o", stream: true, messages: [{ role: "user", content: prompt("stream it") }] }) })
+      expect(await streamed.text()).toContain("[DONE]")
+      await waitForRequestLogs(guarded, 3)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(guarded.requestLogs()[2]).toMatchObject({ stream: true, guardrail_output: "blocklist" })
+      expect(await redis.keys("gw:cache:v1:*")).toEqual(kept)
     } finally {
       await guarded.close()
     }
@@ -241,6 +253,61 @@ describe("what is never kept", () => {
     expect(unreadable.length).toBe(1)
     // The miss stored a good answer again: the next request is a hit.
     expect((await ask(content)).headers.get("x-gw-cache")).toBe("hit")
+  })
+})
+
+describe("a streamed answer is kept when its last event arrives", () => {
+  const bytes = Buffer.from(openAiStream({
+    id: "chatcmpl-cut",
+    model: "gpt-4o",
+    toolCalls: [{ id: "call_cut", name: "get_weather", argumentPieces: ["{\"ci", "ty\":\"Pa", "ris\"}"] }]
+  }).join(""))
+  /** Run `offset` of `RUNS` cuts the stream at offset, offset + RUNS, …: together the runs cut it at every position. */
+  const RUNS = 48
+
+  it("a streamed tool call is stored however the upstream's writes cut it, even when the caller leaves at [DONE] and the upstream closes late", async () => {
+    const options = (key: string) => ({ encrypt: true, salt: SALT, projectId: "default", entryKey: key.slice("gw:cache:v1:".length), credential: Redacted.make(CONFIGURED) })
+    for (let offset = 0; offset < RUNS; offset++) {
+      await redis.flushdb()
+      fakes.openai.script({
+        kind: "custom",
+        handle: async ({ res, wait }) => {
+          res.writeHead(200, { "content-type": "text/event-stream" })
+          // A short pause after each write, so the gateway reads the pieces apart.
+          for (let from = 0, to = offset; from < bytes.length; from = to, to += RUNS) {
+            res.write(bytes.subarray(from, Math.min(to, bytes.length)))
+            if (!(await wait(1))) return
+          }
+          // An upstream slow to close after its last event: the body ends when the gateway lets go (or after 2 s).
+          await wait(2000)
+          res.end()
+        }
+      })
+      const leave = new AbortController()
+      const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        signal: leave.signal,
+        headers: { "content-type": "application/json", "x-gw-cache": "always" },
+        body: JSON.stringify({ model: "gpt-4o", stream: true, messages: [{ role: "user", content: prompt("cut stream") }] })
+      })
+      expect(response.headers.get("x-gw-cache")).toBe("miss")
+      // The caller reads up to [DONE] (it has the whole answer then) and leaves.
+      const reader = response.body!.getReader()
+      let text = ""
+      while (!text.includes("data: [DONE]")) {
+        const { done, value } = await reader.read()
+        if (done) break
+        text += Buffer.from(value).toString()
+      }
+      leave.abort()
+      expect(text).toContain("data: [DONE]")
+      await stored(1)
+      const [key] = await redis.keys("gw:cache:v1:*")
+      const entry = decodeEntry(open((await redis.getBuffer(key))!, options(key))!)
+      expect(entry?.kind === "chat" ? entry.response()?.content : undefined, `cut every ${RUNS} bytes from ${offset}`).toEqual([
+        { type: "tool_call", id: "call_cut", name: "get_weather", arguments: "{\"city\":\"Paris\"}" }
+      ])
+    }
   })
 })
 

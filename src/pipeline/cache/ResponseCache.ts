@@ -1,7 +1,8 @@
 /**
  * The response cache (`[cache]`): answers kept in Redis, encrypted per
- * credential, looked up before a request goes upstream and stored after its
- * answer went out.
+ * credential, looked up before a request goes upstream and stored once the
+ * answer is whole (a stream at its last event, a held answer after it went
+ * out).
  *
  * Details
  * - Settings come with every call (a project's `[cache]` section): the live

@@ -66,10 +66,17 @@ export class ResponseCollector {
    */
   private readonly keepText: boolean
 
-  /** `keepUpTo`: assemble the whole answer (for the cache), up to this many bytes of it. `keepText`: see the field. */
-  constructor(keepUpTo: number | undefined, keepText: boolean) {
+  /** Called with the collector when a stream's terminal event arrived (its answer is whole then). */
+  private readonly onComplete: ((collector: ResponseCollector) => void) | undefined
+
+  /**
+   * `keepUpTo`: assemble the whole answer (for the cache), up to this many
+   * bytes of it. `keepText`: see the field. `onComplete`: see the field.
+   */
+  constructor(keepUpTo: number | undefined, keepText: boolean, onComplete?: (collector: ResponseCollector) => void) {
     this.assembler = keepUpTo === undefined ? undefined : new ResponseAssembler(keepUpTo)
     this.keepText = keepText
+    this.onComplete = onComplete
   }
 
   /** Whether the whole answer is wanted (the cache will keep it). */
@@ -108,6 +115,9 @@ export class ResponseCollector {
         return
       case "error":
         this.error = classifyStreamError(event.error)
+        return
+      case "message_stop":
+        this.onComplete?.(this)
         return
       default:
         return

@@ -29,6 +29,7 @@ import { header } from "../context.ts"
 import { JSON_CONTENT_TYPE } from "../reply.ts"
 import { replayChat } from "./replay.ts"
 import { outputViolationError } from "../security/Guardrail.ts"
+import type { Violation } from "../security/Guardrail.ts"
 import { failureOf, ModelCallTrace } from "../model-call.ts"
 import type { TelemetryShape } from "../telemetry/index.ts"
 import type { Surface } from "../security/surfaces.ts"
@@ -201,11 +202,34 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       }
       return body
     }
+    const { guard } = input.project
+    // The output guardrail's verdict on an answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4), taken once.
+    let verdict: { readonly of: ResponseCollector; readonly violation: Violation | undefined } | undefined
+    const outputViolation = (answer: ResponseCollector): Violation | undefined => {
+      if (verdict?.of !== answer) {
+        verdict = { of: answer, violation: answer.text === "" ? undefined : guard.scanText(answer.text) }
+        if (verdict.violation !== undefined) ctx.log.guardrail_output = verdict.violation
+      }
+      return verdict.violation
+    }
+    /**
+     * A streamed answer is kept the moment its terminal event is decoded (the
+     * collector calls this), not when the program ends: that waits for the
+     * upstream to close its body, and a caller that leaves once it has the
+     * last event cancels it. Only a whole answer no guardrail objected to.
+     */
+    const keepStreamed = caching === undefined ? undefined : (answer: ResponseCollector): void => {
+      const response = answer.assembler?.result()
+      if (response === undefined || (guard.output && outputViolation(answer) !== undefined)) return
+      const entry = { kind: "chat" as const, response: () => response, storedAt: Date.now(), provider: ctx.log.provider ?? "" }
+      // Outside the request's fiber (a decoder's callback); the store only starts a background write.
+      Effect.runSync(cache.store(caching.scope, caching.key, entry, caching.ttlSeconds))
+    }
     /** The collector of the latest attempt: what the log line reports (and the cache keeps). */
     const keepUpTo = caching?.scope.section.max_entry_size_bytes
     // The answer's text is read only by the output guardrail and GenAI content capture.
-    const keepText = input.project.guard.output || telemetry.genAi.captureContent
-    let collector = new ResponseCollector(keepUpTo, keepText)
+    const keepText = guard.output || telemetry.genAi.captureContent
+    let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
 
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
@@ -237,7 +261,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
-      collector = new ResponseCollector(keepUpTo, keepText)
+      collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
       const operation = fast && caller === "responses" ? "responses" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
@@ -312,29 +336,23 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         error: failureOf(exit) ?? collector.error
       }), collector.firstTokenAt)
     }))
-    const { guard } = input.project
     if (guard.output) {
-      // The answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4): a held answer is withheld; a stream already went out, so it is recorded.
-      const violation = collector.text === "" ? undefined : yield* trace.guardrail("output", () => guard.scanText(collector.text))
-      if (violation !== undefined) {
-        ctx.log.guardrail_output = violation
-        if (forwarded._tag === "Held") return yield* outputViolationError(violation)
-      }
+      // A held answer is withheld; a stream already went out, so it is recorded (its verdict may be taken already, keepStreamed).
+      const violation = collector.text === "" ? undefined : yield* trace.guardrail("output", () => outputViolation(collector))
+      if (violation !== undefined && forwarded._tag === "Held") return yield* outputViolationError(violation)
     }
-    if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
-    // Kept after it went out: only a whole, good answer no guardrail objected to.
-    if (caching !== undefined && ctx.log.guardrail_output === undefined) {
-      const held = forwarded._tag === "Held" ? forwarded : undefined
-      const response = held === undefined ? collector.assembler?.result() : held.status === 200 ? collector.final : undefined
-      if (response !== undefined) {
-        yield* cache.store(caching.scope, caching.key, {
-          kind: "chat",
-          response: () => response,
-          body: held === undefined ? undefined : { status: held.status, contentType: String(held.headers["content-type"] ?? JSON_CONTENT_TYPE), bytes: held.body },
-          storedAt: Date.now(),
-          provider: ctx.log.provider ?? ""
-        }, caching.ttlSeconds)
-      }
+    if (forwarded._tag !== "Held") return
+    sendHeld(ctx, forwarded)
+    // Kept after it went out: only a whole, good answer (a violating one was refused above).
+    const response = forwarded.status === 200 ? collector.final : undefined
+    if (caching !== undefined && response !== undefined) {
+      yield* cache.store(caching.scope, caching.key, {
+        kind: "chat",
+        response: () => response,
+        body: { status: forwarded.status, contentType: String(forwarded.headers["content-type"] ?? JSON_CONTENT_TYPE), bytes: forwarded.body },
+        storedAt: Date.now(),
+        provider: ctx.log.provider ?? ""
+      }, caching.ttlSeconds)
     }
   })
 }

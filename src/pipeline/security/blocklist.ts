@@ -5,17 +5,36 @@
  * Aho–Corasick automaton made a full DFA over the terms' own alphabet: one
  * table lookup per character of the text, no backtracking, no per-term work.
  *
- * Case: text and terms are folded alike with Unicode full case mapping
- * (upper case, then lower case), so `STRASSE` matches `straße`, `ΣΟΦΊΑ`
- * matches `σοφία` (final sigma included) and `İstanbul` matches `i̇stanbul`.
- * ASCII text is folded on the fly without copying it.
+ * Case: text and terms are folded alike with Unicode full case folding, so
+ * `STRASSE` and `STRAẞE` match `straße`, a term's final `ς` matches a `σ`
+ * inside a longer word, and `İstanbul` matches `i̇stanbul`. ASCII text is
+ * folded on the fly without copying it.
  *
  * Memory: (states × alphabet) 32-bit entries; 1,000 terms of ~10 characters
  * over a ~40-character alphabet take ~1.6 MB, built once per configuration.
  */
 
-/** Unicode full case folding as JavaScript can do it without tables. */
-const foldCase = (text: string): string => text.toUpperCase().toLowerCase()
+/**
+ * Upper case then lower case is Unicode's full case folding (CaseFolding.txt,
+ * statuses C and F) for every code point but three, mended here: lower case
+ * turns `ẞ` into `ß`, which folds on to `ss`; it writes a sigma at the end of
+ * a word as `ς` (the only context it reads), which folds to `σ`, so a term's
+ * last letter matches inside a longer word; and see `DOTLESS_I`.
+ */
+const upperThenLower = (text: string): string => {
+  const lower = text.toUpperCase().toLowerCase()
+  return SHARP_S_OR_FINAL_SIGMA.test(lower) ? lower.replace(SHARP_S_OR_FINAL_SIGMA_ALL, foldSharpSOrFinalSigma) : lower
+}
+const SHARP_S_OR_FINAL_SIGMA = /[ßς]/
+const SHARP_S_OR_FINAL_SIGMA_ALL = /[ßς]/g
+const foldSharpSOrFinalSigma = (letter: string): string => (letter === "ß" ? "ss" : "σ")
+
+/** `ı` folds to itself (only Turkic folding pairs it with `I`); upper case would make it an `i`. */
+const DOTLESS_I = "ı"
+
+/** Unicode full case folding, context-free: the fold of a text is its code points' folds in a row. */
+const foldCase = (text: string): string =>
+  text.includes(DOTLESS_I) ? text.split(DOTLESS_I).map(upperThenLower).join(DOTLESS_I) : upperThenLower(text)
 
 export interface Blocklist {
   /** Whether the text holds any of the terms. */
@@ -99,9 +118,9 @@ export const compileBlocklist = (terms: ReadonlyArray<string>): Blocklist => {
   const acceptRow = new Uint8Array(states * classes)
   for (let state = 0; state < states; state++) acceptRow[state * classes] = accept[state]
 
-  /** Text with other characters than ASCII, already folded. */
-  const runFolded = (text: string): boolean => {
-    let offset = 0
+  /** Folded text, read on from the automaton's state at `offset`. */
+  const runFolded = (text: string, from: number): boolean => {
+    let offset = from
     for (let i = 0; i < text.length; i++) {
       const code = text.charCodeAt(i)
       offset = row[offset + (code < 128 ? asciiClass[code] : otherClass.get(code) ?? 0)]
@@ -112,14 +131,15 @@ export const compileBlocklist = (terms: ReadonlyArray<string>): Blocklist => {
 
   /**
    * ASCII text is read as it is, no copy (upper case shares its letter's
-   * class). At the first other character the whole text is folded and read
-   * again (its ASCII part folds to itself lower-cased: no match was missed).
+   * class). From the first other character on, the rest is folded and read
+   * on from where the ASCII part left the automaton: folding has no context,
+   * so the text is still read once.
    */
   const matches = (text: string): boolean => {
     let offset = 0
     for (let i = 0; i < text.length; i++) {
       const code = text.charCodeAt(i)
-      if (code >= 128) return runFolded(foldCase(text))
+      if (code >= 128) return runFolded(foldCase(text.slice(i)), offset)
       offset = row[offset + asciiClass[code]]
       if (acceptRow[offset] === 1) return true
     }

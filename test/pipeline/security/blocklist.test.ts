@@ -32,6 +32,32 @@ describe("blocklist", () => {
     expect(blocklist.matches("elephant")).toBe(false)
   })
 
+  it("matches by full Unicode case folding: STRAẞE for Straße, a final sigma inside a longer word, dotless ı apart from i", () => {
+    const blocklist = compileBlocklist(["Straße", "ΟΔΌΣ", "kıt"])
+    expect(blocklist.matches("Hauptstraße")).toBe(true)
+    expect(blocklist.matches("HAUPTSTRAẞE 5")).toBe(true) // ẞ folds to ss, like ß
+    expect(blocklist.matches("HAUPTSTRASSE 5")).toBe(true)
+    expect(blocklist.matches("το οδόστρωμα")).toBe(true) // the term's final ς matches a σ inside a word
+    expect(blocklist.matches("ΟΔΌΣΤΡΩΜΑ")).toBe(true)
+    expect(blocklist.matches("η οδός")).toBe(true)
+    expect(blocklist.matches("KIT")).toBe(false) // ı has no case pair with I in Unicode's folding (only the Turkic one)
+    expect(blocklist.matches("kit")).toBe(false)
+    expect(blocklist.matches("kıt kanaat")).toBe(true)
+    // A term given with ẞ or a medial-position capital sigma folds the same way.
+    const capitals = compileBlocklist(["STRAẞE", "ΛΌΓΟΣ"])
+    expect(capitals.matches("strasse")).toBe(true)
+    expect(capitals.matches("straße")).toBe(true)
+    expect(capitals.matches("ο λόγος")).toBe(true)
+    expect(capitals.matches("λόγοσ")).toBe(true)
+  })
+
+  it("matches when the non-ASCII character comes after a partial match in the ASCII part", () => {
+    const blocklist = compileBlocklist(["abcdé", "straße"])
+    expect(blocklist.matches("xx ABCDÉ")).toBe(true)
+    expect(blocklist.matches("a STRAẞE")).toBe(true)
+    expect(blocklist.matches("abcd é")).toBe(false)
+  })
+
   it("finds a term among 10,000 with overlapping prefixes and suffixes (Aho–Corasick failure links)", () => {
     const terms = [...randomWords(10_000, 7), "abcde", "bcdx", "cdxyz"]
     const blocklist = compileBlocklist(terms)
