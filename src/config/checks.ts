@@ -5,7 +5,7 @@
  * route/function shapes, experiment variants, and the fallbacks and
  * deprecations that only warn. Produces the resolved providers and targets.
  */
-import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, isProviderKind, PROVIDER_KIND_INFO } from "../domain/index.ts"
+import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, foldCase, isProviderKind, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { ProviderKind } from "../domain/index.ts"
 import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./credentials.ts"
 import { closestName, didYouMean } from "./did-you-mean.ts"
@@ -348,7 +348,7 @@ const checkSecurity = (file: ConfigFile, findings: Findings) => {
       findings.error(`security.blocklist[${index}]`, "an empty or blank term would match every request; remove it")
       return
     }
-    const folded = term.toUpperCase().toLowerCase()
+    const folded = foldCase(term)
     const first = seen.get(folded)
     if (first === undefined) seen.set(folded, index)
     else findings.warn(`security.blocklist[${index}]`, `the same term as security.blocklist[${first}] (case is ignored); it has no effect`)

@@ -17,6 +17,14 @@ describe("[security]", () => {
     expect(JSON.stringify(warnings).toLowerCase()).not.toContain("secret plan")
   })
 
+  it("a term given twice under Unicode case folding (Straße and STRASSE) is the same term, as matching reads it", () => {
+    const warnings = warningsOf(withServer({ security: { enabled: true, blocklist: ["Straße", "STRASSE", "straẞe"] } }))
+    expect(warnings).toEqual([
+      "security.blocklist[1]: the same term as security.blocklist[0] (case is ignored); it has no effect",
+      "security.blocklist[2]: the same term as security.blocklist[0] (case is ignored); it has no effect"
+    ])
+  })
+
   it("output_guardrails without enabled warns that it has no effect", () => {
     expect(warningsOf(withServer({ security: { output_guardrails: true } }))).toEqual([
       "security.output_guardrails: has no effect while security.enabled = false"
