@@ -5,11 +5,22 @@
  * dynamic imports so a stage that is off (telemetry, Redis, the batch and
  * snapshot commands) is never loaded. The source stays the source of truth:
  * tests run it directly.
+ *
+ * Gateways may start from one checkout while another builds (two instances, a
+ * restart that overlaps the old one), so a build never changes files a
+ * gateway may be loading: each build goes to `dist/builds/<content hash>/`,
+ * written under a temporary name and renamed into place, and
+ * `dist/gateway.mjs` is a symbolic link to the current one, switched with one
+ * rename. Node loads the bundle from the link's target, so a gateway keeps
+ * the build it started with. An unchanged source rebuilds to the same
+ * directory and writes nothing.
  */
 import { build } from "esbuild"
 import type { Plugin } from "esbuild"
-import { readFileSync, rmSync } from "node:fs"
+import { createHash, randomUUID } from "node:crypto"
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { constants as http2Constants } from "node:http2"
+import { dirname, join, relative } from "node:path"
 
 /**
  * undici's HTTP/2 client requires `node:http2` (and, through it, `node:tls`)
@@ -33,13 +44,20 @@ const lazyHttp2: Plugin = {
   }
 }
 
+/** Builds kept besides the current one: a gateway still starting from one of them finds it whole. */
+const KEEP_BUILDS = 3
+/** A temporary build directory this old was left by a build that died. */
+const STALE_MS = 3_600_000
+
 const root = new URL("..", import.meta.url).pathname
 const at = process.argv.indexOf("--outdir")
 const outdir = at === -1 ? `${root}dist` : process.argv[at + 1]
-rmSync(outdir, { recursive: true, force: true })
+const builds = join(outdir, "builds")
+const staging = join(builds, `.tmp-${process.pid}-${randomUUID()}`)
 const result = await build({
   entryPoints: { gateway: `${root}src/main.ts` },
-  outdir,
+  outdir: staging,
+  write: false,
   bundle: true,
   splitting: true,
   format: "esm",
@@ -55,5 +73,43 @@ const result = await build({
   // CommonJS dependencies call require(); an ESM bundle gives them one.
   banner: { js: "import { createRequire as __gatewayRequire } from \"node:module\"; const require = __gatewayRequire(import.meta.url);" }
 })
-const bytes = Object.values(result.metafile.outputs).reduce((sum, output) => sum + output.bytes, 0)
-process.stdout.write(`${outdir}: ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1048576).toFixed(1)} MiB\n`)
+
+const files = result.outputFiles.map((file) => ({ path: relative(staging, file.path), contents: file.contents }))
+  .sort((a, b) => (a.path < b.path ? -1 : 1))
+const hash = createHash("sha256")
+for (const file of files) hash.update(file.path).update("\0").update(file.contents)
+const id = hash.digest("hex").slice(0, 16)
+const current = join(builds, id)
+
+if (existsSync(current)) {
+  // Marks it recently used, so the clean-up below keeps it.
+  utimesSync(current, new Date(), new Date())
+} else {
+  for (const file of files) {
+    mkdirSync(dirname(join(staging, file.path)), { recursive: true })
+    writeFileSync(join(staging, file.path), file.contents)
+  }
+  try {
+    renameSync(staging, current)
+  } catch (cause) {
+    // A build of the same source running at the same time got there first: same files.
+    if (!["ENOTEMPTY", "EEXIST"].includes((cause as NodeJS.ErrnoException).code ?? "")) throw cause
+    rmSync(staging, { recursive: true, force: true })
+  }
+}
+
+const link = join(outdir, "gateway.mjs")
+const nextLink = join(outdir, `.gateway.mjs-${process.pid}-${randomUUID()}`)
+symlinkSync(join("builds", id, "gateway.mjs"), nextLink)
+renameSync(nextLink, link)
+// What the single-directory layout of earlier builds left.
+rmSync(join(outdir, "chunks"), { recursive: true, force: true })
+
+const now = Date.now()
+const others = readdirSync(builds).filter((name) => name !== id).map((name) => ({ name, mtime: statSync(join(builds, name)).mtimeMs }))
+const finished = others.filter((build) => !build.name.startsWith(".tmp-")).sort((a, b) => b.mtime - a.mtime)
+const stale = others.filter((build) => build.name.startsWith(".tmp-") && now - build.mtime > STALE_MS)
+for (const build of [...finished.slice(KEEP_BUILDS), ...stale]) rmSync(join(builds, build.name), { recursive: true, force: true })
+
+const bytes = files.reduce((sum, file) => sum + file.contents.byteLength, 0)
+process.stdout.write(`${current}: ${files.length} files, ${(bytes / 1048576).toFixed(1)} MiB (${link} links to it)\n`)

@@ -2,24 +2,63 @@
 /**
  * Composition root and CLI.
  *
- *   gateway [serve] [[--config] PATH]   run the gateway (default)
- *   gateway check-config [PATH]       validate the configuration and print it, secrets redacted
+ *   gateway [serve] [--config PATH | PATH] [--port N] [--host H]   run the gateway (default)
+ *   gateway check-config [--config PATH | PATH]   validate the configuration and print it, secrets redacted
  *   gateway snapshot …                tenant snapshots: keygen, seal, publish (src/tenancy/cli.ts)
  *   gateway batch …                   a file of requests through the gateway (src/batch/cli.ts)
+ *   gateway --version | --help
+ *
+ * Exit codes: 0 done, 1 failed (configuration, start), 2 usage error. A usage
+ * error never starts a server.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Exit, Layer } from "effect"
+import { parseArgs } from "node:util"
+import type { ParseArgsOptionsConfig } from "node:util"
 import { configPath, loadSettings, redactedView } from "./config/index.ts"
+import type { GatewaySettings } from "./config/index.ts"
 import { liveLayer, serveGateway } from "./gateway.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog } from "./pipeline/telemetry/log.ts"
 import { isClusterWorker, superviseWorkers, workerCount, workerNumber } from "./workers.ts"
 
+const SERVE_USAGE = `usage: gateway [serve] [--config PATH | PATH] [--port N] [--host H]
+  Runs the gateway. Configuration: PATH, $GATEWAY_CONFIG or config/gateway.toml.
+  --port N and --host H replace [server] port and host of the file (0: any free port).`
+const CHECK_CONFIG_USAGE = `usage: gateway check-config [--config PATH | PATH]
+  Validates the configuration and prints it with secrets redacted; exit 1 when it is invalid.`
+
 const USAGE = `usage:
-  gateway [serve] [[--config] PATH] run the gateway (config: PATH, $GATEWAY_CONFIG or config/gateway.toml)
-  gateway check-config [PATH]       validate the configuration and print it with secrets redacted
+  gateway [serve] [--config PATH | PATH] [--port N] [--host H]   run the gateway (gateway serve --help)
+  gateway check-config [--config PATH | PATH]   validate the configuration and print it, secrets redacted
   gateway snapshot keygen|seal|publish …  tenant snapshots (gateway snapshot --help)
-  gateway batch INPUT --out OUTPUT …       run a file of requests (gateway batch --help)`
+  gateway batch INPUT --out OUTPUT …       run a file of requests (gateway batch --help)
+  gateway --version                 print the version`
+
+/** A command line that cannot be run: exit 2 with the message and the usage, and start nothing. */
+const usageError = (message: string, usage: string): void => {
+  process.stderr.write(`${message}\n${usage}\n`)
+  process.exitCode = 2
+}
+
+const isHelp = (args: ReadonlyArray<string>): boolean => args.includes("--help") || args.includes("-h")
+
+/** A command's options and positionals, or what is wrong with them (an unknown option, a missing value). */
+const parseOptions = <const Options extends ParseArgsOptionsConfig>(args: ReadonlyArray<string>, options: Options) => {
+  try {
+    return parseArgs({ args: [...args], options, allowPositionals: true, strict: true })
+  } catch (cause) {
+    // Node's message goes on about positionals starting with "-"; its first sentence says it all.
+    return (cause as Error).message.split(". ")[0]
+  }
+}
+
+/** A command's `--config PATH` and at most one PATH; `--config` and PATH together are a usage error. */
+const configArgument = (config: string | undefined, positionals: ReadonlyArray<string>): { readonly path: string | undefined } | string => {
+  if (positionals.length > 1) return `unexpected argument "${positionals[1]}"`
+  if (positionals.length === 1 && config !== undefined) return `both --config and "${positionals[0]}": give one configuration file`
+  return { path: config ?? positionals[0] }
+}
 
 const checkConfig = (path: string | undefined): number => {
   const source = configPath(path, process.env)
@@ -33,20 +72,28 @@ const checkConfig = (path: string | undefined): number => {
   return 0
 }
 
-const serve = (path: string | undefined): void => {
-  const result = loadSettings(configPath(path, process.env), process.env)
-  if (!result.ok) {
-    process.stderr.write(`${result.error.message}\n`)
+/** `--port` and `--host`, when given, in place of the file's `[server] port` and `host`. */
+interface ServerFlags {
+  readonly port?: number
+  readonly host?: string
+}
+
+const serve = (path: string | undefined, flags: ServerFlags): void => {
+  const loaded = loadSettings(configPath(path, process.env), process.env)
+  if (!loaded.ok) {
+    process.stderr.write(`${loaded.error.message}\n`)
     process.exitCode = 1
     return
   }
-  const level = result.settings.file.telemetry.log_level
-  if (!isClusterWorker() && workerCount(result.settings) > 1) {
-    void superviseWorkers(result.settings, new JsonLog(level))
+  const { file } = loaded.settings
+  const settings: GatewaySettings = { ...loaded.settings, file: { ...file, server: { ...file.server, ...flags } } }
+  const level = file.telemetry.log_level
+  if (!isClusterWorker() && workerCount(settings) > 1) {
+    void superviseWorkers(settings, new JsonLog(level))
     return
   }
   const log = new JsonLog(level, process.stdout, { worker: workerNumber() })
-  Layer.launch(Layer.effectDiscard(serveGateway).pipe(Layer.provide(liveLayer(result.settings, log)))).pipe(
+  Layer.launch(Layer.effectDiscard(serveGateway).pipe(Layer.provide(liveLayer(settings, log)))).pipe(
     NodeRuntime.runMain({
       disableErrorReporting: true,
       // A signal is the normal way to stop: graceful shutdown exits 0.
@@ -61,16 +108,54 @@ const serve = (path: string | undefined): void => {
   )
 }
 
+const serveCommand = (args: ReadonlyArray<string>, usage: string): void => {
+  if (isHelp(args)) {
+    process.stdout.write(`${SERVE_USAGE}\n`)
+    return
+  }
+  const parsed = parseOptions(args, { config: { type: "string" }, port: { type: "string" }, host: { type: "string" } })
+  if (typeof parsed === "string") return usageError(parsed, usage)
+  const { values, positionals } = parsed
+  const config = configArgument(values.config, positionals)
+  if (typeof config === "string") return usageError(config, usage)
+  const flags: { port?: number; host?: string } = {}
+  if (values.port !== undefined) {
+    if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535) {
+      return usageError(`--port: expected a port number from 0 to 65535, got ${JSON.stringify(values.port)}`, usage)
+    }
+    flags.port = Number(values.port)
+  }
+  if (values.host !== undefined) {
+    if (values.host.trim() === "") return usageError("--host: expected a host name or address", usage)
+    flags.host = values.host
+  }
+  serve(config.path, flags)
+}
+
+const checkConfigCommand = (args: ReadonlyArray<string>): void => {
+  if (isHelp(args)) {
+    process.stdout.write(`${CHECK_CONFIG_USAGE}\n`)
+    return
+  }
+  const parsed = parseOptions(args, { config: { type: "string" } })
+  if (typeof parsed === "string") return usageError(parsed, CHECK_CONFIG_USAGE)
+  const config = configArgument(parsed.values.config, parsed.positionals)
+  if (typeof config === "string") return usageError(config, CHECK_CONFIG_USAGE)
+  process.exitCode = checkConfig(config.path)
+}
+
 const main = (argv: ReadonlyArray<string>): void => {
   const [command, ...rest] = argv
   if (command === "--help" || command === "-h" || command === "help") {
     process.stdout.write(`${USAGE}\n`)
     return
   }
-  if (command === "check-config") {
-    process.exitCode = checkConfig(rest[0])
+  if (command === "--version") {
+    // Loaded on demand: the version is in the bundle, never read from a path next to it.
+    void import("../package.json", { with: { type: "json" } }).then(({ default: manifest }) => process.stdout.write(`${manifest.version}\n`))
     return
   }
+  if (command === "check-config") return checkConfigCommand(rest)
   if (command === "batch") {
     // Loaded on demand: `serve` never pays for the commands it does not run.
     void import("./batch/cli.ts").then(({ runBatchCli }) => runBatchCli(rest)).then((code) => (process.exitCode = code))
@@ -80,15 +165,10 @@ const main = (argv: ReadonlyArray<string>): void => {
     void import("./tenancy/cli.ts").then(({ runSnapshotCli }) => runSnapshotCli(rest)).then((code) => (process.exitCode = code))
     return
   }
-  if (command === undefined || command === "serve" || command === "--config") {
-    const args = command === "--config" ? argv : rest
-    const flag = args.indexOf("--config")
-    // `serve --config PATH` or `serve PATH`.
-    serve(flag === -1 ? args.find((arg) => !arg.startsWith("-")) : args[flag + 1])
-    return
-  }
-  process.stderr.write(`unknown command "${command}"\n${USAGE}\n`)
-  process.exitCode = 2
+  if (command === "serve") return serveCommand(rest, SERVE_USAGE)
+  // No command, or options only: `gateway --config PATH`, `gateway --port 8080`.
+  if (command === undefined || command.startsWith("-")) return serveCommand(argv, USAGE)
+  usageError(`unknown command "${command}"`, USAGE)
 }
 
 main(process.argv.slice(2))

@@ -155,7 +155,8 @@ const onePath = (positionals: ReadonlyArray<string>): string => {
 /** Runs `gateway snapshot <args>`; resolves with the exit code. */
 export const runSnapshotCli = async (argv: ReadonlyArray<string>): Promise<number> => {
   const [command, ...args] = argv
-  if (command === "--help" || command === "-h" || command === "help") {
+  // `gateway snapshot seal --help` too: help is asked for, not an unknown option.
+  if (command === "help" || argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(`${SNAPSHOT_USAGE}\n`)
     return 0
   }

@@ -5,7 +5,7 @@
  * runs the batch command.
  */
 import { execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -101,5 +101,24 @@ describe("the production bundle", () => {
     expect(await new Promise((resolve) => job.once("exit", resolve))).toBe(0)
     const [line] = readFileSync(output, "utf8").trim().split("\n").map((text) => JSON.parse(text) as { custom_id: string; response: { status_code: number } })
     expect(line).toMatchObject({ custom_id: "one", response: { status_code: 200 } })
+  }, TIMEOUT_MS)
+
+  it("a rebuild never takes the bundle away from a gateway starting meanwhile", async () => {
+    const rebuild = spawn(process.execPath, ["scripts/build.ts", "--outdir", dist], { cwd: PROJECT_ROOT, stdio: "ignore" })
+    const done = new Promise((resolve) => rebuild.once("exit", resolve))
+    let rebuilding = true
+    void done.then(() => (rebuilding = false))
+    let looks = 0
+    let missing = 0
+    // Bounded by the rebuild itself, which the test timeout bounds.
+    while (rebuilding) {
+      looks++
+      if (!existsSync(join(dist, "gateway.mjs"))) missing++
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    expect(await done).toBe(0)
+    expect(looks).toBeGreaterThan(0)
+    expect(missing).toBe(0)
+    expect(execFileSync(process.execPath, [join(dist, "gateway.mjs"), "--help"], { cwd: PROJECT_ROOT, encoding: "utf8" })).toContain("usage:")
   }, TIMEOUT_MS)
 })
