@@ -89,7 +89,7 @@ describe("a Responses client served by Claude", () => {
 })
 
 describe("a Responses client served by a Chat Completions model", () => {
-  it("gets the model's refusal as a refusal part, not as text", async () => {
+  it("gets the model's refusal as a refusal part of a completed answer, not as text", async () => {
     const refusal = "I can't help with that."
     fakes.openai.script({
       kind: "json",
@@ -104,7 +104,8 @@ describe("a Responses client served by a Chat Completions model", () => {
     })
     const response = await openai.responses.create({ model: "gpt-compat", input: "something bad" })
     expect(schemaProblems(response)).toEqual([])
-    expect(response.output[0]).toMatchObject({ type: "message", content: [{ type: "refusal", refusal }] })
+    expect(response.output[0]).toMatchObject({ type: "message", status: "completed", content: [{ type: "refusal", refusal }] })
+    expect(response).toMatchObject({ status: "completed", incomplete_details: null })
     expect(response.output_text).toBe("")
   })
 })

@@ -96,14 +96,15 @@ describe("Responses answers built from another family validate against OpenAI's 
 describe("a chat upstream's refusal", () => {
   const REFUSAL = "I can't help with that."
 
+  const refusalAnswer = () => decoded(decodeOpenAiChatResponse({
+    id: "chatcmpl-2",
+    model: "gpt",
+    choices: [{ index: 0, message: { role: "assistant", content: null, refusal: REFUSAL }, finish_reason: "stop" }],
+    usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 }
+  }))
+
   it("becomes a refusal content part of the message, not text", () => {
-    const chat = decoded(decodeOpenAiChatResponse({
-      id: "chatcmpl-2",
-      model: "gpt",
-      choices: [{ index: 0, message: { role: "assistant", content: null, refusal: REFUSAL }, finish_reason: "stop" }],
-      usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 }
-    }))
-    const response = encodeResponsesResponse(chat) as Json
+    const response = encodeResponsesResponse(refusalAnswer()) as Json
     expect(response.output).toHaveLength(1)
     expect(response.output[0].content).toEqual([{ type: "refusal", refusal: REFUSAL }])
     expect(schemaProblems(response)).toEqual([])
@@ -122,6 +123,32 @@ describe("a chat upstream's refusal", () => {
     expect(events.find((event) => event.type === "response.refusal.done")).toMatchObject({ refusal: REFUSAL, content_index: 0 })
     expect(finalResponse(events).output[0].content).toEqual([{ type: "refusal", refusal: REFUSAL }])
     expect(events.flatMap(schemaProblems)).toEqual([])
+  })
+
+  it("is a completed answer (status completed, stream ending with response.completed), as OpenAI answers a refusal", () => {
+    const response = encodeResponsesResponse(refusalAnswer()) as Json
+    expect(response).toMatchObject({ status: "completed", incomplete_details: null })
+    expect(response.output[0].status).toBe("completed")
+    const events = streamEvents(decodeAll(makeOpenAiChatStreamDecoder(), [
+      chunk({ id: "chatcmpl-5", model: "gpt", choices: [{ index: 0, delta: { role: "assistant", refusal: REFUSAL } }] }),
+      chunk({ id: "chatcmpl-5", model: "gpt", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }),
+      { data: "[DONE]" }
+    ]))
+    expect(events.at(-1)).toMatchObject({ type: "response.completed", response: { status: "completed", incomplete_details: null } })
+    expect(events.find((event) => event.type === "response.output_item.done")?.item.status).toBe("completed")
+  })
+
+  it("does not hide a content filter: a content_filter finish without a refusal stays incomplete", () => {
+    const chunks = [
+      chunk({ id: "chatcmpl-6", model: "gpt", choices: [{ index: 0, delta: { role: "assistant", content: "Here is how to" } }] }),
+      chunk({ id: "chatcmpl-6", model: "gpt", choices: [{ index: 0, delta: {}, finish_reason: "content_filter" }] }),
+      { data: "[DONE]" }
+    ]
+    const events = streamEvents(decodeAll(makeOpenAiChatStreamDecoder(), chunks))
+    expect(events.at(-1)).toMatchObject({ type: "response.incomplete", response: { status: "incomplete", incomplete_details: { reason: "content_filter" } } })
+    const assembler = new ResponseAssembler(1 << 20)
+    for (const event of decodeAll(makeOpenAiChatStreamDecoder(), chunks)) assembler.event(event)
+    expect(encodeResponsesResponse(assembler.result()!)).toMatchObject({ status: "incomplete", incomplete_details: { reason: "content_filter" } })
   })
 })
 

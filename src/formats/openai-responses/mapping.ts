@@ -11,21 +11,27 @@ export interface Outcome {
   readonly incompleteReason?: "max_output_tokens" | "content_filter" | undefined
 }
 
+const COMPLETED: Outcome = { status: "completed" }
+
 /**
  * A tool-call turn is still `completed`: Responses callers recognize tool calls
  * by their `function_call` items, not by a finish reason (docs/reference/openai-other.md §7.3).
+ * So is a refusal (`refused`: the answer has a refusal part, which a Chat
+ * Completions upstream reports as a `content_filter` stop): the refusal is the
+ * answer, as OpenAI's Responses API gives it; `content_filter` without one is
+ * output the filter cut off.
  */
-export const outcomeOf = (reason: StopReason): Outcome => {
+export const outcomeOf = (reason: StopReason, refused: boolean): Outcome => {
   switch (reason) {
     case "max_tokens":
       return { status: "incomplete", incompleteReason: "max_output_tokens" }
     case "content_filter":
-      return { status: "incomplete", incompleteReason: "content_filter" }
+      return refused ? COMPLETED : { status: "incomplete", incompleteReason: "content_filter" }
     case "end_turn":
     case "stop_sequence":
     case "tool_use":
     case "pause_turn":
-      return { status: "completed" }
+      return COMPLETED
   }
 }
 

@@ -18,7 +18,8 @@
  *   and no other family reports log probabilities here.
  * - `max_tokens` and `content_filter` stops give `status: "incomplete"` with
  *   `incomplete_details.reason`; the last output item, the one that was cut,
- *   is `incomplete` too. Every other stop is `completed`.
+ *   is `incomplete` too. Every other stop is `completed`, and so is a refusal
+ *   (see `outcomeOf`).
  * - `instructions` echoes the canonical `system` text (joined with blank
  *   lines), which also holds `system`/`developer` input messages;
  *   `reasoning.effort` echoes the request's.
@@ -177,10 +178,10 @@ export const encodeResponsesResponse = (
   res: ChatResponse,
   options: ResponsesEncodeOptions = {}
 ): Record<string, unknown> => {
-  const outcome = outcomeOf(res.stopReason)
   const output: Array<Record<string, unknown>> = []
   // The open message item's parts: consecutive text of one kind (text or refusal) is one part.
   const parts: Array<{ text: string; refusal: boolean }> = []
+  let refused = false
   const flushText = () => {
     if (parts.length === 0) return
     const content = parts.map((part) => contentPart(part.text, part.refusal))
@@ -192,6 +193,7 @@ export const encodeResponsesResponse = (
       case "text": {
         if (part.text === "") continue
         const refusal = part.refusal === true
+        refused ||= refusal
         const last = parts.at(-1)
         if (last?.refusal === refusal) last.text += part.text
         else parts.push({ text: part.text, refusal })
@@ -209,6 +211,7 @@ export const encodeResponsesResponse = (
     }
   }
   flushText()
+  const outcome = outcomeOf(res.stopReason, refused)
   if (outcome.status === "incomplete" && output.length > 0) output[output.length - 1].status = "incomplete"
   return responseObject(
     {

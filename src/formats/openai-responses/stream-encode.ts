@@ -18,7 +18,8 @@
  * - Usage is held until `message_stop`, so the terminal event carries real
  *   counts whichever order the upstream reported finish and usage in.
  * - A `max_tokens`/`content_filter` finish ends with `response.incomplete`,
- *   as the API does; the SDK treats it like `response.completed`.
+ *   as the API does; the SDK treats it like `response.completed`. A refusal
+ *   ends with `response.completed` (see `outcomeOf`).
  * - An `error` event becomes an `error` frame and nothing follows it. So does
  *   a `message_stop` without a finish: a cut-off stream must not look complete.
  *   The frame has `code`/`message`/`param` at the top level (the SDK's
@@ -118,6 +119,8 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
   let startUsage: Usage | undefined
   let usage: Usage | undefined
   let outcome: Outcome | undefined
+  /** A refusal part was sent: the answer is a refusal (see `outcomeOf`). */
+  let refused = false
   /** Output items by `output_index`: final once closed, a placeholder while open. */
   const output: Array<Record<string, unknown>> = []
   let open: OpenText | OpenTool | OpenReasoning | undefined
@@ -193,6 +196,7 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
       part = item.parts.at(-1)!
     }
     part.chunks.push(text)
+    refused ||= refusal
     return out + (refusal
       ? emit("response.refusal.delta", `${part.ref},"delta":${JSON.stringify(text)}`)
       : emit("response.output_text.delta", `${part.ref},"delta":${JSON.stringify(text)},"logprobs":[]`))
@@ -324,7 +328,7 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
       }
       case "message_delta":
         if (outcome !== undefined) return ""
-        outcome = outcomeOf(event.stopReason)
+        outcome = outcomeOf(event.stopReason, refused)
         return settle(outcome.status)
       case "other_content":
         return ""
