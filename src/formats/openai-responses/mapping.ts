@@ -1,8 +1,9 @@
 /**
  * Responses vocabulary shared by the request, response and stream
- * translators: ids, `status` ⇐ `StopReason`, `usage` ⇐ `Usage`, media URLs.
+ * translators: ids, `status` ⇐ `StopReason`, `usage` ⇐ `Usage`, a reasoning
+ * item's `encrypted_content` ⇄ `ReasoningPart`, media URLs.
  */
-import type { StopReason, Usage } from "../../domain/chat.ts"
+import type { ReasoningPart, StopReason, Usage } from "../../domain/chat.ts"
 import { isRecord } from "../openai-chat/mapping.ts"
 
 /** `status` of a finished response and, when not completed, why. */
@@ -61,6 +62,34 @@ export const messageItemId = (id: string, outputIndex: number): string =>
 export const functionCallItemId = (id: string, outputIndex: number): string => `fc_${idBody(id)}_${outputIndex}`
 
 export const reasoningItemId = (id: string, outputIndex: number): string => `rs_${idBody(id)}_${outputIndex}`
+
+/**
+ * Marks an `encrypted_content` holding Anthropic `redacted_thinking` data, not
+ * a thinking block's signature: both are base64 (which has no `:`), and a later
+ * turn must send Anthropic back the block it came from.
+ */
+const REDACTED_THINKING_PREFIX = "redacted_thinking:"
+
+/** The `encrypted_content` that carries redacted thinking's `data`. */
+export const redactedThinkingContent = (data: string): string => REDACTED_THINKING_PREFIX + data
+
+/** OpenAI's encrypted reasoning is a Fernet token; these bytes begin every one (version 0x80, then a timestamp). */
+const OPENAI_ENCRYPTED_PREFIX = "gAAAAA"
+
+/** A reasoning item's `encrypted_content`: the part's signature, or its redacted data marked; null for neither. */
+export const encryptedContentOf = (part: ReasoningPart): string | null =>
+  part.redacted !== undefined ? redactedThinkingContent(part.redacted) : part.signature ?? null
+
+/**
+ * The reasoning part a reasoning item sent back stands for (`text`: its summary);
+ * undefined without `encrypted_content` or with OpenAI's own, which only OpenAI can read.
+ */
+export const reasoningPartOf = (text: string, encrypted: string | null | undefined): ReasoningPart | undefined => {
+  if (encrypted == null || encrypted === "" || encrypted.startsWith(OPENAI_ENCRYPTED_PREFIX)) return undefined
+  if (!encrypted.startsWith(REDACTED_THINKING_PREFIX)) return { type: "reasoning", text, signature: encrypted }
+  const data = encrypted.slice(REDACTED_THINKING_PREFIX.length)
+  return data === "" ? undefined : { type: "reasoning", text: "", redacted: data }
+}
 
 const numberOr = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined)
 

@@ -13,7 +13,8 @@
  *   part (empty text makes none), and refusal text a `refusal` part of it;
  *   each tool call is one `function_call` item and each reasoning part one
  *   `reasoning` item (its text as the summary, its signature as
- *   `encrypted_content`, so the caller can send it back), in content order.
+ *   `encrypted_content`, so the caller can send it back; redacted thinking
+ *   has no summary and its data, marked, as `encrypted_content`), in content order.
  * - `output_text` parts carry `logprobs: []`: the schema requires the field
  *   and no other family reports log probabilities here.
  * - `max_tokens` and `content_filter` stops give `status: "incomplete"` with
@@ -28,6 +29,7 @@
 import type { ChatRequest, ChatResponse, ResponseFormat, ToolChoice, Usage } from "../../domain/chat.ts"
 import {
   encodeUsage,
+  encryptedContentOf,
   functionCallItemId,
   messageItemId,
   type Outcome,
@@ -65,11 +67,11 @@ export const contentPart = (text: string, refusal: boolean): Record<string, unkn
   refusal ? refusalPart(text) : outputTextPart(text)
 
 /** A `reasoning` item; `summary` is empty when the thinking had no text (it was redacted or withheld). */
-export const reasoningItem = (id: string, text: string, signature: string | undefined): Record<string, unknown> => ({
+export const reasoningItem = (id: string, text: string, encryptedContent: string | null): Record<string, unknown> => ({
   id,
   type: "reasoning",
   summary: text === "" ? [] : [{ type: "summary_text", text }],
-  encrypted_content: signature ?? null
+  encrypted_content: encryptedContent
 })
 
 export const functionCallItem = (
@@ -201,7 +203,7 @@ export const encodeResponsesResponse = (
       }
       case "reasoning":
         flushText()
-        output.push(reasoningItem(reasoningItemId(res.id, output.length), part.text, part.signature))
+        output.push(reasoningItem(reasoningItemId(res.id, output.length), part.text, encryptedContentOf(part)))
         continue
       case "tool_call":
         flushText()

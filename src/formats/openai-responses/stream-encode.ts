@@ -30,7 +30,8 @@
  * - Refusal text is a `refusal` part of the message item; a switch between
  *   text and refusal closes one part and opens the next.
  * - A reasoning item's signature (Anthropic's, as `encrypted_content`) comes
- *   last, so it is only in `output_item.done` and the final Response object.
+ *   last, so it is only in `output_item.done` and the final Response object;
+ *   so is redacted thinking's data, an item with no summary events.
  *
  * Gotchas:
  * - Interleaved tool calls. Output items cannot interleave. A tool call that
@@ -44,7 +45,14 @@ import type { ChatStreamEvent, StreamError, Usage } from "../../domain/chat.ts"
 import { openAiTypeAndCode } from "../../domain/envelope.ts"
 import { classifyStreamError } from "../../domain/errors.ts"
 import type { StreamEncoder } from "../contract.ts"
-import { functionCallItemId, messageItemId, type Outcome, outcomeOf, reasoningItemId } from "./mapping.ts"
+import {
+  functionCallItemId,
+  messageItemId,
+  type Outcome,
+  outcomeOf,
+  reasoningItemId,
+  redactedThinkingContent
+} from "./mapping.ts"
 import {
   contentPart,
   functionCallItem,
@@ -88,7 +96,8 @@ interface OpenReasoning {
   readonly id: string
   readonly ref: string
   readonly chunks: Array<string>
-  signature: string | undefined
+  /** The signature, or redacted thinking's marked data; once set, the item takes no more text. */
+  encryptedContent: string | undefined
 }
 
 interface OpenTool {
@@ -206,18 +215,21 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
     const index = output.length
     const itemId = reasoningItemId(id, index)
     const ref = `"item_id":${JSON.stringify(itemId)},"output_index":${index}`
-    const item: OpenReasoning = { kind: "reasoning", index, id: itemId, ref, chunks: [], signature: undefined }
+    const item: OpenReasoning = { kind: "reasoning", index, id: itemId, ref, chunks: [], encryptedContent: undefined }
     open = item
     return item
   }
 
-  /** The open reasoning item still taking text (no signature yet), or a new one after settling the open item. */
-  const reasoningTarget = (): { readonly out: string; readonly item: OpenReasoning } => {
-    if (open?.kind === "reasoning" && open.signature === undefined) return { out: "", item: open }
+  /** A new reasoning item, after settling the open item. */
+  const addReasoning = (): { readonly out: string; readonly item: OpenReasoning } => {
     const out = settle("completed")
     const item = openReasoning()
-    return { out: out + itemAdded(item.index, reasoningItem(item.id, "", undefined)), item }
+    return { out: out + itemAdded(item.index, reasoningItem(item.id, "", null)), item }
   }
+
+  /** The open reasoning item still taking text (no signature yet), or a new one. */
+  const reasoningTarget = (): { readonly out: string; readonly item: OpenReasoning } =>
+    open?.kind === "reasoning" && open.encryptedContent === undefined ? { out: "", item: open } : addReasoning()
 
   const reasoningDelta = (text: string): string => {
     const { out, item } = reasoningTarget()
@@ -260,7 +272,7 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
       const ref = `${item.ref},"summary_index":0`
       const summary = text === "" ? "" : emit("response.reasoning_summary_text.done", `${ref},"text":${JSON.stringify(text)}`) +
         emit("response.reasoning_summary_part.done", `${ref},"part":{"type":"summary_text","text":${JSON.stringify(text)}}`)
-      const done = reasoningItem(item.id, text, item.signature)
+      const done = reasoningItem(item.id, text, item.encryptedContent ?? null)
       if (status === "incomplete") done.status = status
       return summary + itemDone(item.index, done)
     }
@@ -302,7 +314,13 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
       case "reasoning_signature": {
         if (outcome !== undefined) return ""
         const { out, item } = reasoningTarget()
-        item.signature = event.signature
+        item.encryptedContent = event.signature
+        return out
+      }
+      case "reasoning_redacted": {
+        if (outcome !== undefined) return ""
+        const { out, item } = addReasoning()
+        item.encryptedContent = redactedThinkingContent(event.data)
         return out
       }
       case "tool_call_start":
