@@ -59,6 +59,12 @@ export interface ReasoningPart {
   readonly type: "reasoning"
   readonly text: string
   readonly signature?: string | undefined
+  /**
+   * Thinking the upstream encrypted instead of showing (Anthropic
+   * `redacted_thinking`'s `data`): then `text` is empty and there is no
+   * signature. Sent back unchanged, Anthropic decrypts it itself.
+   */
+  readonly redacted?: string | undefined
 }
 
 export type ContentPart = TextPart | ImagePart | DocumentPart | ToolCallPart | ToolResultPart | ReasoningPart
@@ -212,8 +218,10 @@ export type ChatStreamEvent =
    */
   | { readonly type: "reasoning_delta"; readonly text: string }
   | { readonly type: "reasoning_signature"; readonly signature: string }
+  /** A whole reasoning part of redacted thinking (see `ReasoningPart.redacted`). */
+  | { readonly type: "reasoning_redacted"; readonly data: string }
   /**
-   * Output the canonical model does not carry (redacted thinking, a server tool's block):
+   * Output the canonical model does not carry (a server tool's block):
    * encoders of other families write nothing for it, but it is content, so it
    * commits the response (see `commitsResponse`).
    */

@@ -20,7 +20,7 @@ export class ResponseAssembler {
   private created = 0
   private readonly content: Array<
     | { type: "text"; text: string; refusal?: true | undefined }
-    | { type: "reasoning"; text: string; signature?: string | undefined }
+    | { type: "reasoning"; text: string; signature?: string | undefined; redacted?: string | undefined }
     | { type: "tool_call"; id: string; name: string; arguments: string }
   > = []
   private readonly tools = new Map<number, { type: "tool_call"; id: string; name: string; arguments: string }>()
@@ -55,18 +55,21 @@ export class ResponseAssembler {
       }
       case "reasoning_delta": {
         if (!this.grow(event.text.length)) return
-        const last = this.content.at(-1)
-        if (last?.type === "reasoning" && last.signature === undefined) last.text += event.text
+        const last = this.openReasoning()
+        if (last !== undefined) last.text += event.text
         else this.content.push({ type: "reasoning", text: event.text })
         return
       }
       case "reasoning_signature": {
         if (!this.grow(event.signature.length)) return
-        const last = this.content.at(-1)
-        if (last?.type === "reasoning" && last.signature === undefined) last.signature = event.signature
+        const last = this.openReasoning()
+        if (last !== undefined) last.signature = event.signature
         else this.content.push({ type: "reasoning", text: "", signature: event.signature })
         return
       }
+      case "reasoning_redacted":
+        if (this.grow(event.data.length)) this.content.push({ type: "reasoning", text: "", redacted: event.data })
+        return
       case "tool_call_start": {
         if (!this.grow(event.id.length + event.name.length)) return
         const call = { type: "tool_call" as const, id: event.id, name: event.name, arguments: "" }
@@ -97,6 +100,12 @@ export class ResponseAssembler {
     }
   }
 
+  /** The last part when it is reasoning still taking text and a signature (neither signed nor redacted). */
+  private openReasoning(): { type: "reasoning"; text: string; signature?: string | undefined } | undefined {
+    const last = this.content.at(-1)
+    return last?.type === "reasoning" && last.signature === undefined && last.redacted === undefined ? last : undefined
+  }
+
   private grow(bytes: number): boolean {
     this.size += bytes
     if (this.size > this.limit) this.failed = true
@@ -125,6 +134,8 @@ export const responseEvents = (response: ChatResponse): Array<ChatStreamEvent> =
   for (const part of response.content) {
     if (part.type === "text") {
       if (part.text !== "") events.push(part.refusal ? { type: "text_delta", text: part.text, refusal: true } : { type: "text_delta", text: part.text })
+    } else if (part.type === "reasoning" && part.redacted !== undefined) {
+      events.push({ type: "reasoning_redacted", data: part.redacted })
     } else if (part.type === "reasoning") {
       events.push({ type: "reasoning_delta", text: part.text })
       if (part.signature !== undefined) events.push({ type: "reasoning_signature", signature: part.signature })

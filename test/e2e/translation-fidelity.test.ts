@@ -1,13 +1,14 @@
 /**
  * Translation fidelity through the real server, with the official SDKs:
- * a Responses client served by Claude gets its thinking as a reasoning item it
- * can send back signed, and its text, usage and refusals as OpenAI's schema
- * has them; an Anthropic client's `role: "system"` message is served by an
+ * a Responses client served by Claude gets its thinking, signed or redacted, as
+ * a reasoning item it can send back, and its text, usage and refusals as
+ * OpenAI's schema has them; an Anthropic client's `role: "system"` message is served by an
  * OpenAI model, directly or after a fallback from Claude.
  */
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { beforeAll, describe, expect, it } from "vitest"
+import { anthropicEvent, anthropicStartMessage } from "../fixtures/sse.ts"
 import { schemaProblems } from "../formats/responses-schema.ts"
 import { gatewayWithFakes } from "./harness.ts"
 
@@ -88,8 +89,49 @@ describe("a Responses client served by Claude", () => {
   })
 })
 
+describe("a Responses client served by Claude with redacted thinking", () => {
+  const DATA = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFB"
+  const tool = { type: "function" as const, name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } }, strict: false }
+
+  it("gets it as a reasoning item (streamed) and sends it back to Claude as the same redacted_thinking block", async () => {
+    fakes.anthropic.script({
+      kind: "sse",
+      events: [
+        anthropicEvent("message_start", { message: anthropicStartMessage({ id: "msg_01redacted", model: "claude-e2e", blocks: [] }) }),
+        anthropicEvent("content_block_start", { index: 0, content_block: { type: "redacted_thinking", data: DATA } }),
+        anthropicEvent("content_block_stop", { index: 0 }),
+        anthropicEvent("content_block_start", { index: 1, content_block: { type: "tool_use", id: "toolu_r", name: "get_weather", input: {} } }),
+        anthropicEvent("content_block_delta", { index: 1, delta: { type: "input_json_delta", partial_json: "{\"city\":\"Paris\"}" } }),
+        anthropicEvent("content_block_stop", { index: 1 }),
+        anthropicEvent("message_delta", { delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { output_tokens: 20 } }),
+        anthropicEvent("message_stop")
+      ]
+    })
+    const first = await openai.responses.stream({ model: "claude-e2e", input: "Weather in Paris?", tools: [tool] }).finalResponse()
+    expect(schemaProblems(first)).toEqual([])
+    expect(first.output[0]).toMatchObject({ type: "reasoning", summary: [], encrypted_content: `redacted_thinking:${DATA}` })
+
+    await openai.responses.create({
+      model: "claude-e2e",
+      tools: [tool],
+      input: [
+        { role: "user", content: "Weather in Paris?" },
+        ...first.output as Array<OpenAI.Responses.ResponseInputItem>,
+        { type: "function_call_output", call_id: "toolu_r", output: "sunny" }
+      ]
+    })
+    expect((fakes.anthropic.requests[1].json as Json).messages[1]).toEqual({
+      role: "assistant",
+      content: [
+        { type: "redacted_thinking", data: DATA },
+        { type: "tool_use", id: "toolu_r", name: "get_weather", input: { city: "Paris" } }
+      ]
+    })
+  })
+})
+
 describe("a Responses client served by a Chat Completions model", () => {
-  it("gets the model's refusal as a refusal part, not as text", async () => {
+  it("gets the model's refusal as a refusal part of a completed answer, not as text", async () => {
     const refusal = "I can't help with that."
     fakes.openai.script({
       kind: "json",
@@ -104,7 +146,8 @@ describe("a Responses client served by a Chat Completions model", () => {
     })
     const response = await openai.responses.create({ model: "gpt-compat", input: "something bad" })
     expect(schemaProblems(response)).toEqual([])
-    expect(response.output[0]).toMatchObject({ type: "message", content: [{ type: "refusal", refusal }] })
+    expect(response.output[0]).toMatchObject({ type: "message", status: "completed", content: [{ type: "refusal", refusal }] })
+    expect(response).toMatchObject({ status: "completed", incomplete_details: null })
     expect(response.output_text).toBe("")
   })
 })

@@ -58,7 +58,7 @@ describe("Messages stream decoder", () => {
     expect(events.at(-3)).toEqual({ type: "message_delta", stopReason: "tool_use" })
   })
 
-  it("carries thinking text and its signature as reasoning, reports redacted thinking as other content, drops citation deltas", () => {
+  it("carries thinking text and its signature, and redacted thinking's data, as reasoning; reports server-tool blocks as other content, drops citation deltas", () => {
     const events = decodeAll(decoder(), [
       start(),
       blockStart(0, { type: "thinking", thinking: "", signature: "" }),
@@ -67,13 +67,15 @@ describe("Messages stream decoder", () => {
       blockStop(0),
       blockStart(1, { type: "redacted_thinking", data: "opaque" }),
       blockStop(1),
-      blockStart(2, { type: "text", text: "" }),
-      blockDelta(2, { type: "citations_delta", citation: { cited_text: "x" } }),
-      blockDelta(2, { type: "text_delta", text: "Answer" }),
+      blockStart(2, { type: "web_search_tool_result", tool_use_id: "srvtoolu_1", content: [] }),
       blockStop(2),
-      blockStart(3, { type: "tool_use", id: "toolu_1", name: "f", input: {} }),
-      blockDelta(3, { type: "input_json_delta", partial_json: "{}" }),
+      blockStart(3, { type: "text", text: "" }),
+      blockDelta(3, { type: "citations_delta", citation: { cited_text: "x" } }),
+      blockDelta(3, { type: "text_delta", text: "Answer" }),
       blockStop(3),
+      blockStart(4, { type: "tool_use", id: "toolu_1", name: "f", input: {} }),
+      blockDelta(4, { type: "input_json_delta", partial_json: "{}" }),
+      blockStop(4),
       messageDelta("tool_use"),
       messageStop
     ])
@@ -82,7 +84,8 @@ describe("Messages stream decoder", () => {
       { type: "reasoning_delta", text: "" },
       { type: "reasoning_delta", text: "hmm" },
       { type: "reasoning_signature", signature: "EqQB" },
-      { type: "other_content", kind: "redacted_thinking" },
+      { type: "reasoning_redacted", data: "opaque" },
+      { type: "other_content", kind: "web_search_tool_result" },
       { type: "text_delta", text: "Answer" },
       { type: "tool_call_start", index: 0, id: "toolu_1", name: "f" },
       { type: "tool_call_delta", index: 0, argumentsDelta: "{}" },

@@ -2,8 +2,8 @@
  * Responses answers the gateway builds from another family (Chat Completions,
  * Messages) hold what OpenAI's published schema requires and what the
  * upstream said: logprobs on text, cache writes in usage, refusals as refusal
- * parts, Anthropic thinking as reasoning items that a later turn can send back
- * signed, and the request's reasoning effort.
+ * parts, Anthropic thinking (signed or redacted) as reasoning items that a
+ * later turn can send back, and the request's reasoning effort.
  */
 import { describe, expect, it } from "vitest"
 import type { ChatStreamEvent } from "../../src/domain/chat.ts"
@@ -60,6 +60,19 @@ const streamEvents = (events: ReadonlyArray<ChatStreamEvent>, request?: Paramete
 
 const finalResponse = (events: Array<Json>): Json => events.at(-1)!.response
 
+/** The next turn's request with `answer`'s output sent back, and the Messages body Claude gets for it. */
+const sentBack = (answer: Json) => {
+  const nextTurn = decoded(decodeResponsesRequest({
+    model: "claude",
+    input: [
+      { role: "user", content: "Weather in Paris?" },
+      ...answer.output,
+      { type: "function_call_output", call_id: "toolu_1", output: "sunny" }
+    ]
+  }))
+  return { nextTurn, body: encodeAnthropicRequest(nextTurn, { model: "claude-sonnet-4-5", callerFamily: "openai" }).body as Json }
+}
+
 describe("Responses answers built from another family validate against OpenAI's published schema", () => {
   it("a Response object and every stream event from Claude's thinking, text and tool call", () => {
     expect(schemaProblems(encodeResponsesResponse(claudeAnswer()))).toEqual([])
@@ -96,14 +109,15 @@ describe("Responses answers built from another family validate against OpenAI's 
 describe("a chat upstream's refusal", () => {
   const REFUSAL = "I can't help with that."
 
+  const refusalAnswer = () => decoded(decodeOpenAiChatResponse({
+    id: "chatcmpl-2",
+    model: "gpt",
+    choices: [{ index: 0, message: { role: "assistant", content: null, refusal: REFUSAL }, finish_reason: "stop" }],
+    usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 }
+  }))
+
   it("becomes a refusal content part of the message, not text", () => {
-    const chat = decoded(decodeOpenAiChatResponse({
-      id: "chatcmpl-2",
-      model: "gpt",
-      choices: [{ index: 0, message: { role: "assistant", content: null, refusal: REFUSAL }, finish_reason: "stop" }],
-      usage: { prompt_tokens: 5, completion_tokens: 6, total_tokens: 11 }
-    }))
-    const response = encodeResponsesResponse(chat) as Json
+    const response = encodeResponsesResponse(refusalAnswer()) as Json
     expect(response.output).toHaveLength(1)
     expect(response.output[0].content).toEqual([{ type: "refusal", refusal: REFUSAL }])
     expect(schemaProblems(response)).toEqual([])
@@ -122,6 +136,32 @@ describe("a chat upstream's refusal", () => {
     expect(events.find((event) => event.type === "response.refusal.done")).toMatchObject({ refusal: REFUSAL, content_index: 0 })
     expect(finalResponse(events).output[0].content).toEqual([{ type: "refusal", refusal: REFUSAL }])
     expect(events.flatMap(schemaProblems)).toEqual([])
+  })
+
+  it("is a completed answer (status completed, stream ending with response.completed), as OpenAI answers a refusal", () => {
+    const response = encodeResponsesResponse(refusalAnswer()) as Json
+    expect(response).toMatchObject({ status: "completed", incomplete_details: null })
+    expect(response.output[0].status).toBe("completed")
+    const events = streamEvents(decodeAll(makeOpenAiChatStreamDecoder(), [
+      chunk({ id: "chatcmpl-5", model: "gpt", choices: [{ index: 0, delta: { role: "assistant", refusal: REFUSAL } }] }),
+      chunk({ id: "chatcmpl-5", model: "gpt", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }),
+      { data: "[DONE]" }
+    ]))
+    expect(events.at(-1)).toMatchObject({ type: "response.completed", response: { status: "completed", incomplete_details: null } })
+    expect(events.find((event) => event.type === "response.output_item.done")?.item.status).toBe("completed")
+  })
+
+  it("does not hide a content filter: a content_filter finish without a refusal stays incomplete", () => {
+    const chunks = [
+      chunk({ id: "chatcmpl-6", model: "gpt", choices: [{ index: 0, delta: { role: "assistant", content: "Here is how to" } }] }),
+      chunk({ id: "chatcmpl-6", model: "gpt", choices: [{ index: 0, delta: {}, finish_reason: "content_filter" }] }),
+      { data: "[DONE]" }
+    ]
+    const events = streamEvents(decodeAll(makeOpenAiChatStreamDecoder(), chunks))
+    expect(events.at(-1)).toMatchObject({ type: "response.incomplete", response: { status: "incomplete", incomplete_details: { reason: "content_filter" } } })
+    const assembler = new ResponseAssembler(1 << 20)
+    for (const event of decodeAll(makeOpenAiChatStreamDecoder(), chunks)) assembler.event(event)
+    expect(encodeResponsesResponse(assembler.result()!)).toMatchObject({ status: "incomplete", incomplete_details: { reason: "content_filter" } })
   })
 })
 
@@ -151,16 +191,7 @@ describe("Anthropic thinking", () => {
   })
 
   it("sent back as a reasoning item in the next turn reaches Anthropic as the signed thinking block", () => {
-    const answer = encodeResponsesResponse(claudeAnswer()) as Json
-    const nextTurn = decoded(decodeResponsesRequest({
-      model: "claude",
-      input: [
-        { role: "user", content: "Weather in Paris?" },
-        ...answer.output,
-        { type: "function_call_output", call_id: "toolu_1", output: "sunny" }
-      ]
-    }))
-    const body = encodeAnthropicRequest(nextTurn, { model: "claude-sonnet-4-5", callerFamily: "openai" }).body as Json
+    const { nextTurn, body } = sentBack(encodeResponsesResponse(claudeAnswer()) as Json)
     expect(body.messages[1]).toEqual({
       role: "assistant",
       content: [
@@ -195,6 +226,69 @@ describe("Anthropic thinking", () => {
     const replayed = streamEvents(responseEvents(cached))
     const original = streamEvents(decodeAll(makeAnthropicStreamDecoder({ created: 1 }), CLAUDE_STREAM))
     expect(finalResponse(replayed).output).toEqual(finalResponse(original).output)
+  })
+})
+
+describe("Anthropic redacted thinking", () => {
+  const DATA = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"
+  const redactedItem = { type: "reasoning", summary: [], encrypted_content: `redacted_thinking:${DATA}` }
+  const REDACTED_ANSWER = {
+    ...CLAUDE_ANSWER,
+    id: "msg_01redact",
+    content: [{ type: "redacted_thinking", data: DATA }, ...CLAUDE_ANSWER.content]
+  }
+  const REDACTED_STREAM = [
+    anthropicEvent({ type: "message_start", message: { id: "msg_01redact", model: "claude-sonnet-4-5", usage: { input_tokens: 10, output_tokens: 1 } } }),
+    anthropicEvent({ type: "content_block_start", index: 0, content_block: { type: "redacted_thinking", data: DATA } }),
+    anthropicEvent({ type: "content_block_stop", index: 0 }),
+    ...CLAUDE_STREAM.slice(1, -2).map((event) => {
+      const json = JSON.parse(event.data) as Json
+      return anthropicEvent({ ...json, type: json.type as string, index: json.index + 1 })
+    }),
+    ...CLAUDE_STREAM.slice(-2)
+  ]
+  const redactedAnswer = () => decoded(decodeAnthropicResponse(REDACTED_ANSWER, { created: 1741476600 }))
+  const redactedStream = () => decodeAll(makeAnthropicStreamDecoder({ created: 1 }), REDACTED_STREAM)
+
+  it("becomes a reasoning item with no summary, its data in encrypted_content behind a redacted_thinking: marker", () => {
+    const response = encodeResponsesResponse(redactedAnswer()) as Json
+    expect(response.output.map((item: Json) => item.type)).toEqual(["reasoning", "reasoning", "message", "function_call"])
+    expect(response.output[0]).toEqual({ id: "rs_01redact_0", ...redactedItem })
+    expect(response.output[1].encrypted_content).toBe(SIGNATURE)
+    expect(schemaProblems(response)).toEqual([])
+  })
+
+  it("streams as a reasoning item of its own with no summary events, the data in output_item.done", () => {
+    const events = streamEvents(redactedStream())
+    const first = events.filter((event) => event.item_id === "rs_01redact_0" || event.item?.id === "rs_01redact_0")
+    expect(first.map(({ sequence_number: _, ...rest }) => rest)).toEqual([
+      { type: "response.output_item.added", output_index: 0, item: { id: "rs_01redact_0", type: "reasoning", summary: [], encrypted_content: null } },
+      { type: "response.output_item.done", output_index: 0, item: { id: "rs_01redact_0", ...redactedItem } }
+    ])
+    const output = finalResponse(events).output
+    expect(output[0]).toEqual({ id: "rs_01redact_0", ...redactedItem })
+    expect(output[1]).toMatchObject({ type: "reasoning", summary: [{ text: "The user wants Paris weather." }], encrypted_content: SIGNATURE })
+    expect(events.flatMap(schemaProblems)).toEqual([])
+  })
+
+  it("sent back in the next turn reaches Anthropic as the same redacted_thinking block, before the signed one", () => {
+    const { nextTurn, body } = sentBack(encodeResponsesResponse(redactedAnswer()) as Json)
+    expect(body.messages[1].content.slice(0, 2)).toEqual([
+      { type: "redacted_thinking", data: DATA },
+      { type: "thinking", thinking: "The user wants Paris weather.", signature: SIGNATURE }
+    ])
+    expect(nextTurn.unmapped).toEqual({})
+  })
+
+  it("a cached answer replays it as the same reasoning item", () => {
+    const assembler = new ResponseAssembler(1 << 20)
+    for (const event of redactedStream()) assembler.event(event)
+    const cached = assembler.result()!
+    expect(cached.content.slice(0, 2)).toEqual([
+      { type: "reasoning", text: "", redacted: DATA },
+      { type: "reasoning", text: "The user wants Paris weather.", signature: SIGNATURE }
+    ])
+    expect(finalResponse(streamEvents(responseEvents(cached))).output).toEqual(finalResponse(streamEvents(redactedStream())).output)
   })
 })
 

@@ -9,8 +9,9 @@
  *   (prefill) loses trailing whitespace, which Anthropic also rejects.
  * - A conversation that starts with the assistant gets a minimal user turn (`.`).
  * - A reasoning part with a signature is a `thinking` block (Anthropic accepts
- *   earlier thinking only signed, and checks the signature against the text);
- *   one without is left out.
+ *   earlier thinking only signed, and checks the signature against the text),
+ *   a redacted one the `redacted_thinking` block it came from; one with
+ *   neither is left out.
  * - Tool ids are cleaned to `[a-zA-Z0-9_-]` with `cleanToolId`, the same
  *   mapping for `tool_use.id` and `tool_result.tool_use_id`.
  * - Tool-call arguments that are empty, invalid JSON or not a JSON object
@@ -189,6 +190,7 @@ const encodeBlock = (part: ContentPart): Block | undefined => {
       return result
     }
     case "reasoning":
+      if (part.redacted !== undefined) return { type: "redacted_thinking", data: part.redacted }
       return part.signature === undefined ? undefined : { type: "thinking", thinking: part.text, signature: part.signature }
   }
 }

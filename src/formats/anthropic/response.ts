@@ -1,9 +1,9 @@
 /**
  * Messages response ⇄ canonical `ChatResponse` (docs/reference/translation.md §8).
  *
- * Decoding keeps text, `tool_use` and `thinking` blocks (with their
- * signature); redacted thinking, citations and server-tool blocks have no
- * canonical home and are left out. A body without a
+ * Decoding keeps text, `tool_use`, `thinking` (with its signature) and
+ * `redacted_thinking` (its `data`) blocks; citations and server-tool blocks
+ * have no canonical home and are left out. A body without a
  * `content` array is a failure, not a crash: a malformed upstream success must
  * reach the caller as an error.
  */
@@ -47,6 +47,8 @@ export const decodeAnthropicResponse = (
     } else if (block.type === "thinking" && typeof block.thinking === "string") {
       const signature = typeof block.signature === "string" ? block.signature : undefined
       content.push({ type: "reasoning", text: block.thinking, signature })
+    } else if (block.type === "redacted_thinking" && typeof block.data === "string") {
+      content.push({ type: "reasoning", text: "", redacted: block.data })
     }
   }
   return {

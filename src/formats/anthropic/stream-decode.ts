@@ -7,8 +7,10 @@
  * - A `thinking` block → `reasoning_delta`s (one at its start, so it commits
  *   the response even before any text) and, from its `signature_delta`,
  *   `reasoning_signature`.
- * - Any other block start (redacted thinking, server-tool blocks) →
- *   `other_content`: not carried, but content (it commits the response).
+ * - A `redacted_thinking` block → `reasoning_redacted` with its `data` (it
+ *   arrives whole in the block start).
+ * - Any other block start (server-tool blocks, …) → `other_content`: not
+ *   carried, but content (it commits the response).
  * - `text_delta` / `input_json_delta` → text and argument deltas; empty ones,
  *   citation deltas, `ping` and unknown events → nothing.
  * - `message_delta` → the finish (once) and `usage`: output is cumulative;
@@ -51,6 +53,9 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
     }
     if (block.type === "thinking") {
       return [{ type: "reasoning_delta", text: typeof block.thinking === "string" ? block.thinking : "" }]
+    }
+    if (block.type === "redacted_thinking" && typeof block.data === "string") {
+      return [{ type: "reasoning_redacted", data: block.data }]
     }
     if (block.type !== "tool_use") return typeof block.type === "string" ? [{ type: "other_content", kind: block.type }] : []
     if (typeof index !== "number") return []

@@ -177,6 +177,7 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncodeOptions
       case "other_content":
       case "reasoning_delta":
       case "reasoning_signature":
+      case "reasoning_redacted":
         return ""
       case "usage":
         usage = event.usage

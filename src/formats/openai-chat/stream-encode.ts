@@ -84,6 +84,7 @@ export const makeOpenAiChatStreamEncoder = (options: OpenAiStreamEncodeOptions):
       case "other_content":
       case "reasoning_delta":
       case "reasoning_signature":
+      case "reasoning_redacted":
         return ""
       case "usage":
         usage = event.usage

@@ -1,8 +1,9 @@
 /**
  * Responses vocabulary shared by the request, response and stream
- * translators: ids, `status` ⇐ `StopReason`, `usage` ⇐ `Usage`, media URLs.
+ * translators: ids, `status` ⇐ `StopReason`, `usage` ⇐ `Usage`, a reasoning
+ * item's `encrypted_content` ⇄ `ReasoningPart`, media URLs.
  */
-import type { StopReason, Usage } from "../../domain/chat.ts"
+import type { ReasoningPart, StopReason, Usage } from "../../domain/chat.ts"
 import { isRecord } from "../openai-chat/mapping.ts"
 
 /** `status` of a finished response and, when not completed, why. */
@@ -11,21 +12,27 @@ export interface Outcome {
   readonly incompleteReason?: "max_output_tokens" | "content_filter" | undefined
 }
 
+const COMPLETED: Outcome = { status: "completed" }
+
 /**
  * A tool-call turn is still `completed`: Responses callers recognize tool calls
  * by their `function_call` items, not by a finish reason (docs/reference/openai-other.md §7.3).
+ * So is a refusal (`refused`: the answer has a refusal part, which a Chat
+ * Completions upstream reports as a `content_filter` stop): the refusal is the
+ * answer, as OpenAI's Responses API gives it; `content_filter` without one is
+ * output the filter cut off.
  */
-export const outcomeOf = (reason: StopReason): Outcome => {
+export const outcomeOf = (reason: StopReason, refused: boolean): Outcome => {
   switch (reason) {
     case "max_tokens":
       return { status: "incomplete", incompleteReason: "max_output_tokens" }
     case "content_filter":
-      return { status: "incomplete", incompleteReason: "content_filter" }
+      return refused ? COMPLETED : { status: "incomplete", incompleteReason: "content_filter" }
     case "end_turn":
     case "stop_sequence":
     case "tool_use":
     case "pause_turn":
-      return { status: "completed" }
+      return COMPLETED
   }
 }
 
@@ -55,6 +62,34 @@ export const messageItemId = (id: string, outputIndex: number): string =>
 export const functionCallItemId = (id: string, outputIndex: number): string => `fc_${idBody(id)}_${outputIndex}`
 
 export const reasoningItemId = (id: string, outputIndex: number): string => `rs_${idBody(id)}_${outputIndex}`
+
+/**
+ * Marks an `encrypted_content` holding Anthropic `redacted_thinking` data, not
+ * a thinking block's signature: both are base64 (which has no `:`), and a later
+ * turn must send Anthropic back the block it came from.
+ */
+const REDACTED_THINKING_PREFIX = "redacted_thinking:"
+
+/** The `encrypted_content` that carries redacted thinking's `data`. */
+export const redactedThinkingContent = (data: string): string => REDACTED_THINKING_PREFIX + data
+
+/** OpenAI's encrypted reasoning is a Fernet token; these bytes begin every one (version 0x80, then a timestamp). */
+const OPENAI_ENCRYPTED_PREFIX = "gAAAAA"
+
+/** A reasoning item's `encrypted_content`: the part's signature, or its redacted data marked; null for neither. */
+export const encryptedContentOf = (part: ReasoningPart): string | null =>
+  part.redacted !== undefined ? redactedThinkingContent(part.redacted) : part.signature ?? null
+
+/**
+ * The reasoning part a reasoning item sent back stands for (`text`: its summary);
+ * undefined without `encrypted_content` or with OpenAI's own, which only OpenAI can read.
+ */
+export const reasoningPartOf = (text: string, encrypted: string | null | undefined): ReasoningPart | undefined => {
+  if (encrypted == null || encrypted === "" || encrypted.startsWith(OPENAI_ENCRYPTED_PREFIX)) return undefined
+  if (!encrypted.startsWith(REDACTED_THINKING_PREFIX)) return { type: "reasoning", text, signature: encrypted }
+  const data = encrypted.slice(REDACTED_THINKING_PREFIX.length)
+  return data === "" ? undefined : { type: "reasoning", text: "", redacted: data }
+}
 
 const numberOr = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined)
 

@@ -11,11 +11,12 @@
  *   message, and the user message right after them joins it, results first.
  * - `reasoning.effort` becomes `reasoningEffort`; other `reasoning` keys stay unmapped.
  * - A `reasoning` item the gateway made from Anthropic thinking (its
- *   `encrypted_content` is the thinking's signature) becomes a reasoning part
- *   of the assistant turn, its summary the text, so an Anthropic upstream gets
- *   the signed thinking block back. OpenAI's own encrypted reasoning (a Fernet
- *   token, `gAAAAA…`) only OpenAI can read: like a reasoning item without
- *   `encrypted_content`, it is left out.
+ *   `encrypted_content` is the thinking's signature, or redacted thinking's
+ *   data behind a `redacted_thinking:` prefix) becomes a reasoning part of the
+ *   assistant turn, its summary the text, so an Anthropic upstream gets the
+ *   signed or redacted thinking block back. OpenAI's own encrypted reasoning
+ *   (a Fernet token, `gAAAAA…`) only OpenAI can read: like a reasoning item
+ *   without `encrypted_content`, it is left out.
  * - Content whose loss is harmless (such reasoning items, image `detail`) is
  *   left out and noted in `unmapped` under an `input[]…` key, so encoders
  *   report it as dropped.
@@ -48,6 +49,7 @@ import { contentNotes } from "../notes.ts"
 import type { Note } from "../notes.ts"
 import { isRecord } from "../openai-chat/mapping.ts"
 import { fileSource, functionTool, mediaSourceOfUrl } from "../openai-chat/request-decode.ts"
+import { reasoningPartOf } from "./mapping.ts"
 import {
   decodeRequestBody,
   isOtherItem,
@@ -208,14 +210,8 @@ const convertItems = (items: ReadonlyArray<WireInputItem>, system: Array<TextPar
   return messages
 }
 
-/** OpenAI's encrypted reasoning is a Fernet token; these bytes begin every one (version 0x80, then a timestamp). */
-const OPENAI_ENCRYPTED_PREFIX = "gAAAAA"
-
-const reasoningPart = (item: WireReasoningItem): ReasoningPart | undefined => {
-  const signature = item.encrypted_content
-  if (signature == null || signature === "" || signature.startsWith(OPENAI_ENCRYPTED_PREFIX)) return undefined
-  return { type: "reasoning", text: (item.summary ?? []).map((part) => part.text).join(""), signature }
-}
+const reasoningPart = (item: WireReasoningItem): ReasoningPart | undefined =>
+  reasoningPartOf((item.summary ?? []).map((part) => part.text).join(""), item.encrypted_content)
 
 const instructionParts = (
   content: WireMessageItem["content"],

@@ -13,12 +13,14 @@
  *   part (empty text makes none), and refusal text a `refusal` part of it;
  *   each tool call is one `function_call` item and each reasoning part one
  *   `reasoning` item (its text as the summary, its signature as
- *   `encrypted_content`, so the caller can send it back), in content order.
+ *   `encrypted_content`, so the caller can send it back; redacted thinking
+ *   has no summary and its data, marked, as `encrypted_content`), in content order.
  * - `output_text` parts carry `logprobs: []`: the schema requires the field
  *   and no other family reports log probabilities here.
  * - `max_tokens` and `content_filter` stops give `status: "incomplete"` with
  *   `incomplete_details.reason`; the last output item, the one that was cut,
- *   is `incomplete` too. Every other stop is `completed`.
+ *   is `incomplete` too. Every other stop is `completed`, and so is a refusal
+ *   (see `outcomeOf`).
  * - `instructions` echoes the canonical `system` text (joined with blank
  *   lines), which also holds `system`/`developer` input messages;
  *   `reasoning.effort` echoes the request's.
@@ -27,6 +29,7 @@
 import type { ChatRequest, ChatResponse, ResponseFormat, ToolChoice, Usage } from "../../domain/chat.ts"
 import {
   encodeUsage,
+  encryptedContentOf,
   functionCallItemId,
   messageItemId,
   type Outcome,
@@ -64,11 +67,11 @@ export const contentPart = (text: string, refusal: boolean): Record<string, unkn
   refusal ? refusalPart(text) : outputTextPart(text)
 
 /** A `reasoning` item; `summary` is empty when the thinking had no text (it was redacted or withheld). */
-export const reasoningItem = (id: string, text: string, signature: string | undefined): Record<string, unknown> => ({
+export const reasoningItem = (id: string, text: string, encryptedContent: string | null): Record<string, unknown> => ({
   id,
   type: "reasoning",
   summary: text === "" ? [] : [{ type: "summary_text", text }],
-  encrypted_content: signature ?? null
+  encrypted_content: encryptedContent
 })
 
 export const functionCallItem = (
@@ -177,10 +180,10 @@ export const encodeResponsesResponse = (
   res: ChatResponse,
   options: ResponsesEncodeOptions = {}
 ): Record<string, unknown> => {
-  const outcome = outcomeOf(res.stopReason)
   const output: Array<Record<string, unknown>> = []
   // The open message item's parts: consecutive text of one kind (text or refusal) is one part.
   const parts: Array<{ text: string; refusal: boolean }> = []
+  let refused = false
   const flushText = () => {
     if (parts.length === 0) return
     const content = parts.map((part) => contentPart(part.text, part.refusal))
@@ -192,6 +195,7 @@ export const encodeResponsesResponse = (
       case "text": {
         if (part.text === "") continue
         const refusal = part.refusal === true
+        refused ||= refusal
         const last = parts.at(-1)
         if (last?.refusal === refusal) last.text += part.text
         else parts.push({ text: part.text, refusal })
@@ -199,7 +203,7 @@ export const encodeResponsesResponse = (
       }
       case "reasoning":
         flushText()
-        output.push(reasoningItem(reasoningItemId(res.id, output.length), part.text, part.signature))
+        output.push(reasoningItem(reasoningItemId(res.id, output.length), part.text, encryptedContentOf(part)))
         continue
       case "tool_call":
         flushText()
@@ -209,6 +213,7 @@ export const encodeResponsesResponse = (
     }
   }
   flushText()
+  const outcome = outcomeOf(res.stopReason, refused)
   if (outcome.status === "incomplete" && output.length > 0) output[output.length - 1].status = "incomplete"
   return responseObject(
     {

@@ -105,6 +105,7 @@ export class ResponseCollector {
         return
       case "other_content":
       case "reasoning_delta":
+      case "reasoning_redacted":
         this.firstTokenAt ??= performance.now()
         return
       case "message_delta":
