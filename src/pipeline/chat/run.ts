@@ -45,7 +45,6 @@ import {
   isEventStream,
   passThroughHeaders,
   requestCredential,
-  sendHeld,
   translatedHeaders
 } from "../forward/index.ts"
 import type { Forwarded } from "../forward/index.ts"
@@ -180,10 +179,11 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         const decoded = canonicalRequest()
         return decoded instanceof GatewayError ? undefined : decoded
       }
-      if (entry?.kind === "chat" && replayChat(ctx, caller, input.stream, entry, request)) {
+      const replayed = entry?.kind === "chat" ? replayChat(ctx, caller, input.stream, entry, request) : undefined
+      if (replayed !== undefined) {
         ctx.log.cache = "hit"
-        ctx.log.provider = entry.provider
-        return
+        ctx.log.provider = entry?.provider
+        return replayed
       }
       ctx.log.cache = "miss"
     }
@@ -318,13 +318,12 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const violation = collector.text === "" ? undefined : yield* trace.guardrail("output", () => guard.scanText(collector.text))
       if (violation !== undefined) {
         ctx.log.guardrail_output = violation
-        if (forwarded._tag === "Held") return yield* outputViolationError(violation)
+        if (forwarded._tag === "Reply") return yield* outputViolationError(violation)
       }
     }
-    if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
-    // Kept after it went out: only a whole, good answer no guardrail objected to.
+    // Kept (the store returns at once; it writes in the background): only a whole, good answer no guardrail objected to.
     if (caching !== undefined && ctx.log.guardrail_output === undefined) {
-      const held = forwarded._tag === "Held" ? forwarded : undefined
+      const held = forwarded._tag === "Reply" ? forwarded : undefined
       const response = held === undefined ? collector.assembler?.result() : held.status === 200 ? collector.final : undefined
       if (response !== undefined) {
         yield* cache.store(caching.scope, caching.key, {
@@ -336,6 +335,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         }, caching.ttlSeconds)
       }
     }
+    return forwarded
   })
 }
 
