@@ -58,6 +58,7 @@ export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResp
     query: queryAt === -1 ? "" : url.slice(queryAt),
     params: {},
     caller: callerOf(req.headers, path),
+    replyHeaders: undefined,
     log: {}
   }
 }

@@ -16,7 +16,7 @@
  */
 import { Effect, Stream } from "effect"
 import type { Socket } from "node:net"
-import { isValueBody, logFailure } from "../pipeline/index.ts"
+import { isValueBody, logFailure, pushHeaders } from "../pipeline/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import type { CallerResponse, Reply, ReplyStream, RequestContext } from "../pipeline/index.ts"
 
@@ -68,12 +68,7 @@ const writeHead = (ctx: RequestContext, reply: Reply, head: Array<string>): bool
   }
   const sized = head[0] === "content-length"
   // One writeHead with a flat list: Node's fast path when nothing was set before (no header map).
-  for (const name in reply.headers) {
-    const value = reply.headers[name]
-    if (value === undefined || (sized && name === "content-length")) continue
-    if (typeof value === "object") for (const item of value) head.push(name, item)
-    else head.push(name, typeof value === "string" ? value : String(value))
-  }
+  pushHeaders(head, reply.headers, ctx.replyHeaders, sized)
   res.writeHead(reply.status, head)
   return true
 }

@@ -12,7 +12,7 @@ export { encodedFormLength, encodeForm, freshBoundary, isMultipartForm, spoolFor
 export type { FormField, FormPart, SpooledFile, SpooledForm } from "./multipart.ts"
 export { jsonBody, makeProxyProgram } from "./proxy.ts"
 export type { ProxyBody, ProxyDependencies, ProxyInput } from "./proxy.ts"
-export { bodyReply, failureReply, isValueBody, JSON_CONTENT_TYPE, jsonReply, logFailure, renderFailure, reply, SENT } from "./reply.ts"
+export { bodyReply, failureReply, isValueBody, JSON_CONTENT_TYPE, jsonReply, logFailure, pushHeaders, renderFailure, reply, SENT } from "./reply.ts"
 export type { Answer, Reply, ReplyHeaders, ReplyStream, Sent } from "./reply.ts"
 export * from "./cache/index.ts"
 export * from "./security/index.ts"

@@ -44,6 +44,26 @@ export const SENT: Sent = { _tag: "Sent" }
 export const isValueBody = (body: string | Uint8Array | ReplyStream): body is string | Uint8Array =>
   typeof body === "string" || body instanceof Uint8Array
 
+/**
+ * Appends `headers` to a flat head list, after the request's own reply
+ * headers that `headers` does not name; `content-length` left out when the
+ * writer sized the body itself.
+ */
+export const pushHeaders = (
+  head: Array<string>,
+  headers: ReplyHeaders,
+  requestHeaders: Readonly<Record<string, string>> | undefined,
+  sized = false
+): void => {
+  if (requestHeaders !== undefined) for (const name in requestHeaders) if (headers[name] === undefined) head.push(name, requestHeaders[name])
+  for (const name in headers) {
+    const value = headers[name]
+    if (value === undefined || (sized && name === "content-length")) continue
+    if (typeof value === "object") for (const item of value) head.push(name, item)
+    else head.push(name, typeof value === "string" ? value : String(value))
+  }
+}
+
 const NO_HEADERS: ReplyHeaders = {}
 
 export const reply = <Body extends string | Uint8Array | ReplyStream>(status: number, headers: ReplyHeaders, body: Body): Reply<Body> => ({
