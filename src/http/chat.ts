@@ -8,7 +8,7 @@ import { clip, familyOfSdk, GatewayError, isSdkFormat } from "../domain/index.ts
 import type { AnyGatewayFailure, SdkFormat, WireFamily } from "../domain/index.ts"
 import type { CallerFormat } from "../formats/index.ts"
 import { header } from "../pipeline/index.ts"
-import type { ChatInput } from "../pipeline/index.ts"
+import type { Answer, ChatInput } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { readJsonObject } from "./body.ts"
 import type { ProjectResolver } from "./project.ts"
@@ -74,7 +74,7 @@ const familyOf = (sdk: SdkFormat | undefined): WireFamily => (sdk === undefined 
 
 export const chatRoutes = (
   projectOf: ProjectResolver,
-  runChat: (input: ChatInput) => Effect.Effect<void, AnyGatewayFailure>,
+  runChat: (input: ChatInput) => Effect.Effect<Answer, AnyGatewayFailure>,
   maxBodyBytes: number
 ): ReadonlyArray<RouteDef<never>> => {
   const handler = (fallback: SdkFormat) => (ctx: HttpRequestContext) =>
@@ -91,7 +91,7 @@ export const chatRoutes = (
       const input = yield* chatInput(ctx, project, familyOf(sdk), maxBodyBytes)
       const caller = responsesShapeOf(sdk, input.json)
       ctx.caller = caller === "anthropic" ? "anthropic" : "openai"
-      yield* runChat({ ...input, caller })
+      return yield* runChat({ ...input, caller })
     })
   return [
     { method: "POST", path: "/v1/chat/completions", handler: handler("openai") },

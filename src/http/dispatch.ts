@@ -9,10 +9,11 @@ import { Cause, Effect } from "effect"
 import type * as Http from "node:http"
 import { randomUUID } from "node:crypto"
 import { clip } from "../domain/index.ts"
-import { JSON_CONTENT_TYPE, sendBody, sendFailure, withServerSpan } from "../pipeline/index.ts"
+import { bodyReply, failureReply, JSON_CONTENT_TYPE, withServerSpan } from "../pipeline/index.ts"
 import type { JsonLog, RequestContext, TelemetryShape } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { Router } from "./router.ts"
+import { writeReply, writeWhole } from "./write-reply.ts"
 
 /** A gateway error body of the edge itself (no route, shutting down, a defect) in the caller's envelope. */
 export const errorBody = (ctx: RequestContext, status: number, code: string, message: string): string =>
@@ -57,6 +58,7 @@ export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResp
     query: queryAt === -1 ? "" : url.slice(queryAt),
     params: {},
     caller: callerOf(req.headers, path),
+    replyHeaders: undefined,
     log: {}
   }
 }
@@ -65,9 +67,10 @@ export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResp
 export type EdgeTracing = Pick<TelemetryShape, "tracing" | "genAi" | "samples" | "parentOf">
 
 /**
- * The request's program: 404 or 405 when no route takes it, else its handler
- * with failures rendered. It never fails; after it the response has an answer
- * (or was cut, for a failure in the middle of a stream).
+ * The request's program: 404 or 405 when no route takes it, else its handler,
+ * whose `Reply` (or failure, rendered) the edge's writer puts on the response.
+ * It never fails; after it the response has an answer (or was cut, for a
+ * failure in the middle of a stream).
  *
  * With telemetry on, the caller's trace is noted on `ctx.traceParent`; a
  * request the telemetry samples (`ctx.traced`) runs in its server span
@@ -78,33 +81,38 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
   const { res, path } = ctx
   const match = router.match(ctx.method, path)
   if (match._tag === "NotFound") {
-    return Effect.sync(() => sendBody(ctx, 404, errorBody(ctx, 404, "not_found", `no route for ${clip(ctx.method)} ${clip(path)}`), JSON_CONTENT_TYPE))
+    return Effect.sync(() => writeWhole(ctx, bodyReply(ctx, 404, errorBody(ctx, 404, "not_found", `no route for ${clip(ctx.method)} ${clip(path)}`), JSON_CONTENT_TYPE)))
   }
   if (match._tag === "MethodNotAllowed") {
     return Effect.sync(() =>
-      sendBody(ctx, 405, errorBody(ctx, 405, "method_not_allowed", `${clip(ctx.method)} is not allowed on ${clip(path)}; allowed: ${match.allow}`), JSON_CONTENT_TYPE, {
-        allow: match.allow
-      })
+      writeWhole(
+        ctx,
+        bodyReply(ctx, 405, errorBody(ctx, 405, "method_not_allowed", `${clip(ctx.method)} is not allowed on ${clip(path)}; allowed: ${match.allow}`), JSON_CONTENT_TYPE, {
+          allow: match.allow
+        })
+      )
     )
   }
   ctx.params = match.params
   const program = match.handler(ctx).pipe(
-    Effect.catchCause((cause) =>
-      Effect.sync(() => {
-        const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
-        if (failure !== undefined) return sendFailure(ctx, failure)
-        if (Cause.hasInterruptsOnly(cause)) return
-        log.log("error", "unhandled failure", { request_id: ctx.requestId, path: clip(path), cause: Cause.pretty(cause) })
-        if (!res.headersSent) {
-          sendBody(ctx, 500, errorBody(ctx, 500, "internal_error", "internal gateway error"), JSON_CONTENT_TYPE)
-        } else {
-          res.destroy()
-        }
-      })
-    ),
+    Effect.matchCauseEffect({
+      onSuccess: (answer) => (answer._tag === "Sent" ? Effect.void : writeReply(ctx, answer)),
+      onFailure: (cause) =>
+        Effect.sync(() => {
+          const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
+          if (failure !== undefined) return writeWhole(ctx, failureReply(ctx, failure))
+          if (Cause.hasInterruptsOnly(cause)) return
+          log.log("error", "unhandled failure", { request_id: ctx.requestId, path: clip(path), cause: Cause.pretty(cause) })
+          if (!res.headersSent) {
+            writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "internal gateway error"), JSON_CONTENT_TYPE))
+          } else {
+            res.destroy()
+          }
+        })
+    }),
     Effect.ensuring(Effect.sync(() => {
       if (!res.headersSent && !res.destroyed) {
-        sendBody(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE)
+        writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE))
       }
     }))
   )

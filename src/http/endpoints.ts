@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure, Capability } from "../domain/index.ts"
 import { jsonBody } from "../pipeline/index.ts"
-import type { ProxyInput } from "../pipeline/index.ts"
+import type { Answer, ProxyInput } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { Operation } from "../providers/adapter.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
@@ -45,7 +45,7 @@ const invalid = (message: string, param: string) => new GatewayError({ status: 4
 
 export const jsonEndpointRoutes = (
   projectOf: ProjectResolver,
-  runProxy: (input: ProxyInput) => Effect.Effect<void, AnyGatewayFailure>,
+  runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure>,
   maxBodyBytes: number
 ): ReadonlyArray<RouteDef<never>> =>
   ENDPOINTS.map((spec) => ({
@@ -64,7 +64,7 @@ export const jsonEndpointRoutes = (
             return yield* invalid(`${field}: required, ${type === "string|array" ? "a string or an array" : `a ${type}`}`, field)
           }
         }
-        yield* runProxy({
+        return yield* runProxy({
           ctx,
           project,
           operation: spec.operation,

@@ -16,7 +16,8 @@ import { Effect } from "effect"
 import type { GatewaySettings } from "../config/index.ts"
 import { clip, GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import { callerKey, forwardHeld, header, isMultipartForm, passThroughHeaders, sendHeld, uploadTooLarge } from "../pipeline/index.ts"
+import { callerKey, forwardHeld, header, isMultipartForm, passThroughHeaders, uploadTooLarge } from "../pipeline/index.ts"
+import type { Answer } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import { unauthenticatedCall, withQuery } from "../providers/adapter.ts"
@@ -72,7 +73,7 @@ type FileOperation = "upload" | "list" | "retrieve" | "content" | "delete"
 
 /** Routes for the five file operations. */
 export const fileRoutes = ({ project: projectOf, server, client }: FilesDependencies): ReadonlyArray<RouteDef<never>> => {
-  const run = (operation: FileOperation) => (ctx: HttpRequestContext): Effect.Effect<void, AnyGatewayFailure> =>
+  const run = (operation: FileOperation) => (ctx: HttpRequestContext): Effect.Effect<Answer, AnyGatewayFailure> =>
     Effect.gen(function*() {
       const { table, settings } = yield* projectOf(ctx)
       const provider = chooseFilesProvider(table.providers, header(ctx, "x-genai-provider"))
@@ -106,10 +107,9 @@ export const fileRoutes = ({ project: projectOf, server, client }: FilesDependen
         idleTimeoutMs: providerTimeoutMs(settings, provider.id),
         secret
       }).pipe(Effect.catchTag("UpstreamError", (error) => Effect.fail(body?.exceeded() === true ? uploadTooLarge(maxUpload) : error)))
-      const forwarded = yield* forwardHeld(ctx, { providerId: provider.id, family: provider.family }, response, {
+      return yield* forwardHeld(ctx, { providerId: provider.id, family: provider.family }, response, {
         "x-gw-upstream-provider": provider.id
       })
-      if (forwarded._tag === "Held") sendHeld(ctx, forwarded)
     }).pipe(Effect.scoped)
   return [
     { method: "POST", path: "/v1/files", handler: run("upload") },

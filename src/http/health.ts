@@ -1,6 +1,6 @@
 /** `/healthz` (the process is up) and `/readyz` (configuration loaded, dependencies reachable). */
 import { Effect } from "effect"
-import { sendJson } from "../pipeline/index.ts"
+import { jsonReply } from "../pipeline/index.ts"
 import type { RouteDef } from "./router.ts"
 
 export interface ReadinessCheck {
@@ -9,7 +9,7 @@ export interface ReadinessCheck {
 }
 
 export const healthRoutes = (checks: ReadonlyArray<ReadinessCheck>): ReadonlyArray<RouteDef<never>> => [
-  { method: "GET", path: "/healthz", handler: (ctx) => Effect.sync(() => sendJson(ctx, 200, { status: "ok" })) },
+  { method: "GET", path: "/healthz", handler: (ctx) => Effect.sync(() => jsonReply(ctx, 200, { status: "ok" })) },
   {
     method: "GET",
     path: "/readyz",
@@ -18,7 +18,7 @@ export const healthRoutes = (checks: ReadonlyArray<ReadinessCheck>): ReadonlyArr
         Effect.forEach(checks, ({ name, check }) => Effect.map(check, (ok) => [name, ok] as const)),
         (results) => {
           const ready = results.every(([, ok]) => ok)
-          sendJson(ctx, ready ? 200 : 503, {
+          return jsonReply(ctx, ready ? 200 : 503, {
             status: ready ? "ready" : "not_ready",
             checks: Object.fromEntries(results.map(([name, ok]) => [name, ok ? "ok" : "failing"]))
           })

@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
 import type { CatalogEntry, ModelCatalog } from "../routing/catalog.ts"
-import { header, JSON_CONTENT_TYPE, sendBody, sendJson } from "../pipeline/index.ts"
+import { bodyReply, header, JSON_CONTENT_TYPE, jsonReply } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
@@ -49,7 +49,7 @@ export const modelRoutes = (projectOf: ProjectResolver): ReadonlyArray<RouteDef<
     handler: (ctx) =>
       Effect.map(projectOf(ctx), ({ catalog }) => {
         const lists = listsOf(catalog)
-        sendBody(ctx, 200, wantsAnthropic(ctx) ? lists.anthropic : lists.openAi, JSON_CONTENT_TYPE)
+        return bodyReply(ctx, 200, wantsAnthropic(ctx) ? lists.anthropic : lists.openAi, JSON_CONTENT_TYPE)
       })
   },
   {
@@ -66,7 +66,7 @@ export const modelRoutes = (projectOf: ProjectResolver): ReadonlyArray<RouteDef<
             new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${clip(id)}\` does not exist`, param: "model" })
           )
         }
-        return Effect.sync(() => sendJson(ctx, 200, anthropic ? anthropicModel(entry) : openAiModel(entry)))
+        return Effect.sync(() => jsonReply(ctx, 200, anthropic ? anthropicModel(entry) : openAiModel(entry)))
       })
   }
 ]

@@ -20,7 +20,8 @@ import type { IncomingHttpHeaders } from "node:http"
 import type { GatewaySettings } from "../config/index.ts"
 import { classificationHeaders, clip, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/index.ts"
-import { callerKey, callerSink, commitHead, header, passThroughHeaders, responseHeaders } from "../pipeline/index.ts"
+import { callerKey, callerSink, commitHead, header, passThroughHeaders, responseHeaders, SENT } from "../pipeline/index.ts"
+import type { Sent } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import { unauthenticatedCall } from "../providers/adapter.ts"
@@ -139,7 +140,7 @@ const forwardNative = (
   source: FailureSource,
   response: UpstreamResponse,
   secret: Redacted.Redacted<string> | undefined
-): Effect.Effect<void, UpstreamError> =>
+): Effect.Effect<Sent, UpstreamError> =>
   Effect.suspend(() => {
     const caller = callerSink(ctx)
     const isError = response.status >= 400
@@ -190,7 +191,8 @@ const forwardNative = (
             ctx.res.destroy()
           })
         }
-      })
+      }),
+      Effect.as(SENT)
     )
   })
 
@@ -198,7 +200,7 @@ export const passthroughRoutes = ({ project: projectOf, server, client }: Passth
   PASSTHROUGH_KINDS.map((kind) => ({
     method: "*" as const,
     path: `/v1/${kind}/*`,
-    handler: (ctx: HttpRequestContext): Effect.Effect<void, AnyGatewayFailure> =>
+    handler: (ctx: HttpRequestContext): Effect.Effect<Sent, AnyGatewayFailure> =>
       Effect.gen(function*() {
         const { table, settings } = yield* projectOf(ctx)
         const provider = choosePassthroughProvider(table.providers, kind, header(ctx, "x-genai-provider"))
@@ -240,6 +242,6 @@ export const passthroughRoutes = ({ project: projectOf, server, client }: Passth
             Effect.fail(body?.exceeded() === true ? bodyTooLarge(maxBody, "server.max_body_bytes") : error)
           )
         )
-        yield* forwardNative(ctx, { providerId: provider.id, family: provider.family }, response, secret)
+        return yield* forwardNative(ctx, { providerId: provider.id, family: provider.family }, response, secret)
       }).pipe(Effect.scoped)
   }))

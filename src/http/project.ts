@@ -32,7 +32,7 @@ export const makeProjectResolver = (
       authenticated
     }), (project) => {
       // Every answer of a project with a cache says whether it came from it (a hit overrides this).
-      if (project.settings.file.cache.enabled) ctx.res.setHeader("x-gw-cache", "miss")
+      if (project.settings.file.cache.enabled) (ctx.replyHeaders ??= {})["x-gw-cache"] = "miss"
       return project
     })
   if (!auth.enabled) return (ctx) => resolve(ctx)

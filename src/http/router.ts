@@ -4,11 +4,12 @@
  */
 import type { Effect } from "effect"
 import type { AnyGatewayFailure } from "../domain/index.ts"
+import type { Answer } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "*"
 
-export type Handler<R> = (ctx: HttpRequestContext) => Effect.Effect<void, AnyGatewayFailure, R>
+export type Handler<R> = (ctx: HttpRequestContext) => Effect.Effect<Answer, AnyGatewayFailure, R>
 
 export interface RouteDef<R> {
   readonly method: Method

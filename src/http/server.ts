@@ -18,10 +18,11 @@ import type * as Http from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
 import { streamErrorFrame } from "../domain/index.ts"
-import { JSON_CONTENT_TYPE, sendBody } from "../pipeline/index.ts"
+import { bodyReply, JSON_CONTENT_TYPE } from "../pipeline/index.ts"
 import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
+import { writeWhole } from "./write-reply.ts"
 import type { EdgeTracing } from "./dispatch.ts"
 import { watchBody } from "./body-watch.ts"
 import { hasBody } from "./limited-body.ts"
@@ -96,10 +97,13 @@ export const makeRequestListener = <R>(
     req.on("error", ignore)
     res.on("error", ignore)
     if (inFlight.draining) {
-      sendBody(ctx, 503, errorBody(ctx, 503, "shutting_down", "the gateway is shutting down; retry on another instance"), JSON_CONTENT_TYPE, {
-        connection: "close",
-        "retry-after": "1"
-      })
+      writeWhole(
+        ctx,
+        bodyReply(ctx, 503, errorBody(ctx, 503, "shutting_down", "the gateway is shutting down; retry on another instance"), JSON_CONTENT_TYPE, {
+          connection: "close",
+          "retry-after": "1"
+        })
+      )
       return
     }
     const active: ActiveRequest = { ctx, interrupt: undefined }
@@ -127,7 +131,7 @@ export const makeRequestListener = <R>(
           ? `the request body made no progress for ${options.bodyIdleMs / 1000} s`
           : `the request body arrived slower than ${options.bodyMinBytesPerSec} bytes/s`
         // The 408 closes the connection (the body is still pending); a response already under way is cut.
-        sendBody(ctx, 408, errorBody(ctx, 408, "request_timeout", message), JSON_CONTENT_TYPE)
+        writeWhole(ctx, bodyReply(ctx, 408, errorBody(ctx, 408, "request_timeout", message), JSON_CONTENT_TYPE))
         active.interrupt?.()
         if (midResponse) res.destroy()
       })
@@ -153,7 +157,7 @@ export const makeRequestListener = <R>(
 const endAtShutdown = ({ ctx, interrupt }: ActiveRequest): void => {
   const { res } = ctx
   if (!res.headersSent) {
-    sendBody(ctx, 503, errorBody(ctx, 503, "shutting_down", "the gateway shut down before the answer was complete"), JSON_CONTENT_TYPE, { connection: "close" })
+    writeWhole(ctx, bodyReply(ctx, 503, errorBody(ctx, 503, "shutting_down", "the gateway shut down before the answer was complete"), JSON_CONTENT_TYPE, { connection: "close" }))
   } else if (ctx.streamFormat !== undefined && !res.writableEnded) {
     res.end(streamErrorFrame(ctx.streamFormat, "upstream", "the gateway shut down before the stream was complete", 503))
   }

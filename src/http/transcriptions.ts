@@ -15,7 +15,7 @@ import type { Readable } from "node:stream"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import { encodedFormLength, encodeForm, freshBoundary, header, isMultipartForm, spoolForm } from "../pipeline/index.ts"
-import type { FormPart, ProxyBody, ProxyInput, SpooledForm } from "../pipeline/index.ts"
+import type { Answer, FormPart, ProxyBody, ProxyInput, SpooledForm } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { sdkFormatOf } from "./chat.ts"
 import type { ProjectResolver } from "./project.ts"
@@ -78,7 +78,7 @@ const AUDIO_FORMS = [
 
 export const transcriptionRoutes = (
   projectOf: ProjectResolver,
-  runProxy: (input: ProxyInput) => Effect.Effect<void, AnyGatewayFailure>,
+  runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure>,
   maxUploadBytes: number
 ): ReadonlyArray<RouteDef<never>> =>
   AUDIO_FORMS.map(({ path, operation }) => ({
@@ -98,7 +98,7 @@ export const transcriptionRoutes = (
         }
         const model = modelOf(form)
         if (model === undefined) return yield* invalid("model: required, a non-empty form field", "model")
-        yield* runProxy({
+        return yield* runProxy({
           ctx,
           project,
           operation,

@@ -46,7 +46,7 @@ export const choosePlan = (
   ctx.log.model = clip(model)
   if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, overrides: undefined, resolved: plan.name })
   return Effect.map(drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key")), (variant) => {
-    ctx.res.setHeader("x-gw-variant", variant.name)
+    ;(ctx.replyHeaders ??= {})["x-gw-variant"] = variant.name
     ctx.log.variant = variant.name
     return {
       plan,

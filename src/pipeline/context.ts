@@ -52,8 +52,6 @@ export interface CallerResponse {
   statusCode: number
   readonly socket?: Socket | null
   writeHead(status: number, headers: Array<string>): unknown
-  setHeader(name: string, value: string): unknown
-  removeHeader(name: string): unknown
   write(chunk: string | Uint8Array): boolean
   end(chunk?: string | Uint8Array): unknown
   destroy(): unknown
@@ -84,6 +82,12 @@ export interface RequestContext {
   traceParent?: Tracer.ExternalSpan | undefined
   /** The request's application trace is recorded (tracing on, the request sampled): its steps get spans. */
   traced?: boolean | undefined
+  /**
+   * Headers every answer of this request carries, whatever it turns out to be
+   * (`x-gw-cache: miss`, `x-gw-variant`), noted by the stages that know them;
+   * an answer's own header of the same name wins.
+   */
+  replyHeaders: Record<string, string> | undefined
   readonly log: RequestLogFields
 }
 

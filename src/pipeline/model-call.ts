@@ -88,7 +88,7 @@ export class ModelCallTrace {
       if (violation === undefined) return Effect.void
       this.ctx.log.guardrail = violation
       // Refused before the cache lookup: the project's `x-gw-cache: miss` would claim a lookup that never happened.
-      this.ctx.res.removeHeader("x-gw-cache")
+      if (this.ctx.replyHeaders !== undefined) delete this.ctx.replyHeaders["x-gw-cache"]
       return Effect.fail(inputViolationError(violation))
     })
   }

@@ -37,11 +37,10 @@ import {
   isJson,
   OPEN_GATE,
   passThroughHeaders,
-  requestCredential,
-  sendHeld
+  requestCredential
 } from "./forward/index.ts"
 import { failureOf, ModelCallTrace } from "./model-call.ts"
-import { sendBody } from "./reply.ts"
+import { bodyReply } from "./reply.ts"
 import type { Surface } from "./security/index.ts"
 import { attemptLogger, embeddingsRequestAttributes } from "./telemetry/index.ts"
 import type { GenAiOperation, GenAiResponseSummary, JsonLog, TelemetryShape } from "./telemetry/index.ts"
@@ -135,7 +134,7 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
       if (entry?.kind === "body") {
         ctx.log.cache = "hit"
         ctx.log.provider = entry.provider
-        return sendBody(ctx, entry.status, entry.bytes, entry.contentType, hitHeaders(entry))
+        return bodyReply(ctx, entry.status, entry.bytes, entry.contentType, hitHeaders(entry))
       }
       ctx.log.cache = "miss"
     }
@@ -192,19 +191,18 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
           error: failureOf(exit)
         })))
     )
-    if (forwarded._tag === "Held") {
-      sendHeld(ctx, forwarded)
-      if (caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
-        yield* cache.store(caching.scope, caching.key, {
-          kind: "body",
-          status: forwarded.status,
-          contentType: String(forwarded.headers["content-type"] ?? "application/json"),
-          bytes: forwarded.body,
-          storedAt: Date.now(),
-          provider: ctx.log.provider ?? ""
-        }, caching.ttlSeconds)
-      }
+    // The store returns at once (it writes in the background): the answer is not held up by it.
+    if (forwarded._tag === "Reply" && caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
+      yield* cache.store(caching.scope, caching.key, {
+        kind: "body",
+        status: forwarded.status,
+        contentType: String(forwarded.headers["content-type"] ?? "application/json"),
+        bytes: forwarded.body,
+        storedAt: Date.now(),
+        provider: ctx.log.provider ?? ""
+      }, caching.ttlSeconds)
     }
+    return forwarded
   })
 
 /** How an embeddings request uses the cache, or undefined (another endpoint, the cache off, mode never). */

@@ -1,87 +1,101 @@
 /**
- * Writing responses: JSON bodies and errors in the caller's envelope, always
- * with `x-request-id`. A response already started (a stream) is never written
- * twice: errors after the head go through the stream's own error frame.
+ * A request program's answer as a value, a `Reply`: status, headers and a
+ * body that is a value or a stream of bytes. Programs build replies; only the
+ * HTTP edge's writer (`src/http/write-reply.ts`) puts one on a socket, so the
+ * same program can answer a library call or a batch line.
+ *
+ * `SENT` is the answer of a program that wrote its own stream (the forwarded
+ * and translated event streams, until they become reply bodies too).
  */
+import type { Stream } from "effect"
 import { renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, RenderedError } from "../domain/index.ts"
-import type { Socket } from "node:net"
 import type { RequestContext } from "./context.ts"
 
 export const JSON_CONTENT_TYPE = "application/json"
 
-/** How long, and how many more bytes, a connection closed after a refusal lingers. */
-const LINGER_MS = 1000
-const LINGER_BYTES = 8 * 1024 * 1024
+/** Header values as a response head takes them; `undefined` ones are left out. */
+export type ReplyHeaders = Readonly<Record<string, string | number | ReadonlyArray<string> | undefined>>
 
 /**
- * Closing a connection the caller is still writing to: our FIN goes out but
- * the socket is not destroyed at once (which would reset it, and a reset can
- * make the caller lose the answer it has not read yet). Reading stops, and the
- * socket is destroyed after `LINGER_MS`, or as soon as `LINGER_BYTES` more
- * arrived: never the gigabyte the caller declared.
+ * A body sent as it is produced. A failure after the head cuts the
+ * connection (the caller cannot mistake it for a whole answer); an event
+ * stream writes its own error frame before it ends instead.
  */
-const lingerThenClose = (socket: Socket | null | undefined): void => {
-  if (socket == null) return
-  socket.destroySoon = function(this: Socket) {
-    this.end()
-    this.pause()
-    const start = this.bytesRead
-    const watch = setInterval(() => {
-      if (this.bytesRead - start > LINGER_BYTES) this.destroy()
-    }, 50)
-    const stop = setTimeout(() => this.destroy(), LINGER_MS)
-    watch.unref()
-    stop.unref()
-    this.once("close", () => {
-      clearInterval(watch)
-      clearTimeout(stop)
-    })
+export type ReplyStream = Stream.Stream<Uint8Array, AnyGatewayFailure>
+
+export interface Reply<Body extends string | Uint8Array | ReplyStream = string | Uint8Array | ReplyStream> {
+  readonly _tag: "Reply"
+  readonly status: number
+  /** Lower-case names; the writer adds `x-request-id`, and `content-length` for a value body. */
+  readonly headers: ReplyHeaders
+  readonly body: Body
+}
+
+export interface Sent {
+  readonly _tag: "Sent"
+}
+
+/** What a request program answers with. */
+export type Answer = Reply | Sent
+
+export const SENT: Sent = { _tag: "Sent" }
+
+export const isValueBody = (body: string | Uint8Array | ReplyStream): body is string | Uint8Array =>
+  typeof body === "string" || body instanceof Uint8Array
+
+/**
+ * Appends `headers` to a flat head list, after the request's own reply
+ * headers that `headers` does not name; `content-length` left out when the
+ * writer sized the body itself.
+ */
+export const pushHeaders = (
+  head: Array<string>,
+  headers: ReplyHeaders,
+  requestHeaders: Readonly<Record<string, string>> | undefined,
+  sized = false
+): void => {
+  if (requestHeaders !== undefined) for (const name in requestHeaders) if (headers[name] === undefined) head.push(name, requestHeaders[name])
+  for (const name in headers) {
+    const value = headers[name]
+    if (value === undefined || (sized && name === "content-length")) continue
+    if (typeof value === "object") for (const item of value) head.push(name, item)
+    else head.push(name, typeof value === "string" ? value : String(value))
   }
 }
 
-/** A request body is declared and not yet all received. */
-const bodyPending = (ctx: RequestContext): boolean => {
-  const { req } = ctx
-  if (req.complete) return false
-  return req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")
-}
+const NO_HEADERS: ReplyHeaders = {}
 
-export const sendBody = (
+export const reply = <Body extends string | Uint8Array | ReplyStream>(status: number, headers: ReplyHeaders, body: Body): Reply<Body> => ({
+  _tag: "Reply",
+  status,
+  headers,
+  body
+})
+
+/**
+ * A whole body of the gateway's own. Anthropic SDKs read an error's id from
+ * `request-id` (`err.requestID`): an error gets the same id as `x-request-id`.
+ */
+export const bodyReply = (
   ctx: RequestContext,
   status: number,
   body: string | Uint8Array,
   /** Undefined only to forward an upstream body that came without one. */
   contentType: string | undefined,
-  headers?: Readonly<Record<string, string>>
-): void => {
-  const { res } = ctx
-  if (res.headersSent || res.destroyed) return
-  const flat = [
-    "content-length",
-    String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength),
-    "x-request-id",
-    ctx.requestId
-  ]
-  // Answered before the body was read to its end (a refusal): close rather than read the rest.
-  if (bodyPending(ctx)) {
-    flat.push("connection", "close")
-    lingerThenClose(res.socket)
-  }
-  if (contentType !== undefined) flat.push("content-type", contentType)
-  // Anthropic SDKs read an error's id from `request-id` (`err.requestID`): the same id as `x-request-id`.
-  if (status >= 400 && ctx.caller === "anthropic") flat.push("request-id", ctx.requestId)
-  if (headers !== undefined) for (const name in headers) flat.push(name, headers[name])
-  res.writeHead(status, flat)
-  res.end(body)
+  headers: ReplyHeaders = NO_HEADERS
+): Reply<string | Uint8Array> => {
+  const errorId = status >= 400 && ctx.caller === "anthropic"
+  if (contentType === undefined && !errorId) return reply(status, headers, body)
+  const all: Record<string, string | number | ReadonlyArray<string> | undefined> = {}
+  if (contentType !== undefined) all["content-type"] = contentType
+  if (errorId) all["request-id"] = ctx.requestId
+  for (const name in headers) all[name] = headers[name]
+  return reply(status, all, body)
 }
 
-export const sendJson = (
-  ctx: RequestContext,
-  status: number,
-  value: unknown,
-  headers?: Readonly<Record<string, string>>
-): void => sendBody(ctx, status, JSON.stringify(value), JSON_CONTENT_TYPE, headers)
+export const jsonReply = (ctx: RequestContext, status: number, value: unknown, headers?: ReplyHeaders): Reply<string> =>
+  bodyReply(ctx, status, JSON.stringify(value), JSON_CONTENT_TYPE, headers) as Reply<string>
 
 export const renderFailure = (ctx: RequestContext, failure: AnyGatewayFailure): RenderedError => {
   switch (failure._tag) {
@@ -94,9 +108,15 @@ export const renderFailure = (ctx: RequestContext, failure: AnyGatewayFailure): 
   }
 }
 
-export const sendFailure = (ctx: RequestContext, failure: AnyGatewayFailure): void => {
-  const rendered = renderFailure(ctx, failure)
+/** Notes a failure on the request's log line: its code, and the provider it came from. */
+export const logFailure = (ctx: RequestContext, failure: AnyGatewayFailure): void => {
   ctx.log.error_code = failure._tag === "UpstreamError" ? failure.reason : failure.code
   if (failure._tag === "UpstreamError") ctx.log.provider = failure.provider
-  sendBody(ctx, rendered.status, rendered.body, rendered.contentType, rendered.headers)
+}
+
+/** A failure in the caller's envelope, noted on the log line. */
+export const failureReply = (ctx: RequestContext, failure: AnyGatewayFailure): Reply<string | Uint8Array> => {
+  const rendered = renderFailure(ctx, failure)
+  logFailure(ctx, failure)
+  return bodyReply(ctx, rendered.status, rendered.body, rendered.contentType, rendered.headers)
 }

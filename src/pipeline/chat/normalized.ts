@@ -17,7 +17,8 @@ import { SseParser } from "../../providers/sse.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
-import { commitHead, inBandFailure, responseHeaders, SENT, SSE_HEADERS, writeText } from "../forward/index.ts"
+import { commitHead, inBandFailure, responseHeaders, SSE_HEADERS, writeText } from "../forward/index.ts"
+import { reply, SENT } from "../reply.ts"
 import type { Forwarded } from "../forward/index.ts"
 
 const RESPONSE_LIMIT = 32 * 1024 * 1024
@@ -40,7 +41,7 @@ const sourceOf = (t: Translation): FailureSource => ({ providerId: t.providerId,
 const invalid = (t: Translation, message: string, status: number): UpstreamError =>
   UpstreamError.fault(sourceOf(t), message, { status })
 
-/** Reads, decodes and re-encodes a JSON answer; the attempt resolves with it unsent (`Held`). */
+/** Reads, decodes and re-encodes a JSON answer; the attempt resolves with it unsent (a `Reply`). */
 export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>
   Effect.flatMap(response.body.readAll(RESPONSE_LIMIT), (bytes) => {
     let json: unknown
@@ -52,12 +53,11 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
     const decoded = t.provider.decodeResponse(json)
     if (!decoded.ok) return Effect.fail(invalid(t, decoded.message, response.status))
     t.collector.response(decoded.value)
-    return Effect.succeed<Forwarded>({
-      _tag: "Held",
-      status: 200,
-      headers: { ...responseHeaders(response.headers, "own"), ...t.headers, "content-type": "application/json" },
-      body: Buffer.from(JSON.stringify(t.caller.encodeResponse(decoded.value, t.request)))
-    })
+    return Effect.succeed<Forwarded>(reply(
+      200,
+      { ...responseHeaders(response.headers, "own"), ...t.headers, "content-type": "application/json" },
+      Buffer.from(JSON.stringify(t.caller.encodeResponse(decoded.value, t.request)))
+    ))
   })
 
 export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>

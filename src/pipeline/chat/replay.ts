@@ -11,12 +11,14 @@ import { CALLER_CODECS, responseEvents } from "../../formats/index.ts"
 import { hitHeaders } from "../cache/index.ts"
 import type { CacheEntry, CachedChat } from "../cache/index.ts"
 import type { RequestContext } from "../context.ts"
-import { commitHead, SSE_HEADERS } from "../forward/index.ts"
-import { JSON_CONTENT_TYPE, sendBody } from "../reply.ts"
+import { SSE_HEADERS } from "../forward/index.ts"
+import { bodyReply, JSON_CONTENT_TYPE, reply } from "../reply.ts"
+import type { Reply } from "../reply.ts"
 
 /**
- * Answers from the entry; false when it cannot (the request or the stored
- * answer does not decode), and the request goes upstream instead.
+ * The answer from the entry; undefined when there is none (the request or the
+ * stored answer does not decode), and the request goes upstream instead. A
+ * replayed stream is whole: it goes out as one body.
  */
 export const replayChat = (
   ctx: RequestContext,
@@ -24,25 +26,19 @@ export const replayChat = (
   stream: boolean,
   entry: CacheEntry & CachedChat,
   request: () => ChatRequest | undefined
-): boolean => {
+): Reply<string | Uint8Array> | undefined => {
   const headers = hitHeaders(entry)
-  if (!stream && entry.body !== undefined) {
-    sendBody(ctx, entry.body.status, entry.body.bytes, entry.body.contentType, headers)
-    return true
-  }
+  if (!stream && entry.body !== undefined) return bodyReply(ctx, entry.body.status, entry.body.bytes, entry.body.contentType, headers)
   const decoded = request()
   const response = decoded === undefined ? undefined : entry.response()
-  if (decoded === undefined || response === undefined) return false
+  if (decoded === undefined || response === undefined) return undefined
   const codec = CALLER_CODECS[caller]
   if (stream) {
     const encoder = codec.streamEncoder(decoded)
     let frames = ""
     for (const event of responseEvents(response)) frames += encoder.push(event)
     ctx.streamFormat = caller
-    commitHead(ctx, 200, { ...SSE_HEADERS, ...headers })
-    ctx.res.end(frames)
-    return true
+    return reply(200, { ...SSE_HEADERS, ...headers }, frames)
   }
-  sendBody(ctx, 200, JSON.stringify(codec.encodeResponse(response, decoded)), JSON_CONTENT_TYPE, headers)
-  return true
+  return bodyReply(ctx, 200, JSON.stringify(codec.encodeResponse(response, decoded)), JSON_CONTENT_TYPE, headers)
 }

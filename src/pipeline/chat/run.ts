@@ -46,7 +46,6 @@ import {
   isEventStream,
   passThroughHeaders,
   requestCredential,
-  sendHeld,
   translatedHeaders
 } from "../forward/index.ts"
 import type { Forwarded } from "../forward/index.ts"
@@ -181,10 +180,11 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         const decoded = canonicalRequest()
         return decoded instanceof GatewayError ? undefined : decoded
       }
-      if (entry?.kind === "chat" && replayChat(ctx, caller, input.stream, entry, request)) {
+      const replayed = entry?.kind === "chat" ? replayChat(ctx, caller, input.stream, entry, request) : undefined
+      if (replayed !== undefined) {
         ctx.log.cache = "hit"
-        ctx.log.provider = entry.provider
-        return
+        ctx.log.provider = entry?.provider
+        return replayed
       }
       ctx.log.cache = "miss"
     }
@@ -339,11 +339,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     if (guard.output) {
       // A held answer is withheld; a stream already went out, so it is recorded (its verdict may be taken already, keepStreamed).
       const violation = collector.text === "" ? undefined : yield* trace.guardrail("output", () => outputViolation(collector))
-      if (violation !== undefined && forwarded._tag === "Held") return yield* outputViolationError(violation)
+      if (violation !== undefined && forwarded._tag === "Reply") return yield* outputViolationError(violation)
     }
-    if (forwarded._tag !== "Held") return
-    sendHeld(ctx, forwarded)
-    // Kept after it went out: only a whole, good answer (a violating one was refused above).
+    if (forwarded._tag !== "Reply") return forwarded
+    // Kept (the store returns at once; it writes in the background): only a whole, good answer (a violating one was refused above).
     const response = forwarded.status === 200 ? collector.final : undefined
     if (caching !== undefined && response !== undefined) {
       yield* cache.store(caching.scope, caching.key, {
@@ -354,6 +353,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         provider: ctx.log.provider ?? ""
       }, caching.ttlSeconds)
     }
+    return forwarded
   })
 }
 

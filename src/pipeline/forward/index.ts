@@ -13,8 +13,6 @@ export {
   inBandFailure,
   isEventStream,
   isJson,
-  OPEN_GATE,
-  sendHeld,
-  SENT
+  OPEN_GATE
 } from "./verbatim.ts"
 export type { Forwarded, StreamBreak, StreamGate } from "./verbatim.ts"

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import type { OutgoingHttpHeaders } from "node:http"
 import type { ChunkSink } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
+import { pushHeaders } from "../reply.ts"
 
 export const callerSink = (ctx: RequestContext): ChunkSink => ({
   write: (chunk) => ctx.res.write(chunk),
@@ -34,12 +35,7 @@ export const commitHead = (ctx: RequestContext, status: number, headers: Outgoin
   if (res.headersSent) return
   // One writeHead with a flat list: Node's fast path when nothing was set before (no header map).
   const flat: Array<string> = []
-  for (const name in headers) {
-    const value = headers[name]
-    if (value === undefined) continue
-    if (Array.isArray(value)) for (const item of value) flat.push(name, item)
-    else flat.push(name, String(value))
-  }
+  pushHeaders(flat, headers, ctx.replyHeaders)
   flat.push("x-request-id", ctx.requestId)
   res.writeHead(status, flat)
 }

@@ -7,7 +7,7 @@
  * Details
  * - A body that is not an event stream is held until it is complete (up to
  *   `HOLD_LIMIT`), then checked (a JSON body must parse); the attempt
- *   resolves with it unsent (`Held`), so the program can still look at it
+ *   resolves with it unsent (a `Reply`), so the program can still look at it
  *   before it goes out. An upstream that stalls, resets or sends garbage
  *   before the end is a failed attempt, never a truncated 200. A body larger
  *   than the limit is streamed from there on (`Sent`).
@@ -35,15 +35,13 @@ import { decodeWhole } from "../../providers/content-encoding.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { ChunkSink, UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
+import { reply, SENT } from "../reply.ts"
+import type { Reply, Sent } from "../reply.ts"
 import { responseHeaders } from "./headers.ts"
 import { callerSink, commitHead } from "./sink.ts"
 
-/** What a forwarding attempt achieved: a complete body not yet sent, or a body already (being) sent. */
-export type Forwarded =
-  | { readonly _tag: "Held"; readonly status: number; readonly headers: OutgoingHttpHeaders; readonly body: Uint8Array }
-  | { readonly _tag: "Sent" }
-
-export const SENT: Forwarded = { _tag: "Sent" }
+/** What a forwarding attempt achieved: a complete body not yet sent (the reply), or a body already (being) sent. */
+export type Forwarded = Reply<Uint8Array> | Sent
 
 /** Where a chat stream failed (an error event, or an event that stopped parsing), as its gate saw it. */
 export interface StreamBreak {
@@ -374,7 +372,7 @@ export const forwardHeld = (
           const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
           const problem = checkBody(response, body, inspect)
           if (problem !== undefined) return Effect.fail(UpstreamError.fault(source, problem, { status: response.status }))
-          return Effect.succeed<Forwarded>({ _tag: "Held", status: response.status, headers: head(), body })
+          return Effect.succeed<Forwarded>(reply(response.status, head(), body))
         }
       })
     )
@@ -392,12 +390,4 @@ const checkBody = (response: UpstreamResponse, body: Uint8Array, inspect?: (json
     return "upstream sent a response that is not valid JSON"
   }
   return inspect?.(json)
-}
-
-/** Sends a held body as it came. */
-export const sendHeld = (ctx: RequestContext, held: Extract<Forwarded, { _tag: "Held" }>): void => {
-  if (ctx.res.headersSent || ctx.res.destroyed) return
-  const headers = { ...held.headers, "content-length": String(held.body.byteLength) }
-  commitHead(ctx, held.status, headers)
-  ctx.res.end(held.body)
 }

@@ -1,0 +1,124 @@
+/**
+ * The one writer of a `Reply` to the caller: the head in one `writeHead`
+ * (with `x-request-id`, and `content-length` for a value body), then the body
+ * whole, or streamed with backpressure. Nothing else writes a response.
+ *
+ * Details
+ * - A response already started or a socket already gone is never written
+ *   twice.
+ * - Answered before the request body was read to its end (a refusal), the
+ *   connection closes rather than read the rest, after a short linger.
+ * - A stream body is written as its chunks come, waiting for `drain` when the
+ *   socket's buffer is full, so a slow reader pauses the upstream. A caller
+ *   that hangs up interrupts the request's fiber, and with it the stream (its
+ *   upstream is aborted by its own finalizer). A stream that fails after the
+ *   head cuts the connection: the caller cannot mistake it for a whole answer.
+ */
+import { Effect, Stream } from "effect"
+import type { Socket } from "node:net"
+import { isValueBody, logFailure, pushHeaders } from "../pipeline/index.ts"
+import type { AnyGatewayFailure } from "../domain/index.ts"
+import type { CallerResponse, Reply, ReplyStream, RequestContext } from "../pipeline/index.ts"
+
+/** How long, and how many more bytes, a connection closed after a refusal lingers. */
+const LINGER_MS = 1000
+const LINGER_BYTES = 8 * 1024 * 1024
+
+/**
+ * Closing a connection the caller is still writing to: our FIN goes out but
+ * the socket is not destroyed at once (which would reset it, and a reset can
+ * make the caller lose the answer it has not read yet). Reading stops, and the
+ * socket is destroyed after `LINGER_MS`, or as soon as `LINGER_BYTES` more
+ * arrived: never the gigabyte the caller declared.
+ */
+const lingerThenClose = (socket: Socket | null | undefined): void => {
+  if (socket == null) return
+  socket.destroySoon = function(this: Socket) {
+    this.end()
+    this.pause()
+    const start = this.bytesRead
+    const watch = setInterval(() => {
+      if (this.bytesRead - start > LINGER_BYTES) this.destroy()
+    }, 50)
+    const stop = setTimeout(() => this.destroy(), LINGER_MS)
+    watch.unref()
+    stop.unref()
+    this.once("close", () => {
+      clearInterval(watch)
+      clearTimeout(stop)
+    })
+  }
+}
+
+/** A request body is declared and not yet all received. */
+const bodyPending = (ctx: RequestContext): boolean => {
+  const { req } = ctx
+  if (req.complete) return false
+  return req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")
+}
+
+/** Writes the head, with `head` already holding the framing headers; false when the response cannot take one. */
+const writeHead = (ctx: RequestContext, reply: Reply, head: Array<string>): boolean => {
+  const { res } = ctx
+  if (res.headersSent || res.destroyed) return false
+  head.push("x-request-id", ctx.requestId)
+  if (bodyPending(ctx)) {
+    head.push("connection", "close")
+    lingerThenClose(res.socket)
+  }
+  const sized = head[0] === "content-length"
+  // One writeHead with a flat list: Node's fast path when nothing was set before (no header map).
+  pushHeaders(head, reply.headers, ctx.replyHeaders, sized)
+  res.writeHead(reply.status, head)
+  return true
+}
+
+/** Writes a reply whose body is a value: one head, one write. */
+export const writeWhole = (ctx: RequestContext, reply: Reply<string | Uint8Array>): void => {
+  const { body } = reply
+  const head = ["content-length", String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength)]
+  if (writeHead(ctx, reply, head)) ctx.res.end(body)
+}
+
+/** Waits until the response can take more (or is gone). */
+const drained = (res: CallerResponse): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    const done = () => {
+      res.off("drain", done)
+      res.off("close", done)
+      resume(Effect.void)
+    }
+    res.once("drain", done)
+    res.once("close", done)
+    return Effect.sync(() => {
+      res.off("drain", done)
+      res.off("close", done)
+    })
+  })
+
+const writeStream = (ctx: RequestContext, reply: Reply, body: ReplyStream): Effect.Effect<void> => {
+  const { res } = ctx
+  if (!writeHead(ctx, reply, [])) return Effect.void
+  return body.pipe(
+    // Whole arrays of chunks at a time: one Effect per pull, not per chunk.
+    Stream.runForEachArray((chunks) => {
+      let room = true
+      for (const chunk of chunks) room = res.write(chunk)
+      return room || res.destroyed ? Effect.void : drained(res)
+    }),
+    Effect.matchEffect({
+      onFailure: (failure: AnyGatewayFailure) =>
+        Effect.sync(() => {
+          logFailure(ctx, failure)
+          res.destroy()
+        }),
+      onSuccess: () => Effect.sync(() => res.end())
+    })
+  )
+}
+
+/** Writes a reply to the caller; a stream body as it comes. */
+export const writeReply = (ctx: RequestContext, reply: Reply): Effect.Effect<void> => {
+  const { body } = reply
+  return isValueBody(body) ? Effect.sync(() => writeWhole(ctx, reply as Reply<string | Uint8Array>)) : writeStream(ctx, reply, body)
+}
