@@ -7,10 +7,6 @@ declare module "undici/lib/dispatcher/pool.js" {
   const Pool: unknown
   export default Pool
 }
-declare module "undici/lib/dispatcher/dispatcher.js" {
-  const Dispatcher: unknown
-  export default Dispatcher
-}
 declare module "undici/lib/api/api-request.js" {
   const request: unknown
   export default request

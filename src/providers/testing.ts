@@ -13,6 +13,7 @@
 import { Duration, Effect, Layer, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { UpstreamError } from "../domain/index.ts"
+import { NO_ACTIVITY, silence, timedOut } from "./deadline.ts"
 import { parseRetryAfterMs } from "./retry-after.ts"
 import { ProviderClient } from "./transport.ts"
 import type { ChunkSink, UpstreamBody, UpstreamCall, UpstreamResponse } from "./transport.ts"
@@ -127,9 +128,6 @@ const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamRe
   }
 }
 
-const timedOut = (call: UpstreamCall): UpstreamError =>
-  UpstreamError.fault(call, `no response within ${call.idleTimeoutMs} ms`, { timeout: "head" })
-
 /** A `ProviderClient` layer answering every call with `handler`; calls are appended to `calls`. */
 export const layerTest = (
   handler: (call: UpstreamCall, index: number) => TestReply,
@@ -141,8 +139,10 @@ export const layerTest = (
       send: (call) =>
         Effect.suspend(() => {
           calls.push(call)
-          return respond(call, handler(call, calls.length - 1)).pipe(
-            Effect.timeoutOrElse({ duration: call.idleTimeoutMs, orElse: () => Effect.fail(timedOut(call)) })
+          // The live transport's own deadline: a scripted reply gives no sign of life before its head.
+          return Effect.raceFirst(
+            respond(call, handler(call, calls.length - 1)),
+            Effect.flatMap(silence(NO_ACTIVITY, call.idleTimeoutMs), () => Effect.fail(timedOut(call, "head")))
           )
         })
     })

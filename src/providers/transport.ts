@@ -10,13 +10,18 @@
  * Effect `Stream` for the normalized path) or `readAll`.
  *
  * Details
- * - Ownership: an exchange belongs to the `Scope` of the attempt that opened
- *   it; when that scope closes, however the attempt ended (done, failed,
- *   retried, the caller gone), the exchange is aborted unless it already
- *   finished. Nothing else needs to remember to abort it.
+ * - Ownership: an exchange is a resource of the `Scope` of the attempt that
+ *   opened it (`Effect.acquireRelease`): when that scope closes, however the
+ *   attempt ended (done, failed, retried, interrupted, the caller gone), the
+ *   exchange is aborted unless it already finished. Nothing else needs to
+ *   remember to abort it.
  * - `idleTimeoutMs` bounds the wait for the response head and, after it, every
- *   gap between two chunks (one timer, re-armed per chunk); a timeout aborts
- *   the request and fails with a timed-out `UpstreamError`.
+ *   gap between two chunks; request-body bytes sent count as life (a slow
+ *   upload is not a timeout). The wait is timed on Effect's `Clock` by a watch
+ *   fiber in the attempt's scope (./deadline.ts), so `TestClock` drives it;
+ *   undici's own timers are off, as `@effect/platform-node`'s client leaves
+ *   timeouts to Effect. A timeout aborts the request and fails with a
+ *   timed-out `UpstreamError`.
  * - Interim 1xx responses are skipped; a 3xx is never followed (it would send
  *   the prompt to another host) and fails as `upstream`.
  * - `decode: true` decodes a `content-encoding` the upstream applied unasked
@@ -27,7 +32,8 @@
  * - `errorBodies: "stream"` (native passthrough) hands a 4xx/5xx over like a
  *   success, so its whole body can be forwarded byte for byte.
  */
-import { Cause, Context, Effect, Layer, Redacted, Scope, Stream } from "effect"
+import { Cause, Context, Effect, Layer, Redacted, Stream } from "effect"
+import type { Clock, Scope } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
 import { Agent } from "./undici.ts"
@@ -35,6 +41,8 @@ import type { Dispatcher } from "undici"
 import { UpstreamError } from "../domain/index.ts"
 import type { ProviderFamily } from "../domain/index.ts"
 import { decodeWhole, decompressorFor } from "./content-encoding.ts"
+import { silence, timedOut } from "./deadline.ts"
+import type { Activity } from "./deadline.ts"
 import type { Decompressor } from "./content-encoding.ts"
 import { parseRetryAfterMs } from "./retry-after.ts"
 
@@ -130,11 +138,17 @@ class AbortedByGateway extends Error {}
 
 type Resume<A> = (effect: Effect.Effect<A, UpstreamError>) => void
 
-/** One upstream request: an undici dispatch handler and the body it produces. */
-class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
+/** One upstream request: an undici dispatch handler, the body it produces, and the activity its watch reads. */
+class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Activity {
   private controller: Dispatcher.DispatchController | undefined
   private aborted = false
   private headResume: Resume<UpstreamResponse> | undefined
+  /** The head's outcome when it came before anyone waited for it (a synchronous failure). */
+  private headOutcome: Effect.Effect<UpstreamResponse, UpstreamError> | undefined
+  private headSettled = false
+  lastActivityAt: number
+  holding = false
+  settled = false
   private status = 0
   private headers: IncomingHttpHeaders = {}
   private errorChunks: Array<Buffer> | undefined
@@ -146,25 +160,50 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   private sink: ChunkSink | undefined
   private tap: ((chunk: Uint8Array) => void) | undefined
   private waiter: (() => void) | undefined
-  private idleTimer: NodeJS.Timeout | undefined
   private readonly call: UpstreamCall
+  private readonly clock: Clock.Clock
 
-  constructor(call: UpstreamCall) {
+  constructor(call: UpstreamCall, clock: Clock.Clock) {
     this.call = call
+    this.clock = clock
+    this.lastActivityAt = clock.currentTimeMillisUnsafe()
   }
 
-  /** Dispatches the request and waits for its head. */
-  start(agent: Agent): Effect.Effect<UpstreamResponse, UpstreamError> {
+  /** Sends the request (the acquisition of the attempt's resource). */
+  dispatch(agent: Agent): this {
+    const { call } = this
+    agent.dispatch(
+      { origin: call.origin, path: call.path, method: call.method as Dispatcher.HttpMethod, headers: call.headers, body: call.body ?? null },
+      this
+    )
+    return this
+  }
+
+  /** The response head; interrupting the wait aborts the request. */
+  get head(): Effect.Effect<UpstreamResponse, UpstreamError> {
     return Effect.callback<UpstreamResponse, UpstreamError>((resume) => {
-      this.headResume = resume
-      this.armIdleTimer()
-      const { call } = this
-      agent.dispatch(
-        { origin: call.origin, path: call.path, method: call.method as Dispatcher.HttpMethod, headers: call.headers, body: call.body ?? null },
-        this
-      )
+      if (this.headOutcome !== undefined) resume(this.headOutcome)
+      else this.headResume = resume
       return Effect.sync(this.abort)
     })
+  }
+
+  /** Fails the exchange as timed out once the upstream stays silent for `idleTimeoutMs`. */
+  get watch(): Effect.Effect<void> {
+    return Effect.flatMap(silence(this, this.call.idleTimeoutMs), (expired) => (expired ? Effect.sync(this.expire) : Effect.void))
+  }
+
+  private settleHead(outcome: Effect.Effect<UpstreamResponse, UpstreamError>): void {
+    if (this.headSettled) return
+    this.headSettled = true
+    const resume = this.headResume
+    this.headResume = undefined
+    if (resume !== undefined) resume(outcome)
+    else this.headOutcome = outcome
+  }
+
+  private touch(): void {
+    this.lastActivityAt = this.clock.currentTimeMillisUnsafe()
   }
 
   // --- undici handler -------------------------------------------------------
@@ -176,7 +215,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
 
   /** Each request-body chunk sent proves the connection is alive: a slow upload is not a timeout. */
   onBodySent(): void {
-    this.idleTimer?.refresh()
+    this.touch()
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
@@ -187,7 +226,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     if (status < 200) return
     this.status = status
     this.headers = headers
-    this.idleTimer?.refresh()
+    this.touch()
     if (status >= 300 && !(status >= 400 && this.call.errorBodies === "stream")) {
       this.errorChunks = []
       return
@@ -202,9 +241,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
         this.decompressor.on("error", () => this.fail(UpstreamError.fault(this.call, "upstream sent a body that does not decode", { status })))
       }
     }
-    const resume = this.headResume
-    this.headResume = undefined
-    resume?.(Effect.succeed({ status, headers: head, body: this }))
+    this.settleHead(Effect.succeed({ status, headers: head, body: this }))
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -213,19 +250,17 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
       this.errorSize += chunk.byteLength
       return
     }
-    this.idleTimer?.refresh()
+    this.touch()
     if (this.decompressor !== undefined) this.decompressor.write(chunk)
     else this.deliver(chunk)
   }
 
   onResponseEnd(): void {
-    this.clearIdleTimer()
+    this.settled = true
     if (this.errorChunks !== undefined) {
       const raw = Buffer.concat(this.errorChunks).subarray(0, ERROR_BODY_LIMIT)
       this.errorChunks = undefined
-      const resume = this.headResume
-      this.headResume = undefined
-      resume?.(Effect.fail(this.httpError(raw)))
+      this.settleHead(Effect.fail(this.httpError(raw)))
       return
     }
     if (this.decompressor !== undefined) this.decompressor.end()
@@ -233,7 +268,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.clearIdleTimer()
+    this.settled = true
     if (error instanceof AbortedByGateway && this.failure === undefined) return
     this.fail(this.failure ?? this.networkError(error))
   }
@@ -263,9 +298,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
 
   private fail(failure: UpstreamError): void {
     this.failure ??= failure
-    const resume = this.headResume
-    this.headResume = undefined
-    resume?.(Effect.fail(this.failure))
+    this.settleHead(Effect.fail(this.failure))
     this.wake()
   }
 
@@ -289,44 +322,36 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
     })
   }
 
-  private armIdleTimer(): void {
-    this.idleTimer = setTimeout(() => {
-      const waitingForHead = this.headResume !== undefined
-      const failure = UpstreamError.fault(
-        this.call,
-        waitingForHead ? `no response within ${this.call.idleTimeoutMs} ms` : `no data for ${this.call.idleTimeoutMs} ms`,
-        { timeout: waitingForHead ? "head" : "idle" }
-      )
-      this.failure = failure
-      this.aborted = true
-      this.controller?.abort(new AbortedByGateway("timeout"))
-      this.decompressor?.destroy()
-      this.fail(failure)
-    }, this.call.idleTimeoutMs)
+  /** The upstream stayed silent too long (the watch's verdict). */
+  private readonly expire = (): void => {
+    if (this.settled) return
+    const failure = timedOut(this.call, this.headSettled ? "idle" : "head")
+    this.failure = failure
+    this.aborted = true
+    this.settled = true
+    this.controller?.abort(new AbortedByGateway("timeout"))
+    this.decompressor?.destroy()
+    this.fail(failure)
   }
 
   /**
    * The gateway itself holds the upstream back (the caller reads slower than
-   * the upstream writes): that silence is not the upstream's, so its idle
-   * timer stops until the caller catches up.
+   * the upstream writes): that silence is not the upstream's, so the watch
+   * does not count it until the caller catches up.
    */
   private pauseForCaller(): void {
     const controller = this.controller
     if (controller === undefined || controller.paused) return
     controller.pause()
-    this.clearIdleTimer()
+    this.holding = true
   }
 
   private resumeForCaller(): void {
     const controller = this.controller
     if (controller === undefined || !controller.paused || this.ended || this.failure !== undefined || this.aborted) return
-    this.armIdleTimer()
+    this.holding = false
+    this.touch()
     controller.resume()
-  }
-
-  private clearIdleTimer(): void {
-    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer)
-    this.idleTimer = undefined
   }
 
   private wake(): void {
@@ -338,7 +363,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody {
   // --- body -----------------------------------------------------------------
 
   readonly abort = (): void => {
-    this.clearIdleTimer()
+    this.settled = true
     if (this.aborted) return
     this.aborted = true
     this.decompressor?.destroy()
@@ -440,7 +465,7 @@ export class ProviderClient extends Context.Service<ProviderClient, {
           pipelining: 1,
           keepAliveTimeout: 30_000,
           keepAliveMaxTimeout: 600_000,
-          // Our own timeouts bound the head and every gap between chunks.
+          // Effect's timeouts bound the head and every gap between chunks (./deadline.ts).
           headersTimeout: 0,
           bodyTimeout: 0
         })
@@ -450,10 +475,16 @@ export class ProviderClient extends Context.Service<ProviderClient, {
       Effect.map((agent) =>
         ProviderClient.of({
           send: (call) =>
-            Effect.flatMap(Effect.scope, (scope) => {
-              const exchange = new Exchange(call)
-              return Effect.andThen(Scope.addFinalizer(scope, Effect.sync(exchange.abort)), exchange.start(agent))
-            })
+            Effect.clockWith((clock) =>
+              Effect.acquireRelease(
+                Effect.sync(() => new Exchange(call, clock).dispatch(agent)),
+                (exchange) => Effect.sync(exchange.abort)
+              ).pipe(
+                // The watch lives in the attempt's scope too: interrupted when the attempt ends.
+                Effect.tap((exchange) => Effect.forkScoped(exchange.watch)),
+                Effect.flatMap((exchange) => exchange.head)
+              )
+            )
         })
       )
     )

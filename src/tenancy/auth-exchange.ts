@@ -25,7 +25,7 @@ import { Context, Effect, Layer, Redacted, Result } from "effect"
 import type { Clock } from "effect"
 import { createHash } from "node:crypto"
 import type { IncomingHttpHeaders } from "node:http"
-import { Pool } from "../providers/undici.ts"
+import { Pool, request } from "../providers/undici.ts"
 import type { ConfigFile } from "../config/index.ts"
 import { GatewayError, InfraError } from "../domain/index.ts"
 import { Log } from "../pipeline/telemetry/log.ts"
@@ -130,7 +130,7 @@ const makeLive = (settings: ConfigFile["auth"], log: JsonLog, pool: Pool): Platf
 
   const exchange = async (key: string, projectId: string, clock: Clock.Clock): Promise<Outcome> => {
     try {
-      const response = await pool.request({
+      const response = await request(pool, {
         method: "POST",
         path,
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json" },
