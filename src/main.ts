@@ -12,7 +12,7 @@ import { Cause, Exit, Layer } from "effect"
 import { configPath, loadSettings, redactedView } from "./config/index.ts"
 import { liveLayer, serveGateway } from "./gateway.ts"
 import { StartError } from "./http/server.ts"
-import { JsonLog } from "./pipeline/telemetry/log.ts"
+import { JsonLog } from "./infra/log.ts"
 import { isClusterWorker, superviseWorkers, workerCount, workerNumber } from "./workers.ts"
 
 const USAGE = `usage:

@@ -25,7 +25,7 @@ import { Context, Effect, Layer, References } from "effect"
 import type { Tracer } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { GenAiCall } from "./genai/call.ts"
-import { Log } from "./log.ts"
+import { Log } from "../../infra/log.ts"
 import type { TelemetryMemory } from "./memory.ts"
 import type { ExportCredential, TelemetrySettings } from "./settings.ts"
 

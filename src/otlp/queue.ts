@@ -30,7 +30,7 @@
 import { exportRequest } from "./common.ts"
 import type { RequestHead } from "./common.ts"
 import { ProtoWriter } from "./protobuf.ts"
-import type { SendExport } from "../settings.ts"
+import type { SendExport } from "../pipeline/telemetry/settings.ts"
 
 /** Bytes held by several queues together, and their bound. */
 export class ByteBudget {
