@@ -182,6 +182,10 @@ describe("the import graph of src/", () => {
     expect([...new Set(files.map(unitOf))].filter((unit) => MAY_IMPORT[unit] === undefined)).toEqual([])
   })
 
+  it("keeps the OTLP export decoder off the server: only the in-memory test layer reads it", () => {
+    expect([...new Set(edges.filter(({ to }) => to === "otlp/decode.ts").map(({ from }) => from))]).toEqual(["pipeline/telemetry/memory.ts"])
+  })
+
   it("imports only the way the folder table allows: no stage imports another, nothing imports upward", () => {
     const against = edges.flatMap(({ from, to, line }) => {
       const [a, b] = [unitOf(from), unitOf(to)]
