@@ -48,14 +48,14 @@ const MAY_IMPORT: Record<string, ReadonlyArray<string>> = {
 }
 
 /** The unit a src-relative path belongs to: its top folder, a pipeline stage's own folder, or a top-level file. */
-export const unitOf = (path: string): string => {
+const unitOf = (path: string): string => {
   const parts = path.split("/")
   if (parts.length === 1) return path
   if (parts[0] === "pipeline" && parts.length > 2 && parts[1] !== "chat" && parts[1] !== "forward") return `pipeline/${parts[1]}`
   return parts[0]
 }
 
-export interface Import {
+interface Import {
   readonly spec: string
   readonly line: number
 }
@@ -66,7 +66,7 @@ export interface Import {
  * keeps comments and strings out), side-effect imports, and `import("…")`
  * calls outside comments.
  */
-export const importsOf = (source: string): Array<Import> => {
+const importsOf = (source: string): Array<Import> => {
   const found: Array<Import> = []
   const lineAt = (index: number) => source.slice(0, index).split("\n").length
   for (const match of source.matchAll(/^(?:import|export)\b[^"'`;]*?\bfrom\s*["']([^"']+)["']|^import\s*["']([^"']+)["']/gm)) {
@@ -109,7 +109,7 @@ const readGraph = () => {
 }
 
 /** Every strongly connected group of more than one file (or a file importing itself), each as one circle through it. */
-export const circlesOf = (files: ReadonlyArray<string>, edges: ReadonlyArray<Edge>): Array<Array<string>> => {
+const circlesOf = (files: ReadonlyArray<string>, edges: ReadonlyArray<Edge>): Array<Array<string>> => {
   const next = new Map<string, Array<string>>(files.map((file) => [file, []]))
   for (const { from, to } of edges) next.get(from)?.push(to)
   let counter = 0
