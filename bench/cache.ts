@@ -17,7 +17,7 @@ import { open, seal } from "../src/pipeline/cache/crypto.ts"
 import { decodeEntry, encodeEntry } from "../src/pipeline/cache/entry.ts"
 import { cacheKey, redisKey, ResponseCache } from "../src/pipeline/cache/index.ts"
 import type { CacheEntry, CacheScope } from "../src/pipeline/cache/index.ts"
-import { JsonLog, Log } from "../src/pipeline/telemetry/log.ts"
+import { JsonLog, Log } from "../src/infra/log.ts"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const OPERATIONS = 2_000

@@ -19,7 +19,7 @@ import { configPath, loadSettings, redactedView } from "./config/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
 import { liveLayer, serveGateway } from "./gateway.ts"
 import { StartError } from "./http/server.ts"
-import { JsonLog } from "./pipeline/telemetry/log.ts"
+import { JsonLog } from "./infra/log.ts"
 import { isClusterWorker, superviseWorkers, workerCount, workerNumber } from "./workers.ts"
 
 const SERVE_USAGE = `usage: gateway [serve] [--config PATH | PATH] [--port N] [--host H]

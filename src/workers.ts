@@ -19,7 +19,7 @@
 import type { Worker } from "node:cluster"
 import { availableParallelism } from "node:os"
 import type { GatewaySettings } from "./config/index.ts"
-import type { JsonLog } from "./pipeline/telemetry/log.ts"
+import type { JsonLog } from "./infra/log.ts"
 import { servingSummary } from "./startup-summary.ts"
 
 /** How many workers a configuration asks for. */

@@ -1,8 +1,11 @@
 /**
  * The pipeline's public face for the HTTP layer: the request context, the
  * per-request programs (chat, the other model endpoints), response writing,
- * multipart spooling, forwarding and the log.
+ * multipart spooling, forwarding, and the log they write to (src/infra/log.ts,
+ * re-exported so the edge needs nothing from infra).
  */
+export { JsonLog, Log } from "../infra/log.ts"
+export type { LogLevel, LogSink } from "../infra/log.ts"
 export { makeChatProgram } from "./chat/run.ts"
 export type { ChatDependencies, ChatInput } from "./chat/run.ts"
 export { header } from "./context.ts"

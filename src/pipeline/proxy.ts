@@ -42,8 +42,10 @@ import {
 import { failureOf, ModelCallTrace } from "./model-call.ts"
 import { bodyReply } from "./reply.ts"
 import type { Surface } from "./security/index.ts"
-import { attemptLogger, embeddingsRequestAttributes } from "./telemetry/index.ts"
-import type { GenAiOperation, GenAiResponseSummary, JsonLog, TelemetryShape } from "./telemetry/index.ts"
+import type { JsonLog } from "../infra/log.ts"
+import { attemptLogger } from "./attempts.ts"
+import { embeddingsRequestAttributes } from "./telemetry/index.ts"
+import type { GenAiOperation, GenAiResponseSummary, TelemetryShape } from "./telemetry/index.ts"
 
 export interface ProxyBody {
   readonly contentType: string

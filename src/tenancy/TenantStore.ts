@@ -9,7 +9,7 @@
 import { Context, Effect, Layer, Result } from "effect"
 import type { GatewaySettings } from "../config/index.ts"
 import type { GatewayError, InfraError } from "../domain/index.ts"
-import { Log } from "../pipeline/telemetry/log.ts"
+import { Log } from "../infra/log.ts"
 import type { ProjectIdentity, Project, StageCompilers } from "./project.ts"
 import { compileProject } from "./project.ts"
 import { tenantFromRequest } from "./selection.ts"

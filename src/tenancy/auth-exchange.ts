@@ -28,8 +28,8 @@ import type { IncomingHttpHeaders } from "node:http"
 import { Pool, request } from "../providers/undici.ts"
 import type { ConfigFile } from "../config/index.ts"
 import { GatewayError, InfraError } from "../domain/index.ts"
-import { Log } from "../pipeline/telemetry/log.ts"
-import type { JsonLog } from "../pipeline/telemetry/log.ts"
+import { Log } from "../infra/log.ts"
+import type { JsonLog } from "../infra/log.ts"
 
 /** A platform token for one request's project. Structurally a telemetry `ExportCredential`. */
 export interface PlatformToken {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach } from "vitest"
 import { GatewayConfig } from "../../src/config/index.ts"
 import { boundPort } from "../../src/http/index.ts"
 import { liveLayer, serveGateway } from "../../src/gateway.ts"
-import { Log } from "../../src/pipeline/telemetry/log.ts"
+import { Log } from "../../src/infra/log.ts"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream, FakeUpstreamOptions } from "../fixtures/fake-upstream.ts"
 

@@ -24,7 +24,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { Redacted } from "effect"
 import type { RedisPool } from "../../infra/redis-pool.ts"
-import { Log } from "../telemetry/log.ts"
+import { Log } from "../../infra/log.ts"
 import { open, seal } from "./crypto.ts"
 import { decodeEntry, encodeEntry } from "./entry.ts"
 import type { CacheEntry } from "./entry.ts"

@@ -6,7 +6,7 @@
  * texts are scrubbed of it too.
  */
 import { redisLogTarget } from "../../infra/redis-url.ts"
-import type { JsonLog } from "../telemetry/log.ts"
+import type { JsonLog } from "../../infra/log.ts"
 
 export type FailureKind =
   /** A connection to the store failed or dropped (ioredis `error`). */

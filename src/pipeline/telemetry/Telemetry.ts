@@ -21,50 +21,14 @@
  *   channel, no timer, spans are skipped, and neither the encoder nor gRPC is
  *   imported (live.ts is loaded only when a section is on).
  */
-import { Context, Effect, Layer, References } from "effect"
-import type { Tracer } from "effect"
-import type { IncomingHttpHeaders } from "node:http"
-import type { GenAiCall } from "./genai/call.ts"
-import { Log } from "./log.ts"
+import { Context, Effect, Layer } from "effect"
+import { Log } from "../../infra/log.ts"
 import type { TelemetryMemory } from "./memory.ts"
-import type { ExportCredential, TelemetrySettings } from "./settings.ts"
+import type { TelemetrySettings } from "./settings.ts"
+import { TELEMETRY_OFF } from "./shape.ts"
+import type { TelemetryShape } from "./shape.ts"
 
-export interface TelemetryShape {
-  /** `[telemetry] enabled`: request programs are traced. */
-  readonly tracing: boolean
-  /**
-   * What every request program runs with (pass it to the HTTP edge's
-   * `Effect.runCallbackWith`): the application tracer, or tracing switched off.
-   */
-  readonly requestContext: Context.Context<never>
-  /** The caller's W3C trace context as a parent span; undefined without one, or when no telemetry is on. */
-  readonly parentOf: (headers: IncomingHttpHeaders) => Tracer.ExternalSpan | undefined
-  /** Whether a request with this caller's trace (if any) is traced: tracing on and the request sampled. Drawn anew each call. */
-  readonly samples: (parent: Tracer.AnySpan | undefined) => boolean
-  /** `[genai_telemetry]`: whether model calls are recorded, and with their content. */
-  readonly genAi: { readonly enabled: boolean; readonly captureContent: boolean }
-  /**
-   * Records one model call: its GenAI span (a child of the current span, else
-   * of `callerParent`, the caller's trace) and metrics, exported with
-   * `credential` (the request's platform token) or the configured bearer
-   * token. Never fails.
-   */
-  readonly recordModelCall: (call: GenAiCall, credential?: ExportCredential | undefined, callerParent?: Tracer.AnySpan | undefined) => Effect.Effect<void>
-  /** Exports everything recorded so far (waits at most 5 s). */
-  readonly flush: Effect.Effect<void>
-}
-
-/** Both sections off: no spans, no records, nothing loaded. A section that is off in live.ts takes its part from here. */
-export const TELEMETRY_OFF: TelemetryShape = {
-  tracing: false,
-  /** What request programs run with when nothing is traced. */
-  requestContext: Context.make(References.TracerEnabled, false),
-  parentOf: () => undefined,
-  samples: () => false,
-  genAi: { enabled: false, captureContent: false },
-  recordModelCall: () => Effect.void,
-  flush: Effect.void
-}
+export type { TelemetryShape }
 
 const isOn = (settings: TelemetrySettings): boolean => settings.telemetry.enabled || settings.genai.enabled
 

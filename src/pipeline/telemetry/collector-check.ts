@@ -8,7 +8,7 @@
  * Runs in the background: the gateway serves while it waits.
  */
 import { Effect } from "effect"
-import type { JsonLog } from "./log.ts"
+import type { JsonLog } from "../../infra/log.ts"
 import type { TelemetrySettings } from "./settings.ts"
 
 interface Collector {

@@ -15,7 +15,7 @@
  *   an error text must not carry a collector credential into the log.
  */
 import * as grpc from "@grpc/grpc-js"
-import type { JsonLog } from "./log.ts"
+import type { JsonLog } from "../../infra/log.ts"
 
 const EXPORT_ERROR_INTERVAL_MS = 10_000
 

@@ -1,16 +1,13 @@
 /**
  * The telemetry stage's public face: the `Telemetry` service (application
  * trace and GenAI telemetry), the span helpers every stage uses, the GenAI
- * call record and its builders, and the log.
+ * call record and its builders.
  */
-export { attemptLogger } from "./attempts.ts"
 export type { GenAiOperation } from "./genai/attributes.ts"
 export type { GenAiCall, GenAiTiming, GenAiUpstream } from "./genai/call.ts"
 export { embeddingsRequestAttributes } from "./genai/request.ts"
 export type { GenAiRequest } from "./genai/request.ts"
 export type { GenAiResponseSummary } from "./genai/response.ts"
-export { JsonLog, Log } from "./log.ts"
-export type { LogLevel, LogSink } from "./log.ts"
 export { telemetrySettingsOf } from "./settings.ts"
 export type { ExportCredential, TelemetrySettings } from "./settings.ts"
 export { annotateResolved, ATTR, inAttemptSpan, inCacheLookupSpan, inGuardrailSpan, inResolveSpan, withServerSpan } from "./spans.ts"

@@ -6,11 +6,11 @@
  * the fingerprint of the credential they would be exported with (`static`
  * for the configured bearer token), so tests can see the grouping.
  */
-import { decodeMetricsRequest, decodeTraceRequest } from "./otlp/decode.ts"
-import type { DecodedSpan } from "./otlp/decode.ts"
+import { decodeMetricsRequest, decodeTraceRequest } from "../../otlp/decode.ts"
+import type { DecodedSpan } from "../../otlp/decode.ts"
 import type { ExportCredential, SendExport, TelemetrySinks } from "./settings.ts"
 
-export type { DecodedSpan } from "./otlp/decode.ts"
+export type { DecodedSpan } from "../../otlp/decode.ts"
 
 /** One histogram data point, flattened for assertions. */
 export interface RecordedHistogram {

@@ -6,6 +6,7 @@
  */
 import type { Redacted } from "effect"
 import type { ConfigFile } from "../../config/index.ts"
+import type { SendExport } from "../../otlp/queue.ts"
 
 export interface TelemetrySettings {
   readonly telemetry: ConfigFile["telemetry"]
@@ -27,8 +28,7 @@ export interface ExportCredential {
   readonly expiresAt?: number | undefined
 }
 
-/** Sends one encoded OTLP export request; rejects when the collector did not take it. */
-export type SendExport = (request: Buffer) => Promise<void>
+export type { SendExport }
 
 /** Where the encoded exports go: OTLP gRPC collectors (sinks.ts), or memory (memory.ts). */
 export interface TelemetrySinks {

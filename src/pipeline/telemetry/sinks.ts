@@ -12,7 +12,7 @@
  *   for metrics.
  */
 import { Redacted } from "effect"
-import { bearerMetadata, METRICS_EXPORT, OtlpGrpcChannel, TRACE_EXPORT } from "./otlp/grpc.ts"
+import { bearerMetadata, METRICS_EXPORT, OtlpGrpcChannel, TRACE_EXPORT } from "../../otlp/grpc.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "./settings.ts"
 
 const TRACE_EXPORT_TIMEOUT_MS = 10_000

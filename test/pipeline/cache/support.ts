@@ -8,7 +8,7 @@ import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import type { ChatResponse } from "../../../src/domain/index.ts"
 import { cacheKey, ResponseCache } from "../../../src/pipeline/cache/index.ts"
 import type { CacheEntry, CacheScope, CacheSection, MemoryStore } from "../../../src/pipeline/cache/index.ts"
-import { Log } from "../../../src/pipeline/telemetry/log.ts"
+import { Log } from "../../../src/infra/log.ts"
 import { closedPort } from "../../fixtures/otlp-receiver.ts"
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"

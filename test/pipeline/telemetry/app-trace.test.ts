@@ -2,7 +2,7 @@
 import { Effect, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
-import { SPAN_KIND, STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
+import { SPAN_KIND, STATUS_CODE } from "../../../src/otlp/trace.ts"
 import { startOtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import type { OtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import { requestProgram, settingsOf, startTelemetry } from "./support.ts"

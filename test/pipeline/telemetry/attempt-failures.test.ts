@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { UpstreamError } from "../../../src/domain/index.ts"
 import { TelemetryMemory } from "../../../src/pipeline/telemetry/memory.ts"
-import { STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
+import { STATUS_CODE } from "../../../src/otlp/trace.ts"
 import { ERROR_BODY_LIMIT, inAttemptSpan } from "../../../src/pipeline/telemetry/spans.ts"
 import { asRequest, ORIGIN, settingsOf, startTelemetry } from "./support.ts"
 

@@ -6,7 +6,7 @@
  */
 import * as grpc from "@grpc/grpc-js"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
-import { ProtoWriter } from "../../../src/pipeline/telemetry/otlp/protobuf.ts"
+import { ProtoWriter } from "../../../src/otlp/protobuf.ts"
 import { closedPort, startOtlpReceiver } from "../../fixtures/otlp-receiver.ts"
 import { requestProgram, settingsOf, startTelemetry } from "./support.ts"
 import type { GenAiCall } from "../../../src/pipeline/telemetry/genai/call.ts"

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest"
 import { ExportErrorLog } from "../../../src/pipeline/telemetry/export-errors.ts"
-import { Log } from "../../../src/pipeline/telemetry/log.ts"
+import { Log } from "../../../src/infra/log.ts"
 
 afterEach(() => void vi.useRealTimers())
 

@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { GatewayConfig } from "../../../src/config/index.ts"
-import { Log } from "../../../src/pipeline/telemetry/log.ts"
+import { Log } from "../../../src/infra/log.ts"
 import { telemetrySettingsOf } from "../../../src/pipeline/telemetry/settings.ts"
 import type { TelemetrySettings } from "../../../src/pipeline/telemetry/settings.ts"
 import { Telemetry } from "../../../src/pipeline/telemetry/Telemetry.ts"

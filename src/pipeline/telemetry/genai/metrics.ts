@@ -7,9 +7,9 @@
  * The series of one call's attribute set are made together on its first call
  * and found again by one lookup on what determines those attributes.
  */
-import { HistogramInstrument } from "../otlp/metrics.ts"
-import type { Series } from "../otlp/metrics.ts"
-import type { ProtoWriter } from "../otlp/protobuf.ts"
+import { HistogramInstrument } from "../../../otlp/metrics.ts"
+import type { Series } from "../../../otlp/metrics.ts"
+import type { ProtoWriter } from "../../../otlp/protobuf.ts"
 import { BUCKETS, ERROR_TYPE, GEN_AI, METRIC } from "./attributes.ts"
 import { calleeKey, genAiMetricAttributes, timeToFirstTokenOf } from "./call.ts"
 import type { GenAiCall } from "./call.ts"

@@ -16,11 +16,11 @@
  *   the call ends, the metrics are added to their series. Exports are
  *   batched; metrics leave every `metrics_export_interval_secs` (cumulative).
  */
-import { exportRequest, requestHead, writeAttributes } from "../otlp/common.ts"
-import type { RequestHead } from "../otlp/common.ts"
-import { ProtoWriter } from "../otlp/protobuf.ts"
-import { ByteBudget, ExportQueue } from "../otlp/queue.ts"
-import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../otlp/trace.ts"
+import { exportRequest, requestHead, writeAttributes } from "../../../otlp/common.ts"
+import type { RequestHead } from "../../../otlp/common.ts"
+import { ProtoWriter } from "../../../otlp/protobuf.ts"
+import { ByteBudget, ExportQueue } from "../../../otlp/queue.ts"
+import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../../otlp/trace.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
 import { genAiCallAttributes, genAiIdentityAttributes, genAiIdentityKey, genAiSpanName } from "./call.ts"
 import type { GenAiCall } from "./call.ts"

@@ -12,7 +12,7 @@
  *   pending call until then, never a request.
  */
 import * as grpc from "@grpc/grpc-js"
-import { decodePartialSuccess } from "./decode.ts"
+import { decodePartialSuccess } from "./read.ts"
 
 export const TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 export const METRICS_EXPORT = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process"
 import { describe, expect, it } from "vitest"
-import { JsonLog } from "../../../src/pipeline/telemetry/log.ts"
+import { JsonLog } from "../../src/infra/log.ts"
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -67,7 +67,7 @@ describe("JsonLog", () => {
   it("a process whose stdout pipe is not read keeps serving its loop and bounds what it queues", async () => {
     // 60 MiB of lines into a pipe nobody reads for a while: Node queues them unless the log drops.
     const script = `
-      import { JsonLog } from ${JSON.stringify(new URL("../../../src/pipeline/telemetry/log.ts", import.meta.url).pathname)}
+      import { JsonLog } from ${JSON.stringify(new URL("../../src/infra/log.ts", import.meta.url).pathname)}
       const log = new JsonLog("info")
       const padding = "x".repeat(1000)
       let round = 0

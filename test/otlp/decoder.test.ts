@@ -1,14 +1,14 @@
 /**
  * The OTLP decoder the telemetry tests read exports with
- * (src/pipeline/telemetry/otlp/decode.ts) reads what the OpenTelemetry SDK's own
+ * (src/otlp/decode.ts) reads what the OpenTelemetry SDK's own
  * serializer writes: bytes captured from `@opentelemetry/otlp-transformer`
  * (test/fixtures/otlp-sdk-golden.json) decode to the spans and the histogram
  * point they were made from. So a test that decodes the gateway's exports
  * checks them against the official encoding, not against itself.
  */
 import { describe, expect, it } from "vitest"
-import golden from "../../fixtures/otlp-sdk-golden.json" with { type: "json" }
-import { decodeMetricsRequest, decodeTraceRequest } from "../../../src/pipeline/telemetry/otlp/decode.ts"
+import golden from "../fixtures/otlp-sdk-golden.json" with { type: "json" }
+import { decodeMetricsRequest, decodeTraceRequest } from "../../src/otlp/decode.ts"
 
 describe("the OTLP test decoder", () => {
   it("reads the SDK's trace export: ids, parents, kinds, attributes of every type, status", () => {

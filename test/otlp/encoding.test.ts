@@ -1,18 +1,18 @@
 /**
  * The gateway's own OTLP encoding, read back with the decoder pinned to the
- * OpenTelemetry SDK's bytes (otlp-decoder.test.ts): every attribute type,
+ * OpenTelemetry SDK's bytes (decoder.test.ts): every attribute type,
  * lengths that need more than one byte, text in any script; and the export
  * queue's batching, bounds and failure reports.
  */
 import { describe, expect, it } from "vitest"
-import { exportRequest, requestHead, writeAttribute } from "../../../src/pipeline/telemetry/otlp/common.ts"
-import { GenAiMetrics } from "../../../src/pipeline/telemetry/genai/metrics.ts"
-import { decodeMetricsRequest, decodeTraceRequest } from "../../../src/pipeline/telemetry/otlp/decode.ts"
-import { HistogramInstrument } from "../../../src/pipeline/telemetry/otlp/metrics.ts"
-import { ProtoWriter } from "../../../src/pipeline/telemetry/otlp/protobuf.ts"
-import { ByteBudget, ExportQueue } from "../../../src/pipeline/telemetry/otlp/queue.ts"
-import type { QueueOptions } from "../../../src/pipeline/telemetry/otlp/queue.ts"
-import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../../src/pipeline/telemetry/otlp/trace.ts"
+import { exportRequest, requestHead, writeAttribute } from "../../src/otlp/common.ts"
+import { GenAiMetrics } from "../../src/pipeline/telemetry/genai/metrics.ts"
+import { decodeMetricsRequest, decodeTraceRequest } from "../../src/otlp/decode.ts"
+import { HistogramInstrument } from "../../src/otlp/metrics.ts"
+import { ProtoWriter } from "../../src/otlp/protobuf.ts"
+import { ByteBudget, ExportQueue } from "../../src/otlp/queue.ts"
+import type { QueueOptions } from "../../src/otlp/queue.ts"
+import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../src/otlp/trace.ts"
 
 const head = requestHead({ "service.name": "gateway-test", "deployment.environment.name": "ci" }, "scope-test")
 

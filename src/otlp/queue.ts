@@ -30,7 +30,9 @@
 import { exportRequest } from "./common.ts"
 import type { RequestHead } from "./common.ts"
 import { ProtoWriter } from "./protobuf.ts"
-import type { SendExport } from "../settings.ts"
+
+/** Sends one encoded OTLP export request; rejects when the collector did not take it. */
+export type SendExport = (request: Buffer) => Promise<void>
 
 /** Bytes held by several queues together, and their bound. */
 export class ByteBudget {

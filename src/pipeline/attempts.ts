@@ -8,10 +8,10 @@
  * response; `idle`: a gap between two chunks), or the upstream's status with
  * its error type. Never a body, an upstream's message or a secret.
  */
-import type { UpstreamError } from "../../domain/index.ts"
-import type { ExecutionObserver } from "../../routing/execute.ts"
-import type { RequestContext } from "../context.ts"
-import type { JsonLog } from "./log.ts"
+import type { UpstreamError } from "../domain/index.ts"
+import type { ExecutionObserver } from "../routing/execute.ts"
+import type { RequestContext } from "./context.ts"
+import type { JsonLog } from "../infra/log.ts"
 
 /** The log fields that say why an attempt failed. */
 const failureFields = (error: UpstreamError) => {
