@@ -1,13 +1,10 @@
 import { assert, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { routingFromToml, scriptedProviders, simulateRequest, TestReply } from "../../src/testing.ts"
-import type { UpstreamCall } from "../../src/testing.ts"
+import { routingFromToml, scriptedProviders, sendRequest, TestReply } from "../../src/testing.ts"
 
 // 1. Your configuration, as in config/gateway.toml.
 const routing = routingFromToml(`
-[server]
-
 [providers.openai]
 models = ["gpt-4o"]
 
@@ -33,25 +30,36 @@ backoff_base_ms = 1000
 
 it.effect("smart falls back to Anthropic when OpenAI keeps rate-limiting", () =>
   Effect.gen(function*() {
-    // 2. Script the providers: OpenAI answers 429 (Retry-After: 5), Anthropic succeeds.
-    const calls: Array<UpstreamCall> = []
-    const providers = scriptedProviders(
-      (call) => call.providerId === "openai" ? TestReply.error(429, { retryAfter: 5 }) : TestReply.json(200, { id: "msg_1" }),
-      calls
+    // 2. Script the providers: OpenAI answers 429 (Retry-After: 5), Anthropic answers in its own format.
+    const providers = scriptedProviders((call) =>
+      call.providerId === "openai"
+        ? TestReply.error(429, { retryAfter: 5 })
+        : TestReply.json(200, {
+          id: "msg_1",
+          type: "message",
+          role: "assistant",
+          model: "claude-sonnet-4-5",
+          content: [{ type: "text", text: "Hello from Claude" }],
+          stop_reason: "end_turn",
+          usage: { input_tokens: 9, output_tokens: 4 }
+        })
     )
 
-    // 3. Run the request on virtual time: start it, then move the clock past the waits.
-    const fiber = yield* simulateRequest(routing, { model: "smart" }).pipe(Effect.provide(providers), Effect.forkChild)
+    // 3. Send the request through the gateway on virtual time: start it, move the clock past the waits, join it.
+    const fiber = yield* sendRequest(routing, { model: "smart" }).pipe(Effect.provide(providers), Effect.forkChild)
     yield* TestClock.adjust("20 seconds")
-    const result = yield* Fiber.join(fiber)
+    const answer = yield* Fiber.join(fiber)
 
-    // 4. Assert what your users would see.
-    assert.deepStrictEqual(result.attempts.map((a) => [a.target, a.outcome, a.startedAtMs]), [
-      ["primary", "rate_limit", 0],
-      ["primary", "rate_limit", 5000], // Retry-After honoured
-      ["primary", "rate_limit", 10000],
-      ["backup", "ok", 10000]
+    // 4. Assert what your callers would see, and which upstream calls were made when.
+    assert.deepStrictEqual(answer.calls.map((call) => [call.provider, call.atMs]), [
+      ["openai", 0],
+      ["openai", 5000], // Retry-After honoured: 10 s of waiting, no wall time
+      ["openai", 10000],
+      ["anthropic", 10000]
     ])
-    assert.deepStrictEqual(result.outcome, { _tag: "Served", provider: "anthropic", target: "backup", midStreamFailure: undefined })
-    assert.strictEqual(calls.length, 4)
+    assert.strictEqual(answer.status, 200)
+    assert.strictEqual(answer.headers["x-gw-upstream-provider"], "anthropic")
+    const completion = answer.body as { object: string; choices: Array<{ message: { content: string } }> }
+    assert.strictEqual(completion.object, "chat.completion") // translated into the caller's (OpenAI) format
+    assert.strictEqual(completion.choices[0].message.content, "Hello from Claude")
   }))

@@ -1,20 +1,22 @@
+/**
+ * The routing engine as a caller sees it: each test sends a request through
+ * the gateway's own program (src/testing.ts, as docs/testing-your-routing.md
+ * shows) against scripted providers on virtual time, and reads the upstream
+ * calls it made and the answer it gave.
+ */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Random } from "effect"
 import { TestClock } from "effect/testing"
-import { GatewayConfig } from "../../src/config/index.ts"
-import { layerTest, TestReply } from "../../src/providers/testing.ts"
-import type { UpstreamCall } from "../../src/providers/transport.ts"
 import { backoffDelayMs } from "../../src/routing/retry.ts"
-import { simulateRequest } from "../../src/pipeline/simulate.ts"
-import type { SimulatedRequest } from "../../src/pipeline/simulate.ts"
-import { compileRoutingTable } from "../../src/routing/table.ts"
-import { compileProvider } from "../../src/providers/adapter.ts"
+import { routingFromConfig, routingGateway, scriptedProviders, sendRequest, TestReply } from "../../src/testing.ts"
+import type { RoutingRequest, RoutingUnderTest, UpstreamCall } from "../../src/testing.ts"
 
-const OK = TestReply.json(200, { id: "x", object: "chat.completion", choices: [] })
+/** A complete answer in the provider's own format. */
+const OK = (call: UpstreamCall) =>
+  call.family === "anthropic"
+    ? TestReply.json(200, { id: "msg_x", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", usage: { input_tokens: 1, output_tokens: 1 } })
+    : TestReply.json(200, { id: "x", object: "chat.completion", created: 0, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] })
 const SSE_OK = (call: UpstreamCall) => TestReply.chatStream(call.family === "anthropic" ? "anthropic" : "openai", ["Hello", " there"])
-
-const tableOf = (document: Record<string, unknown>) =>
-  compileRoutingTable(GatewayConfig.fromDocument({ server: {}, ...document }), compileProvider)
 
 const providers = {
   openai: { base_url: "http://openai.test/v1", models: ["gpt-4o", "gpt-4o-mini"], credential: "none" },
@@ -22,41 +24,41 @@ const providers = {
   azure: { base_url: "http://azure.test", models: ["gpt-4o-deploy"], credential: "none" }
 }
 
-/** Runs the simulation in a fiber and advances virtual time until it finishes. */
-const simulate = (
-  document: Record<string, unknown>,
-  request: SimulatedRequest,
-  reply: (call: UpstreamCall, index: number) => TestReply,
-  calls: Array<UpstreamCall> = []
+/** Sends the request in a fiber and advances virtual time until it finishes. */
+const route = (
+  routing: RoutingUnderTest | Record<string, unknown>,
+  request: RoutingRequest,
+  reply: (call: UpstreamCall, index: number) => TestReply
 ) =>
   Effect.gen(function*() {
-    const fiber = yield* Effect.forkChild(
-      simulateRequest(tableOf(document), request).pipe(Effect.provide(layerTest(reply, calls)))
-    )
+    const compiled = "options" in routing ? routing as RoutingUnderTest : routingFromConfig(routing)
+    const fiber = yield* Effect.forkChild(sendRequest(compiled, request).pipe(Effect.provide(scriptedProviders(reply))))
     for (let i = 0; i < 200 && fiber.pollUnsafe() === undefined; i++) yield* TestClock.adjust(1000)
     return yield* Fiber.join(fiber)
   })
 
+const errorCode = (body: unknown): unknown => (body as { error?: { code?: unknown } }).error?.code
+
 describe("retries", () => {
   it.effect("retries a rate-limited target max_retries times, then fails with the last error", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(
+      const answer = yield* route(
         { providers, routing: { retry: { max_retries: 3, backoff_base_ms: 100 } } },
         { model: "gpt-4o" },
         () => TestReply.error(429)
       )
-      assert.strictEqual(result.attempts.length, 4)
-      assert.isTrue(result.outcome._tag === "Failed" && result.outcome.error.reason === "rate_limit")
+      assert.strictEqual(answer.calls.length, 4)
+      assert.strictEqual(answer.status, 429)
     }).pipe(Random.withSeed("retries")))
 
   it.effect("backoff waits grow exponentially with full jitter, bounded by base × 2^n", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(
+      const answer = yield* route(
         { providers, routing: { retry: { max_retries: 4, backoff_base_ms: 1000 } } },
         { model: "gpt-4o" },
         () => TestReply.error(503)
       )
-      const starts = result.attempts.map((attempt) => attempt.startedAtMs)
+      const starts = answer.calls.map((call) => call.atMs)
       const waits = starts.slice(1).map((start, i) => start - starts[i])
       assert.strictEqual(waits.length, 4)
       waits.forEach((wait, i) => {
@@ -77,20 +79,21 @@ describe("retries", () => {
 
   it.effect("an upstream Retry-After sets the wait before the retry", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(
+      const answer = yield* route(
         { providers, routing: { retry: { max_retries: 1, backoff_base_ms: 10 } } },
         { model: "gpt-4o" },
-        (_call, index) => (index === 0 ? TestReply.error(429, { retryAfter: 7 }) : OK)
+        (call, index) => (index === 0 ? TestReply.error(429, { retryAfter: 7 }) : OK(call))
       )
-      assert.deepStrictEqual(result.attempts.map((a) => a.outcome), ["rate_limit", "ok"])
-      const wait = result.attempts[1].startedAtMs - result.attempts[0].startedAtMs
+      assert.strictEqual(answer.status, 200)
+      assert.strictEqual(answer.calls.length, 2)
+      const wait = answer.calls[1].atMs - answer.calls[0].atMs
       assert.isAtLeast(wait, 7000)
       assert.isBelow(wait, 8000)
     }))
 
   it.effect("a route's retry table overrides [routing.retry]", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(
+      const answer = yield* route(
         {
           providers,
           targets: { a: { model: "gpt-4o" } },
@@ -100,7 +103,7 @@ describe("retries", () => {
         { model: "r" },
         () => TestReply.error(500)
       )
-      assert.strictEqual(result.attempts.length, 1)
+      assert.strictEqual(answer.calls.length, 1)
     }))
 })
 
@@ -112,17 +115,14 @@ describe("failover by classification", () => {
     routing: { retry: { max_retries: 1, backoff_base_ms: 10 } }
   }
   const primaryFails = (status: number, body?: unknown) => (call: UpstreamCall) =>
-    call.providerId === "openai" ? TestReply.error(status, { body }) : OK
+    call.providerId === "openai" ? TestReply.error(status, { body }) : OK(call)
 
   it.effect("retryable errors (5xx) retry the same target, then fail over", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(fallback, { model: "smart" }, primaryFails(500))
-      assert.deepStrictEqual(result.attempts.map((a) => [a.target, a.outcome]), [
-        ["primary", "upstream"],
-        ["primary", "upstream"],
-        ["backup", "ok"]
-      ])
-      assert.deepStrictEqual(result.outcome, { _tag: "Served", provider: "anthropic", target: "backup", midStreamFailure: undefined })
+      const answer = yield* route(fallback, { model: "smart" }, primaryFails(500))
+      assert.deepStrictEqual(answer.calls.map((call) => call.provider), ["openai", "openai", "anthropic"])
+      assert.strictEqual(answer.status, 200)
+      assert.strictEqual(answer.headers["x-gw-upstream-provider"], "anthropic")
     }))
 
   for (const [status, reason, body] of [
@@ -133,8 +133,9 @@ describe("failover by classification", () => {
   ] as const) {
     it.effect(`${reason} moves to the next target without retrying`, () =>
       Effect.gen(function*() {
-        const result = yield* simulate(fallback, { model: "smart" }, primaryFails(status, body))
-        assert.deepStrictEqual(result.attempts.map((a) => [a.target, a.outcome]), [["primary", reason], ["backup", "ok"]])
+        const answer = yield* route(fallback, { model: "smart" }, primaryFails(status, body))
+        assert.deepStrictEqual(answer.calls.map((call) => call.provider), ["openai", "anthropic"])
+        assert.strictEqual(answer.status, 200)
       }))
   }
 
@@ -144,29 +145,30 @@ describe("failover by classification", () => {
   ] as const) {
     it.effect(`${reason} stops at once: another target would fail the same way`, () =>
       Effect.gen(function*() {
-        const result = yield* simulate(fallback, { model: "smart" }, primaryFails(status, body))
-        assert.strictEqual(result.attempts.length, 1)
-        assert.isTrue(result.outcome._tag === "Failed" && result.outcome.error.reason === reason)
+        const answer = yield* route(fallback, { model: "smart" }, primaryFails(status, body))
+        assert.strictEqual(answer.calls.length, 1)
+        assert.strictEqual(answer.status, 400)
+        assert.strictEqual(answer.headers["x-gw-error-code"], reason)
       }))
   }
 
   it.effect("a timeout is an upstream failure that retries and fails over", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(
+      const answer = yield* route(
         { ...fallback, providers: { ...providers, openai: { ...providers.openai, timeout_ms: 2000 } } },
         { model: "smart" },
-        (call) => (call.providerId === "openai" ? TestReply.hang : OK)
+        (call) => (call.providerId === "openai" ? TestReply.hang : OK(call))
       )
-      assert.deepStrictEqual(result.attempts.map((a) => [a.target, a.outcome, a.timedOut]), [
-        ["primary", "upstream", true],
-        ["primary", "upstream", true],
-        ["backup", "ok", undefined]
-      ])
+      assert.deepStrictEqual(answer.calls.map((call) => call.provider), ["openai", "openai", "anthropic"])
+      // Each hung attempt ends at its 2 s timeout, not before.
+      assert.isAtLeast(answer.calls[1].atMs - answer.calls[0].atMs, 2000)
+      assert.isAtLeast(answer.calls[2].atMs - answer.calls[1].atMs, 2000)
+      assert.strictEqual(answer.headers["x-gw-upstream-provider"], "anthropic")
     }))
 
   it.effect("steps run as a fallback chain", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(
+      const answer = yield* route(
         {
           providers,
           targets: { a: { model: "gpt-4o" }, b: { model: "gpt-4o-mini" }, c: { model: "claude-sonnet-4-5" } },
@@ -181,61 +183,67 @@ describe("failover by classification", () => {
           routing: { retry: { max_retries: 0 } }
         },
         { model: "chain" },
-        (call) => (call.providerId === "openai" ? TestReply.error(502) : OK)
+        (call) => (call.providerId === "openai" ? TestReply.error(502) : OK(call))
       )
-      assert.deepStrictEqual(result.attempts.map((a) => a.target), ["a", "b", "c"])
+      assert.deepStrictEqual(answer.calls.map((call) => call.model), ["gpt-4o", "gpt-4o-mini", "claude-sonnet-4-5"])
     }))
 
   it.effect("nothing is retried or failed over once a stream delivered its first content", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(fallback, { model: "smart" }, (call) =>
+      const answer = yield* route(fallback, { model: "smart", stream: true }, (call) =>
         call.providerId === "openai" ? TestReply.chatStream("openai", ["a", "b"], { failAfter: 2 }) : SSE_OK(call))
-      assert.strictEqual(result.attempts.length, 1)
-      assert.deepStrictEqual(result.outcome, { _tag: "Served", provider: "openai", target: "primary", midStreamFailure: "upstream" })
+      assert.strictEqual(answer.calls.length, 1)
+      assert.strictEqual(answer.headers["x-gw-upstream-provider"], "openai")
+      // The break reaches the caller as the stream's in-band error frame.
+      assert.include(String(answer.body), "\"error\"")
     }))
 
   it.effect("a stream that breaks after its opening but before any content fails over (the gateway's commit point)", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(fallback, { model: "smart" }, (call) =>
+      const answer = yield* route(fallback, { model: "smart", stream: true }, (call) =>
         call.providerId === "openai" ? TestReply.chatStream("openai", ["a"], { failAfter: 1 }) : SSE_OK(call))
-      assert.deepStrictEqual(result.attempts.map((a) => a.target), ["primary", "primary", "backup"])
-      assert.deepStrictEqual(result.outcome, { _tag: "Served", provider: "anthropic", target: "backup", midStreamFailure: undefined })
+      assert.deepStrictEqual(answer.calls.map((call) => call.provider), ["openai", "openai", "anthropic"])
+      assert.strictEqual(answer.headers["x-gw-upstream-provider"], "anthropic")
+      assert.notInclude(String(answer.body), "\"error\"")
     }))
 
   it.effect("an error event before any content is the attempt's failure, classified like a response", () =>
     Effect.gen(function*() {
       const overloaded = TestReply.stream([
-        'event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":1}}}\n\n',
-        'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":1}}}\n\n",
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
       ])
-      const result = yield* simulate({ ...fallback, routes: { smart: { ...fallback.routes.smart, targets: ["backup", "primary"] } } }, { model: "smart" }, (call) =>
-        call.providerId === "anthropic" ? overloaded : SSE_OK(call))
-      assert.deepStrictEqual(result.attempts.map((a) => [a.target, a.outcome]), [["backup", "overloaded"], ["backup", "overloaded"], ["primary", "ok"]])
+      const answer = yield* route(
+        { ...fallback, routes: { smart: { ...fallback.routes.smart, targets: ["backup", "primary"] } } },
+        { model: "smart", stream: true },
+        (call) => call.providerId === "anthropic" ? overloaded : SSE_OK(call)
+      )
+      // Overloaded is retryable: the same target once more, then the next.
+      assert.deepStrictEqual(answer.calls.map((call) => call.provider), ["anthropic", "anthropic", "openai"])
+      assert.strictEqual(answer.headers["x-gw-upstream-provider"], "openai")
     }))
 })
 
 describe("strategies", () => {
-  const weighted = {
+  const weighted = routingFromConfig({
     providers,
     targets: { heavy: { model: "gpt-4o", weight: 3 }, light: { model: "claude-sonnet-4-5", weight: 1 } },
     routes: { w: { endpoint: "chat", models: ["w"], strategy: "weighted", targets: ["heavy", "light"] } }
-  }
+  })
 
   it.effect("weighted draws follow the weights (chi-square over 4000 seeded draws)", () =>
     Effect.gen(function*() {
-      const table = tableOf(weighted)
-      const counts: Record<string, number> = { heavy: 0, light: 0 }
-      const layer = layerTest(() => OK)
+      const counts: Record<string, number> = { openai: 0, anthropic: 0 }
       for (let i = 0; i < 4000; i++) {
-        const result = yield* simulateRequest(table, { model: "w" }).pipe(Effect.provide(layer))
-        if (result.outcome._tag === "Served") counts[result.outcome.target]++
+        const answer = yield* sendRequest(weighted, { model: "w" })
+        counts[answer.headers["x-gw-upstream-provider"]]++
       }
-      const expected = { heavy: 3000, light: 1000 }
-      const chiSquare = (counts.heavy - expected.heavy) ** 2 / expected.heavy + (counts.light - expected.light) ** 2 / expected.light
+      const expected = { openai: 3000, anthropic: 1000 }
+      const chiSquare = (counts.openai - expected.openai) ** 2 / expected.openai + (counts.anthropic - expected.anthropic) ** 2 / expected.anthropic
       assert.isBelow(chiSquare, 10.83) // p = 0.001, one degree of freedom
-    }).pipe(Random.withSeed("weighted")))
+    }).pipe(Effect.provide(routingGateway(weighted)), Effect.provide(scriptedProviders(OK)), Random.withSeed("weighted")))
 
-  const experiment = {
+  const experiment = routingFromConfig({
     providers,
     functions: {
       summarize: {
@@ -247,39 +255,28 @@ describe("strategies", () => {
         }
       }
     }
-  }
+  })
+  const keyed = (key: string, body?: Record<string, unknown>) =>
+    sendRequest(experiment, { model: "function::summarize", headers: { "x-gw-experiment-key": key }, body }).pipe(Effect.provide(scriptedProviders(OK)))
 
   it.effect("an experiment key always gets the same variant", () =>
     Effect.gen(function*() {
-      const table = tableOf(experiment)
-      const layer = layerTest(() => OK)
       const variants = new Set<string | undefined>()
-      for (let i = 0; i < 20; i++) {
-        const result = yield* simulateRequest(table, { model: "function::summarize", experimentKey: "user-42" }).pipe(Effect.provide(layer))
-        variants.add(result.variant)
-      }
+      for (let i = 0; i < 20; i++) variants.add((yield* keyed("user-42")).headers["x-gw-variant"])
       assert.strictEqual(variants.size, 1)
       // Different keys spread over both variants.
       const spread = new Set<string | undefined>()
-      for (let i = 0; i < 50; i++) {
-        const result = yield* simulateRequest(table, { model: "function::summarize", experimentKey: `user-${i}` }).pipe(Effect.provide(layer))
-        spread.add(result.variant)
-      }
+      for (let i = 0; i < 50; i++) spread.add((yield* keyed(`user-${i}`)).headers["x-gw-variant"])
       assert.strictEqual(spread.size, 2)
     }))
 
   it.effect("a variant's extra keys override the request's parameters", () =>
     Effect.gen(function*() {
-      const table = tableOf(experiment)
-      const layer = layerTest(() => OK)
       for (let i = 0; i < 30; i++) {
-        const result = yield* simulateRequest(table, {
-          model: "function::summarize",
-          experimentKey: `k${i}`,
-          body: { model: "function::summarize", temperature: 1, max_tokens: 10 }
-        }).pipe(Effect.provide(layer))
-        if (result.variant === "fast") assert.deepStrictEqual([result.body.temperature, result.body.model, result.body.max_tokens], [0.2, "gpt-4o-mini", 10])
-        else assert.deepStrictEqual([result.body.temperature, result.body.model, result.body.max_tokens], [1, "claude-sonnet-4-5", 1024])
+        const answer = yield* keyed(`k${i}`, { messages: [{ role: "user", content: "Hi" }], temperature: 1, max_tokens: 10 })
+        const sent = answer.calls[0].body as Record<string, unknown>
+        if (answer.headers["x-gw-variant"] === "fast") assert.deepStrictEqual([sent.temperature, sent.model, sent.max_tokens], [0.2, "gpt-4o-mini", 10])
+        else assert.deepStrictEqual([sent.temperature, sent.model, sent.max_tokens], [1, "claude-sonnet-4-5", 1024])
       }
     }))
 })
@@ -290,17 +287,22 @@ describe("targets that cannot serve a request", () => {
     targets: { claude: { model: "claude-sonnet-4-5" }, gpt: { model: "gpt-4o" } },
     routes: { json: { endpoint: "chat", models: ["json"], strategy: "fallback", targets: ["claude", "gpt"] } }
   }
+  const asking = (type: string) => ({
+    messages: [{ role: "user", content: "Hi" }],
+    response_format: type === "json_schema" ? { type, json_schema: { name: "answer", schema: { type: "object" } } } : { type }
+  })
+
   it.effect("a messages-style target is skipped for a JSON response_format, as in the gateway", () =>
     Effect.gen(function*() {
-      const result = yield* simulate(document, { model: "json", body: { model: "json", response_format: { type: "json_object" } } }, () => OK)
-      assert.deepStrictEqual(result.attempts.map((a) => a.target), ["gpt"])
+      const answer = yield* route(document, { model: "json", body: asking("json_object") }, OK)
+      assert.deepStrictEqual(answer.calls.map((call) => call.model), ["gpt-4o"])
     }))
+
   it.effect("with no target left the request fails with the reason", () =>
     Effect.gen(function*() {
-      const failure = yield* simulateRequest(tableOf(document), { model: "claude-sonnet-4-5", body: { response_format: { type: "json_schema" } } }).pipe(
-        Effect.provide(layerTest(() => OK)),
-        Effect.flip
-      )
-      assert.strictEqual(failure.code, "unsupported_response_format")
+      const answer = yield* route(document, { model: "claude-sonnet-4-5", body: asking("json_schema") }, OK)
+      assert.strictEqual(answer.status, 400)
+      assert.strictEqual(errorCode(answer.body), "unsupported_response_format")
+      assert.deepStrictEqual(answer.calls, [])
     }))
 })
