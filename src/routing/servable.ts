@@ -11,7 +11,7 @@
 import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { CallerFormat, Capability } from "../domain/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
-import type { PlanStep, PlanTarget } from "./plan.ts"
+import type { PlanStep, PlanTarget, StepsShape } from "./plan.ts"
 
 export interface RequestNeeds {
   readonly capability: Capability
@@ -32,6 +32,16 @@ export interface RequestNeeds {
  */
 export const speaksNatively = (caller: CallerFormat, provider: CompiledProvider): boolean =>
   caller === "responses" ? provider.responsesApi : provider.family === caller
+
+/** What a list of steps is, whatever the request: computed once, when the plan is compiled. */
+export const shapeOf = (steps: ReadonlyArray<PlanStep>): StepsShape => {
+  const providers = steps.flatMap((step) => step.targets.map((target) => target.provider))
+  const all = (caller: CallerFormat) => providers.every((provider) => speaksNatively(caller, provider))
+  return {
+    hasNonChat: providers.some((provider) => provider.family === "other"),
+    allNative: { openai: all("openai"), anthropic: all("anthropic"), responses: all("responses") }
+  }
+}
 
 const DESCRIPTION: Partial<Record<Capability, string>> = {
   chat: "chat",

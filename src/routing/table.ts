@@ -9,6 +9,8 @@ import { DEFAULT_TIMEOUT_MS, resolveModelReference, variantParameters } from "..
 import { clip, GatewayError } from "../domain/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { Plan, PlanStep, PlanTarget, RetryPolicy, Strategy, Variant } from "./plan.ts"
+import { retrySchedule } from "./retry.ts"
+import { shapeOf } from "./servable.ts"
 
 /** A plain name matched by several entries: resolution fails with 409 naming them. */
 interface Ambiguous {
@@ -89,6 +91,16 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
     const source = table ?? file.routing.retry
     return { maxRetries: source.max_retries, backoffBaseMs: source.backoff_base_ms }
   }
+  /** A plan compiled with what every request reads of it: its steps' shape and its retry schedule. */
+  const planOf = (name: string, endpoint: EndpointType | undefined, steps: ReadonlyArray<PlanStep>, retry: RetryPolicy, variants?: ReadonlyArray<Variant>): Plan => ({
+    name,
+    endpoint,
+    steps,
+    shape: shapeOf(steps),
+    retry,
+    schedule: retrySchedule(retry),
+    variants
+  })
 
   const stepsOf = (
     strategy: Strategy,
@@ -101,39 +113,35 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
 
   const routePlans = new Map<string, Plan>()
   for (const [id, route] of Object.entries(file.routes)) {
-    routePlans.set(id, {
-      name: `route::${id}`,
-      endpoint: route.endpoint,
-      steps: stepsOf(route.strategy, route.targets, route.steps),
-      retry: retryOf(route.retry)
-    })
+    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps), retryOf(route.retry)))
   }
 
   const functionPlans = new Map<string, Plan>()
   for (const [name, fn] of Object.entries(file.functions)) {
     const retry = retryOf(fn.retry)
     if (fn.strategy === "experiment") {
-      const variants: Array<Variant> = Object.entries(fn.variants ?? {}).map(([variantName, variant]) => ({
-        name: variantName,
-        weight: variant.weight,
-        steps: [{ strategy: "single", targets: [variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!)] }],
-        overrides: variantParameters(variant)
-      }))
-      functionPlans.set(name, { name: `function::${name}`, endpoint: fn.endpoint, steps: [], retry, variants })
+      const variants: Array<Variant> = Object.entries(fn.variants ?? {}).map(([variantName, variant]) => {
+        const steps: ReadonlyArray<PlanStep> = [{
+          strategy: "single",
+          targets: [variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!)]
+        }]
+        return { name: variantName, weight: variant.weight, steps, shape: shapeOf(steps), overrides: variantParameters(variant) }
+      })
+      functionPlans.set(name, planOf(`function::${name}`, fn.endpoint, [], retry, variants))
       continue
     }
     const steps = fn.models !== undefined
       ? [{ strategy: fn.strategy, targets: fn.models.map(modelRef) }]
       : stepsOf(fn.strategy, fn.targets, fn.steps)
-    functionPlans.set(name, { name: `function::${name}`, endpoint: fn.endpoint, steps, retry })
+    functionPlans.set(name, planOf(`function::${name}`, fn.endpoint, steps, retry))
   }
 
   const defaultRetry = retryOf()
-  const providerPlan = (provider: ResolvedProvider, model: string): Plan => ({
-    name: `${provider.id}::${model}`,
-    steps: [{ strategy: "single", targets: [modelTarget(provider, model)] }],
-    retry: defaultRetry
-  })
+  const defaultSchedule = retrySchedule(defaultRetry)
+  const providerPlan = (provider: ResolvedProvider, model: string): Plan => {
+    const steps: ReadonlyArray<PlanStep> = [{ strategy: "single", targets: [modelTarget(provider, model)] }]
+    return { name: `${provider.id}::${model}`, endpoint: undefined, steps, shape: shapeOf(steps), retry: defaultRetry, schedule: defaultSchedule }
+  }
 
   // Every selector, resolved once.
   const explicit = new Map<string, Plan>()

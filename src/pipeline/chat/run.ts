@@ -90,27 +90,6 @@ const droppedHeader = (names: ReadonlyArray<string>): string => {
   return rest === 0 ? listed.join(",") : [...listed, `(${rest} more)`].join(",")
 }
 
-/** Facts about a plan's steps that do not depend on the request, computed once per steps array. */
-interface PlanShape {
-  readonly hasNonChat: boolean
-  /** Per caller format: whether every target speaks it natively (no attempt needs the canonical request). */
-  readonly allNative: Readonly<Record<CallerFormat, boolean>>
-}
-const shapes = new WeakMap<ReadonlyArray<PlanStep>, PlanShape>()
-const planShape = (steps: ReadonlyArray<PlanStep>): PlanShape => {
-  let shape = shapes.get(steps)
-  if (shape === undefined) {
-    const providers = steps.flatMap((step) => step.targets.map((target) => target.provider))
-    const all = (caller: CallerFormat) => providers.every((provider) => speaksNatively(caller, provider))
-    shape = {
-      hasNonChat: providers.some((provider) => provider.family === "other"),
-      allNative: { openai: all("openai"), anthropic: all("anthropic"), responses: all("responses") }
-    }
-    shapes.set(steps, shape)
-  }
-  return shape
-}
-
 /** What the input guardrail reads of each caller format. */
 const SURFACE: Readonly<Record<CallerFormat, Surface>> = {
   openai: "chat_completions",
@@ -155,7 +134,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
 
     // Skip targets that cannot serve this request; none left → say why. Only a plan with a
     // non-chat provider, or a target that needs translating, can have such targets.
-    const shape = planShape(steps)
+    const { shape } = chosen
     if (!shape.allNative[caller] || shape.hasNonChat) {
       const request = canonicalRequest()
       if (request instanceof GatewayError) return yield* request
