@@ -4,7 +4,7 @@
  * experiment draw the variant (sticky with `x-gw-experiment-key`), reported in
  * `x-gw-variant` and the log line.
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
 import type { Plan, PlanStep, StepsShape } from "../routing/plan.ts"
 import { drawWeighted } from "../routing/sampler.ts"
@@ -43,8 +43,9 @@ export const choosePlan = (
   if (project.disabledEndpoints.size > 0 && project.disabledEndpoints.has(endpoint as EndpointType)) {
     return Effect.fail(featureDisabled(endpoint))
   }
-  const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
-  if (plan instanceof GatewayError) return Effect.fail(plan)
+  const resolved = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
+  if (Result.isFailure(resolved)) return Effect.fail(resolved.failure)
+  const plan = resolved.success
   ctx.log.model = clip(model)
   if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, shape: plan.shape, overrides: undefined, resolved: plan.name })
   return Effect.map(drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key")), (variant) => {

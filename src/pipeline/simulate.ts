@@ -13,7 +13,7 @@
  * one that breaks later does not. Targets that cannot serve the request are
  * skipped by the same rule as in the gateway.
  */
-import { Clock, Effect, Stream } from "effect"
+import { Clock, Effect, Result, Stream } from "effect"
 import type { EndpointType } from "../config/index.ts"
 import { classifyStreamError, commitsResponse, GatewayError, UpstreamError } from "../domain/index.ts"
 import type { ChatStreamEvent, ErrorClass, FailureSource, WireFamily } from "../domain/index.ts"
@@ -80,8 +80,9 @@ export const simulateRequest = (
   Effect.gen(function*() {
     const client = yield* ProviderClient
     const endpoint = request.endpoint ?? "chat"
-    const plan = table.resolve(request.model, request.provider, endpoint)
-    if (plan instanceof GatewayError) return yield* plan
+    const resolved = table.resolve(request.model, request.provider, endpoint)
+    if (Result.isFailure(resolved)) return yield* resolved.failure
+    const plan = resolved.success
     let steps: ReadonlyArray<PlanStep> = plan.steps
     let body: Readonly<Record<string, unknown>> = request.body ?? { model: request.model }
     let variant: string | undefined
@@ -93,8 +94,8 @@ export const simulateRequest = (
     }
     const format = (body.response_format as { readonly type?: unknown } | undefined)?.type
     const servable = servableSteps(steps, { capability: endpoint, responseFormat: typeof format === "string" ? format : undefined })
-    if (servable instanceof GatewayError) return yield* servable
-    steps = servable
+    if (Result.isFailure(servable)) return yield* servable.failure
+    steps = servable.success
     const began = yield* Clock.currentTimeMillis
     const attempts: Array<SimulatedAttempt> = []
     let sentBody = body

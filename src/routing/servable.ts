@@ -8,6 +8,7 @@
  * fails with the first reason. One rule for the chat program, the other model
  * endpoints and the simulator.
  */
+import { Result } from "effect"
 import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { CallerFormat, Capability } from "../domain/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
@@ -93,7 +94,7 @@ export const refusalOf = (target: PlanTarget, needs: RequestNeeds): GatewayError
 }
 
 /** The steps with unservable targets removed, or the first refusal when nothing is left. */
-export const servableSteps = (steps: ReadonlyArray<PlanStep>, needs: RequestNeeds): ReadonlyArray<PlanStep> | GatewayError => {
+export const servableSteps = (steps: ReadonlyArray<PlanStep>, needs: RequestNeeds): Result.Result<ReadonlyArray<PlanStep>, GatewayError> => {
   let refusal: GatewayError | undefined
   const kept: Array<PlanStep> = []
   let changed = false
@@ -106,6 +107,8 @@ export const servableSteps = (steps: ReadonlyArray<PlanStep>, needs: RequestNeed
     if (targets.length !== step.targets.length) changed = true
     if (targets.length > 0) kept.push(targets.length === step.targets.length ? step : { ...step, targets })
   }
-  if (kept.length === 0) return refusal ?? new GatewayError({ status: 400, code: "unsupported_for_model", message: "no target can serve this request", param: "model" })
-  return changed ? kept : steps
+  if (kept.length === 0) {
+    return Result.fail(refusal ?? new GatewayError({ status: 400, code: "unsupported_for_model", message: "no target can serve this request", param: "model" }))
+  }
+  return Result.succeed(changed ? kept : steps)
 }

@@ -4,6 +4,7 @@
  * send (`route::X`, `function::X`, `<provider>::<model>`, plain names) maps to
  * its plan in one lookup.
  */
+import { Result } from "effect"
 import type { EndpointType, GatewaySettings, ResolvedCredential, ResolvedProvider, ResolvedTarget } from "../config/index.ts"
 import { DEFAULT_TIMEOUT_MS, resolveModelReference, variantParameters } from "../config/index.ts"
 import { clip, GatewayError } from "../domain/index.ts"
@@ -32,12 +33,12 @@ export interface RoutingTable {
    * The plan for a request's `model`, honouring `x-genai-provider` and the
    * endpoint type. Fails with the gateway errors of docs/reference/gateway-spec.md §7.1 (404, 409, 400).
    */
-  readonly resolve: (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint) => Plan | GatewayError
+  readonly resolve: (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint) => Result.Result<Plan, GatewayError>
   readonly providers: ReadonlyMap<string, CompiledProvider>
 }
 
 const notFound = (model: string) =>
-  new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${clip(model)}\` does not exist or is not configured`, param: "model" })
+  Result.fail(new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${clip(model)}\` does not exist or is not configured`, param: "model" }))
 
 /** Compiles a provider (optionally with a target's own credential); the live one is `compileProvider`. */
 export type ProviderCompiler = (provider: ResolvedProvider, credential?: ResolvedCredential) => CompiledProvider
@@ -169,31 +170,39 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
   }
   for (const [name, plan] of functionPlans) if (!plain.has(name)) plain.set(name, plan)
 
-  const checkEndpoint = (plan: Plan, endpoint: RequestEndpoint): Plan | GatewayError =>
-    plan.endpoint === undefined || plan.endpoint === endpoint
-      ? plan
-      : new GatewayError({
-        status: 400,
-        code: "unsupported_for_model",
-        message: `${plan.name} serves the ${plan.endpoint} endpoint, not ${endpoint}`,
-        param: "model"
-      })
+  const checkEndpoint = (plan: Plan, endpoint: RequestEndpoint): Result.Result<Plan, GatewayError> => {
+    if (plan.endpoint !== undefined && plan.endpoint !== endpoint) {
+      return Result.fail(
+        new GatewayError({
+          status: 400,
+          code: "unsupported_for_model",
+          message: `${plan.name} serves the ${plan.endpoint} endpoint, not ${endpoint}`,
+          param: "model"
+        })
+      )
+    }
+    return Result.succeed(plan)
+  }
 
-  const resolve = (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint): Plan | GatewayError => {
+  const resolve = (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint): Result.Result<Plan, GatewayError> => {
     const separator = model.indexOf("::")
     if (providerHeader !== undefined) {
       if (!providers.has(providerHeader)) {
-        return new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider names provider "${clip(providerHeader)}", which is not configured` })
+        return Result.fail(
+          new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider names provider "${clip(providerHeader)}", which is not configured` })
+        )
       }
       if (separator > 0) {
         const prefix = model.slice(0, separator)
         if (prefix !== providerHeader) {
-          return new GatewayError({
-            status: 400,
-            code: "invalid_request",
-            message: `x-genai-provider "${providerHeader}" disagrees with the model prefix "${clip(prefix)}::"`,
-            param: "model"
-          })
+          return Result.fail(
+            new GatewayError({
+              status: 400,
+              code: "invalid_request",
+              message: `x-genai-provider "${providerHeader}" disagrees with the model prefix "${clip(prefix)}::"`,
+              param: "model"
+            })
+          )
         }
         const plan = explicit.get(model)
         return plan === undefined ? notFound(model) : checkEndpoint(plan, endpoint)
@@ -204,12 +213,14 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
     const entry = separator > 0 ? explicit.get(model) : plain.get(model)
     if (entry === undefined) return notFound(model)
     if (isAmbiguous(entry)) {
-      return new GatewayError({
-        status: 409,
-        code: "ambiguous_model",
-        message: `The model \`${clip(model)}\` is ambiguous; use one of: ${entry.ambiguous.join(", ")}`,
-        param: "model"
-      })
+      return Result.fail(
+        new GatewayError({
+          status: 409,
+          code: "ambiguous_model",
+          message: `The model \`${clip(model)}\` is ambiguous; use one of: ${entry.ambiguous.join(", ")}`,
+          param: "model"
+        })
+      )
     }
     return checkEndpoint(entry, endpoint)
   }

@@ -4,10 +4,10 @@
  * schedule. A request looks them up; nothing is derived or cached per request.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { GatewayConfig } from "../../src/config/index.ts"
-import { GatewayError, UpstreamError } from "../../src/domain/index.ts"
+import { UpstreamError } from "../../src/domain/index.ts"
 import { compileProvider } from "../../src/providers/adapter.ts"
 import { buildCatalog } from "../../src/routing/catalog.ts"
 import type { Plan } from "../../src/routing/plan.ts"
@@ -32,8 +32,8 @@ const table = compileRoutingTable(GatewayConfig.fromDocument({
 
 const planOf = (model: string): Plan => {
   const plan = table.resolve(model, undefined, "chat")
-  if (plan instanceof GatewayError) throw new Error(plan.message)
-  return plan
+  if (Result.isFailure(plan)) throw new Error(plan.failure.message)
+  return plan.success
 }
 
 const rateLimited = new UpstreamError({

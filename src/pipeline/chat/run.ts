@@ -145,8 +145,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
           responseFormatParam: RESPONSE_FORMAT_PARAM[caller],
           untranslatable: request.untranslatable
         })
-        if (servable instanceof GatewayError) return yield* servable
-        steps = servable
+        if (Result.isFailure(servable)) return yield* servable.failure
+        steps = servable.success
       }
     }
 
