@@ -4,8 +4,8 @@
  * (`messages[2].content: expected …`) and that field alone as `param`.
  * Shared by every wire family's request decoder; built once per schema.
  */
-import { Schema, SchemaIssue } from "effect"
-import type { DecodeResult } from "./contract.ts"
+import { Result, Schema, SchemaIssue } from "effect"
+import type { DecodeFailure } from "./contract.ts"
 
 const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -22,17 +22,17 @@ export const pathText = (path: ReadonlyArray<PropertyKey | { readonly key: Prope
 const describe = (message: string): string =>
   message === "Missing key" ? "required field is missing" : message.charAt(0).toLowerCase() + message.slice(1)
 
-export const makeBodyDecoder = <S extends Schema.Decoder<unknown>>(schema: S): (body: unknown) => DecodeResult<S["Type"]> => {
+export const makeBodyDecoder = <S extends Schema.Decoder<unknown>>(schema: S): (body: unknown) => Result.Result<S["Type"], DecodeFailure> => {
   const decode = Schema.decodeUnknownResult(schema)
   return (body) => {
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
-      return { ok: false, message: "request body must be a JSON object" }
+      return Result.fail({ message: "request body must be a JSON object" })
     }
     const result = decode(body)
-    if (result._tag === "Success") return { ok: true, value: result.success }
+    if (Result.isSuccess(result)) return result
     const issue = formatIssue(result.failure.issue).issues[0]
     const param = pathText(issue?.path ?? [])
     const message = describe(issue?.message ?? "invalid value")
-    return param === "" ? { ok: false, message } : { ok: false, message: `${param}: ${message}`, param }
+    return param === "" ? Result.fail({ message }) : Result.fail({ message: `${param}: ${message}`, param })
   }
 }

@@ -7,6 +7,7 @@
  * - a provider codec writes requests and reads responses and streams in the
  *   wire family a provider speaks (Chat Completions or Messages).
  */
+import type { Result } from "effect"
 import type { ChatRequest, ChatResponse } from "../domain/chat.ts"
 import type { CallerFormat, WireFamily } from "../domain/sdk.ts"
 import {
@@ -17,7 +18,7 @@ import {
   makeAnthropicStreamDecoder,
   makeAnthropicStreamEncoder
 } from "./anthropic/index.ts"
-import type { DecodeResult, EncodedRequest, RequestEncodeOptions, StreamDecoder, StreamEncoder } from "./contract.ts"
+import type { DecodeFailure, EncodedRequest, RequestEncodeOptions, StreamDecoder, StreamEncoder } from "./contract.ts"
 import {
   decodeOpenAiChatRequest,
   decodeOpenAiChatResponse,
@@ -31,7 +32,7 @@ import { encodeResponsesResponse, makeResponsesStreamEncoder, decodeResponsesReq
 export type { CallerFormat }
 
 export interface CallerCodec {
-  readonly decodeRequest: (body: unknown) => DecodeResult<ChatRequest>
+  readonly decodeRequest: (body: unknown) => Result.Result<ChatRequest, DecodeFailure>
   readonly encodeResponse: (response: ChatResponse, request: ChatRequest) => Record<string, unknown>
   readonly streamEncoder: (request: ChatRequest) => StreamEncoder
 }
@@ -39,7 +40,7 @@ export interface CallerCodec {
 export interface ProviderCodec {
   readonly family: WireFamily
   readonly encodeRequest: (request: ChatRequest, options: RequestEncodeOptions) => EncodedRequest
-  readonly decodeResponse: (json: unknown) => DecodeResult<ChatResponse>
+  readonly decodeResponse: (json: unknown) => Result.Result<ChatResponse, DecodeFailure>
   readonly streamDecoder: () => StreamDecoder
 }
 

@@ -8,13 +8,15 @@ import type { ChatStreamEvent } from "../domain/chat.ts"
 import type { WireFamily } from "../domain/sdk.ts"
 
 /**
- * Outcome of decoding untrusted input. `message` names the offending field
- * (`messages[2].content: expected string or array of content parts`); `param`
- * is that field's path alone, for OpenAI's `error.param`.
+ * Why untrusted input did not decode (the failure of a decoder's `Result`).
+ * `message` names the offending field (`messages[2].content: expected string
+ * or array of content parts`); `param` is that field's path alone, for
+ * OpenAI's `error.param`.
  */
-export type DecodeResult<A> =
-  | { readonly ok: true; readonly value: A }
-  | { readonly ok: false; readonly message: string; readonly param?: string | undefined }
+export interface DecodeFailure {
+  readonly message: string
+  readonly param?: string | undefined
+}
 
 export interface RequestEncodeOptions {
   /** Upstream model name to put in the body. */

@@ -13,7 +13,7 @@
  *   hold (`messages[].thinking`, `messages[].input_audio`, `tools[].custom`):
  *   their value is how many were left out, they are never sent anywhere and
  *   every encoder reports them as dropped.
- * - Decoders of untrusted input return a `DecodeResult` and never throw.
+ * - Decoders of untrusted input return a `Result` (failing with a `DecodeFailure`) and never throw.
  * - Stream decoders turn one parsed SSE event into canonical events and never
  *   throw: malformed input becomes an `error` event, and a stream that ends
  *   without its terminal event ends with an `error` event, never a normal stop.
@@ -22,7 +22,7 @@ export * as Anthropic from "./anthropic/index.ts"
 export * as OpenAiChat from "./openai-chat/index.ts"
 export * as OpenAiResponses from "./openai-responses/index.ts"
 
-export type { DecodeResult, EncodedRequest, RequestEncodeOptions, SseEvent, StreamDecoder, StreamEncoder } from "./contract.ts"
+export type { DecodeFailure, EncodedRequest, RequestEncodeOptions, SseEvent, StreamDecoder, StreamEncoder } from "./contract.ts"
 export { CALLER_CODECS, PROVIDER_CODECS } from "./chat-codecs.ts"
 export type { CallerCodec, CallerFormat, ProviderCodec } from "./chat-codecs.ts"
 export { ResponseAssembler, responseEvents } from "./replay.ts"

@@ -6,40 +6,15 @@
  */
 import { Effect } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
-import type { CatalogEntry, ModelCatalog } from "../routing/catalog.ts"
+import { anthropicModel, openAiModel } from "../routing/catalog.ts"
 import { bodyReply, header, JSON_CONTENT_TYPE, jsonReply } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
-const EPOCH = "1970-01-01T00:00:00Z"
-
-const openAiModel = (entry: CatalogEntry) => ({ id: entry.id, object: "model", created: 0, owned_by: entry.ownedBy })
-const anthropicModel = (entry: CatalogEntry) => ({ type: "model", id: entry.id, display_name: entry.id, created_at: EPOCH })
-
 const wantsAnthropic = (ctx: HttpRequestContext): boolean => {
   const sdk = header(ctx, "x-genai-sdk")
   return sdk === "anthropic" || (sdk === undefined && header(ctx, "anthropic-version") !== undefined)
-}
-
-const rendered = new WeakMap<ModelCatalog, { readonly openAi: string; readonly anthropic: string }>()
-
-/** The two list bodies of a catalog, rendered once per catalog (a project's configuration version). */
-const listsOf = (catalog: ModelCatalog) => {
-  let lists = rendered.get(catalog)
-  if (lists === undefined) {
-    lists = {
-      openAi: JSON.stringify({ object: "list", data: catalog.entries.map(openAiModel) }),
-      anthropic: JSON.stringify({
-        data: catalog.entries.map(anthropicModel),
-        has_more: false,
-        first_id: catalog.entries[0]?.id ?? null,
-        last_id: catalog.entries[catalog.entries.length - 1]?.id ?? null
-      })
-    }
-    rendered.set(catalog, lists)
-  }
-  return lists
 }
 
 export const modelRoutes = (projectOf: ProjectResolver): ReadonlyArray<RouteDef<never>> => [
@@ -47,10 +22,7 @@ export const modelRoutes = (projectOf: ProjectResolver): ReadonlyArray<RouteDef<
     method: "GET",
     path: "/v1/models",
     handler: (ctx) =>
-      Effect.map(projectOf(ctx), ({ catalog }) => {
-        const lists = listsOf(catalog)
-        return bodyReply(ctx, 200, wantsAnthropic(ctx) ? lists.anthropic : lists.openAi, JSON_CONTENT_TYPE)
-      })
+      Effect.map(projectOf(ctx), ({ catalog }) => bodyReply(ctx, 200, wantsAnthropic(ctx) ? catalog.lists.anthropic : catalog.lists.openAi, JSON_CONTENT_TYPE))
   },
   {
     method: "GET",

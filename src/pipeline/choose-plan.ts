@@ -4,9 +4,9 @@
  * experiment draw the variant (sticky with `x-gw-experiment-key`), reported in
  * `x-gw-variant` and the log line.
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
-import type { Plan, PlanStep } from "../routing/plan.ts"
+import type { Plan, PlanStep, StepsShape } from "../routing/plan.ts"
 import { drawWeighted } from "../routing/sampler.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { EndpointType } from "../config/index.ts"
@@ -26,6 +26,8 @@ const featureDisabled = (endpoint: string): GatewayError =>
 export interface ChosenPlan {
   readonly plan: Plan
   readonly steps: ReadonlyArray<PlanStep>
+  /** What `steps` are, compiled with them. */
+  readonly shape: StepsShape
   /** The drawn variant's parameters; undefined when there are none. */
   readonly overrides: Readonly<Record<string, unknown>> | undefined
   /** The resolved plan as a cache key part: its name, and the variant drawn (`function::f#fast`). */
@@ -41,16 +43,18 @@ export const choosePlan = (
   if (project.disabledEndpoints.size > 0 && project.disabledEndpoints.has(endpoint as EndpointType)) {
     return Effect.fail(featureDisabled(endpoint))
   }
-  const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
-  if (plan instanceof GatewayError) return Effect.fail(plan)
+  const resolved = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
+  if (Result.isFailure(resolved)) return Effect.fail(resolved.failure)
+  const plan = resolved.success
   ctx.log.model = clip(model)
-  if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, overrides: undefined, resolved: plan.name })
+  if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, shape: plan.shape, overrides: undefined, resolved: plan.name })
   return Effect.map(drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key")), (variant) => {
     ;(ctx.replyHeaders ??= {})["x-gw-variant"] = variant.name
     ctx.log.variant = variant.name
     return {
       plan,
       steps: variant.steps,
+      shape: variant.shape,
       overrides: Object.keys(variant.overrides).length > 0 ? variant.overrides : undefined,
       resolved: `${plan.name}#${variant.name}`
     }

@@ -1,7 +1,7 @@
 /**
  * The pipeline's public face for the HTTP layer: the request context, the
  * per-request programs (chat, the other model endpoints), response writing,
- * multipart spooling, forwarding, and the log they write to (src/infra/log.ts,
+ * forwarding, and the log they write to (src/infra/log.ts,
  * re-exported so the edge needs nothing from infra).
  */
 export { JsonLog, Log } from "../infra/log.ts"
@@ -11,8 +11,6 @@ export type { ChatDependencies, ChatInput } from "./chat/run.ts"
 export { header } from "./context.ts"
 export type { CallerRequest, CallerResponse, RequestContext, RequestLogFields } from "./context.ts"
 export * from "./forward/index.ts"
-export { encodedFormLength, encodeForm, freshBoundary, isMultipartForm, spoolForm, uploadTooLarge } from "./multipart.ts"
-export type { FormField, FormPart, SpooledFile, SpooledForm } from "./multipart.ts"
 export { jsonBody, makeProxyProgram } from "./proxy.ts"
 export type { ProxyBody, ProxyDependencies, ProxyInput } from "./proxy.ts"
 export { bodyReply, failureReply, isValueBody, JSON_CONTENT_TYPE, jsonReply, logFailure, pushHeaders, renderFailure, reply, SENT } from "./reply.ts"

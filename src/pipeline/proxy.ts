@@ -10,7 +10,7 @@
  * target's) or a body builder called per attempt (multipart uploads, which
  * are re-streamed from a spooled copy on every attempt).
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import type { Readable } from "node:stream"
 import { GatewayError } from "../domain/index.ts"
 import type { Capability, WireFamily } from "../domain/index.ts"
@@ -126,8 +126,9 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
     if (scan !== undefined) yield* trace.guardInput(input.project.guard, scan.surface, () => drawn === undefined ? scan.json : { ...scan.json, ...drawn })
 
     // Targets whose provider cannot do this operation are skipped; none left → 400 (docs/reference/gateway-spec.md §4.3).
-    const steps = servableSteps(planSteps, { capability: input.capability })
-    if (steps instanceof GatewayError) return yield* steps
+    const servable = servableSteps(planSteps, { capability: input.capability })
+    if (Result.isFailure(servable)) return yield* servable.failure
+    const steps = servable.success
 
     // Embeddings are cached (in auto mode always): a hit answers with the stored body.
     const caching = yield* planBodyCaching(input, chosen.resolved, drawn, steps)

@@ -15,7 +15,16 @@ export interface CatalogEntry {
 export interface ModelCatalog {
   readonly entries: ReadonlyArray<CatalogEntry>
   readonly byId: ReadonlyMap<string, CatalogEntry>
+  /** The two list bodies of `GET /v1/models`, rendered with the catalog (once per configuration version). */
+  readonly lists: { readonly openAi: string; readonly anthropic: string }
 }
+
+const EPOCH = "1970-01-01T00:00:00Z"
+
+/** An entry as the OpenAI SDK's `Model`. */
+export const openAiModel = (entry: CatalogEntry) => ({ id: entry.id, object: "model", created: 0, owned_by: entry.ownedBy })
+/** An entry as the Anthropic SDK's `ModelInfo`. */
+export const anthropicModel = (entry: CatalogEntry) => ({ type: "model", id: entry.id, display_name: entry.id, created_at: EPOCH })
 
 export const buildCatalog = (settings: GatewaySettings): ModelCatalog => {
   const owners = new Map<string, Array<string>>()
@@ -37,5 +46,15 @@ export const buildCatalog = (settings: GatewaySettings): ModelCatalog => {
     if (providers.length === 1) add({ id: model, ownedBy: providers[0] })
     else for (const provider of providers) add({ id: `${provider}::${model}`, ownedBy: provider })
   }
-  return { entries: [...byId.values()], byId }
+  const entries = [...byId.values()]
+  const lists = {
+    openAi: JSON.stringify({ object: "list", data: entries.map(openAiModel) }),
+    anthropic: JSON.stringify({
+      data: entries.map(anthropicModel),
+      has_more: false,
+      first_id: entries[0]?.id ?? null,
+      last_id: entries[entries.length - 1]?.id ?? null
+    })
+  }
+  return { entries, byId, lists }
 }

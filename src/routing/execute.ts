@@ -17,25 +17,14 @@
 import { Effect, Exit } from "effect"
 import { dispositionOf } from "../domain/index.ts"
 import type { UpstreamError } from "../domain/index.ts"
-import type { Plan, PlanStep, PlanTarget, RetryPolicy } from "./plan.ts"
-import { isRetryable, retrySchedule } from "./retry.ts"
+import type { Plan, PlanStep, PlanTarget } from "./plan.ts"
+import { isRetryable } from "./retry.ts"
 import { drawWeighted } from "./sampler.ts"
 
 export interface AttemptInfo {
   /** 1-based, counted across the whole request. */
   readonly attempt: number
   readonly target: PlanTarget
-}
-
-/** The retry schedule of each policy, built once (policies are compiled with their plan). */
-const schedules = new WeakMap<RetryPolicy, ReturnType<typeof retrySchedule>>()
-const scheduleOf = (policy: RetryPolicy) => {
-  let schedule = schedules.get(policy)
-  if (schedule === undefined) {
-    schedule = retrySchedule(policy)
-    schedules.set(policy, schedule)
-  }
-  return schedule
 }
 
 export interface ExecutionObserver {
@@ -51,7 +40,7 @@ export const executePlan = <A, R>(
   Effect.suspend(() => {
     let count = 0
     let last: UpstreamError | undefined
-    const schedule = scheduleOf(plan.retry)
+    const { schedule } = plan
     const { onAttempt } = observer
 
     const once = (target: PlanTarget): Effect.Effect<A, UpstreamError, R> =>

@@ -7,7 +7,9 @@
  * strategy over targets. An experiment function is a set of weighted
  * variants, each a plan of its own plus parameter overrides.
  */
+import type { Schedule } from "effect"
 import type { EndpointType } from "../config/index.ts"
+import type { CallerFormat, UpstreamError } from "../domain/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 
 export interface PlanTarget {
@@ -31,6 +33,14 @@ export interface PlanStep {
   readonly targets: ReadonlyArray<PlanTarget>
 }
 
+/** Facts about a list of steps that no request changes, computed when the steps are compiled. */
+export interface StepsShape {
+  /** Some target's provider is not a chat family (it may not serve chat at all). */
+  readonly hasNonChat: boolean
+  /** Per caller format: whether every target speaks it natively (no attempt needs the canonical request). */
+  readonly allNative: Readonly<Record<CallerFormat, boolean>>
+}
+
 export interface RetryPolicy {
   readonly maxRetries: number
   readonly backoffBaseMs: number
@@ -40,6 +50,7 @@ export interface Variant {
   readonly name: string
   readonly weight: number
   readonly steps: ReadonlyArray<PlanStep>
+  readonly shape: StepsShape
   /** Request parameters the variant overrides (wire names). */
   readonly overrides: Readonly<Record<string, unknown>>
 }
@@ -50,7 +61,10 @@ export interface Plan {
   /** Endpoint type of a route or function; undefined for a provider model (any endpoint). */
   readonly endpoint?: EndpointType | undefined
   readonly steps: ReadonlyArray<PlanStep>
+  readonly shape: StepsShape
   readonly retry: RetryPolicy
+  /** `retry` as the Effect schedule every attempt runs under, built with the plan. */
+  readonly schedule: Schedule.Schedule<number, UpstreamError>
   /** Experiment functions: one variant is drawn per request (then its steps run). */
   readonly variants?: ReadonlyArray<Variant> | undefined
 }

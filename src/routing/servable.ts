@@ -8,10 +8,11 @@
  * fails with the first reason. One rule for the chat program, the other model
  * endpoints and the simulator.
  */
+import { Result } from "effect"
 import { GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { CallerFormat, Capability } from "../domain/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
-import type { PlanStep, PlanTarget } from "./plan.ts"
+import type { PlanStep, PlanTarget, StepsShape } from "./plan.ts"
 
 export interface RequestNeeds {
   readonly capability: Capability
@@ -32,6 +33,16 @@ export interface RequestNeeds {
  */
 export const speaksNatively = (caller: CallerFormat, provider: CompiledProvider): boolean =>
   caller === "responses" ? provider.responsesApi : provider.family === caller
+
+/** What a list of steps is, whatever the request: computed once, when the plan is compiled. */
+export const shapeOf = (steps: ReadonlyArray<PlanStep>): StepsShape => {
+  const providers = steps.flatMap((step) => step.targets.map((target) => target.provider))
+  const all = (caller: CallerFormat) => providers.every((provider) => speaksNatively(caller, provider))
+  return {
+    hasNonChat: providers.some((provider) => provider.family === "other"),
+    allNative: { openai: all("openai"), anthropic: all("anthropic"), responses: all("responses") }
+  }
+}
 
 const DESCRIPTION: Partial<Record<Capability, string>> = {
   chat: "chat",
@@ -83,7 +94,7 @@ export const refusalOf = (target: PlanTarget, needs: RequestNeeds): GatewayError
 }
 
 /** The steps with unservable targets removed, or the first refusal when nothing is left. */
-export const servableSteps = (steps: ReadonlyArray<PlanStep>, needs: RequestNeeds): ReadonlyArray<PlanStep> | GatewayError => {
+export const servableSteps = (steps: ReadonlyArray<PlanStep>, needs: RequestNeeds): Result.Result<ReadonlyArray<PlanStep>, GatewayError> => {
   let refusal: GatewayError | undefined
   const kept: Array<PlanStep> = []
   let changed = false
@@ -96,6 +107,8 @@ export const servableSteps = (steps: ReadonlyArray<PlanStep>, needs: RequestNeed
     if (targets.length !== step.targets.length) changed = true
     if (targets.length > 0) kept.push(targets.length === step.targets.length ? step : { ...step, targets })
   }
-  if (kept.length === 0) return refusal ?? new GatewayError({ status: 400, code: "unsupported_for_model", message: "no target can serve this request", param: "model" })
-  return changed ? kept : steps
+  if (kept.length === 0) {
+    return Result.fail(refusal ?? new GatewayError({ status: 400, code: "unsupported_for_model", message: "no target can serve this request", param: "model" }))
+  }
+  return Result.succeed(changed ? kept : steps)
 }

@@ -4,11 +4,14 @@
  * send (`route::X`, `function::X`, `<provider>::<model>`, plain names) maps to
  * its plan in one lookup.
  */
+import { Result } from "effect"
 import type { EndpointType, GatewaySettings, ResolvedCredential, ResolvedProvider, ResolvedTarget } from "../config/index.ts"
 import { DEFAULT_TIMEOUT_MS, resolveModelReference, variantParameters } from "../config/index.ts"
 import { clip, GatewayError } from "../domain/index.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { Plan, PlanStep, PlanTarget, RetryPolicy, Strategy, Variant } from "./plan.ts"
+import { retrySchedule } from "./retry.ts"
+import { shapeOf } from "./servable.ts"
 
 /** A plain name matched by several entries: resolution fails with 409 naming them. */
 interface Ambiguous {
@@ -30,12 +33,12 @@ export interface RoutingTable {
    * The plan for a request's `model`, honouring `x-genai-provider` and the
    * endpoint type. Fails with the gateway errors of docs/reference/gateway-spec.md §7.1 (404, 409, 400).
    */
-  readonly resolve: (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint) => Plan | GatewayError
+  readonly resolve: (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint) => Result.Result<Plan, GatewayError>
   readonly providers: ReadonlyMap<string, CompiledProvider>
 }
 
 const notFound = (model: string) =>
-  new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${clip(model)}\` does not exist or is not configured`, param: "model" })
+  Result.fail(new GatewayError({ status: 404, code: "model_not_found", message: `The model \`${clip(model)}\` does not exist or is not configured`, param: "model" }))
 
 /** Compiles a provider (optionally with a target's own credential); the live one is `compileProvider`. */
 export type ProviderCompiler = (provider: ResolvedProvider, credential?: ResolvedCredential) => CompiledProvider
@@ -89,6 +92,16 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
     const source = table ?? file.routing.retry
     return { maxRetries: source.max_retries, backoffBaseMs: source.backoff_base_ms }
   }
+  /** A plan compiled with what every request reads of it: its steps' shape and its retry schedule. */
+  const planOf = (name: string, endpoint: EndpointType | undefined, steps: ReadonlyArray<PlanStep>, retry: RetryPolicy, variants?: ReadonlyArray<Variant>): Plan => ({
+    name,
+    endpoint,
+    steps,
+    shape: shapeOf(steps),
+    retry,
+    schedule: retrySchedule(retry),
+    variants
+  })
 
   const stepsOf = (
     strategy: Strategy,
@@ -101,39 +114,35 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
 
   const routePlans = new Map<string, Plan>()
   for (const [id, route] of Object.entries(file.routes)) {
-    routePlans.set(id, {
-      name: `route::${id}`,
-      endpoint: route.endpoint,
-      steps: stepsOf(route.strategy, route.targets, route.steps),
-      retry: retryOf(route.retry)
-    })
+    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps), retryOf(route.retry)))
   }
 
   const functionPlans = new Map<string, Plan>()
   for (const [name, fn] of Object.entries(file.functions)) {
     const retry = retryOf(fn.retry)
     if (fn.strategy === "experiment") {
-      const variants: Array<Variant> = Object.entries(fn.variants ?? {}).map(([variantName, variant]) => ({
-        name: variantName,
-        weight: variant.weight,
-        steps: [{ strategy: "single", targets: [variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!)] }],
-        overrides: variantParameters(variant)
-      }))
-      functionPlans.set(name, { name: `function::${name}`, endpoint: fn.endpoint, steps: [], retry, variants })
+      const variants: Array<Variant> = Object.entries(fn.variants ?? {}).map(([variantName, variant]) => {
+        const steps: ReadonlyArray<PlanStep> = [{
+          strategy: "single",
+          targets: [variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!)]
+        }]
+        return { name: variantName, weight: variant.weight, steps, shape: shapeOf(steps), overrides: variantParameters(variant) }
+      })
+      functionPlans.set(name, planOf(`function::${name}`, fn.endpoint, [], retry, variants))
       continue
     }
     const steps = fn.models !== undefined
       ? [{ strategy: fn.strategy, targets: fn.models.map(modelRef) }]
       : stepsOf(fn.strategy, fn.targets, fn.steps)
-    functionPlans.set(name, { name: `function::${name}`, endpoint: fn.endpoint, steps, retry })
+    functionPlans.set(name, planOf(`function::${name}`, fn.endpoint, steps, retry))
   }
 
   const defaultRetry = retryOf()
-  const providerPlan = (provider: ResolvedProvider, model: string): Plan => ({
-    name: `${provider.id}::${model}`,
-    steps: [{ strategy: "single", targets: [modelTarget(provider, model)] }],
-    retry: defaultRetry
-  })
+  const defaultSchedule = retrySchedule(defaultRetry)
+  const providerPlan = (provider: ResolvedProvider, model: string): Plan => {
+    const steps: ReadonlyArray<PlanStep> = [{ strategy: "single", targets: [modelTarget(provider, model)] }]
+    return { name: `${provider.id}::${model}`, endpoint: undefined, steps, shape: shapeOf(steps), retry: defaultRetry, schedule: defaultSchedule }
+  }
 
   // Every selector, resolved once.
   const explicit = new Map<string, Plan>()
@@ -161,31 +170,39 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
   }
   for (const [name, plan] of functionPlans) if (!plain.has(name)) plain.set(name, plan)
 
-  const checkEndpoint = (plan: Plan, endpoint: RequestEndpoint): Plan | GatewayError =>
-    plan.endpoint === undefined || plan.endpoint === endpoint
-      ? plan
-      : new GatewayError({
-        status: 400,
-        code: "unsupported_for_model",
-        message: `${plan.name} serves the ${plan.endpoint} endpoint, not ${endpoint}`,
-        param: "model"
-      })
+  const checkEndpoint = (plan: Plan, endpoint: RequestEndpoint): Result.Result<Plan, GatewayError> => {
+    if (plan.endpoint !== undefined && plan.endpoint !== endpoint) {
+      return Result.fail(
+        new GatewayError({
+          status: 400,
+          code: "unsupported_for_model",
+          message: `${plan.name} serves the ${plan.endpoint} endpoint, not ${endpoint}`,
+          param: "model"
+        })
+      )
+    }
+    return Result.succeed(plan)
+  }
 
-  const resolve = (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint): Plan | GatewayError => {
+  const resolve = (model: string, providerHeader: string | undefined, endpoint: RequestEndpoint): Result.Result<Plan, GatewayError> => {
     const separator = model.indexOf("::")
     if (providerHeader !== undefined) {
       if (!providers.has(providerHeader)) {
-        return new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider names provider "${clip(providerHeader)}", which is not configured` })
+        return Result.fail(
+          new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider names provider "${clip(providerHeader)}", which is not configured` })
+        )
       }
       if (separator > 0) {
         const prefix = model.slice(0, separator)
         if (prefix !== providerHeader) {
-          return new GatewayError({
-            status: 400,
-            code: "invalid_request",
-            message: `x-genai-provider "${providerHeader}" disagrees with the model prefix "${clip(prefix)}::"`,
-            param: "model"
-          })
+          return Result.fail(
+            new GatewayError({
+              status: 400,
+              code: "invalid_request",
+              message: `x-genai-provider "${providerHeader}" disagrees with the model prefix "${clip(prefix)}::"`,
+              param: "model"
+            })
+          )
         }
         const plan = explicit.get(model)
         return plan === undefined ? notFound(model) : checkEndpoint(plan, endpoint)
@@ -196,12 +213,14 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
     const entry = separator > 0 ? explicit.get(model) : plain.get(model)
     if (entry === undefined) return notFound(model)
     if (isAmbiguous(entry)) {
-      return new GatewayError({
-        status: 409,
-        code: "ambiguous_model",
-        message: `The model \`${clip(model)}\` is ambiguous; use one of: ${entry.ambiguous.join(", ")}`,
-        param: "model"
-      })
+      return Result.fail(
+        new GatewayError({
+          status: 409,
+          code: "ambiguous_model",
+          message: `The model \`${clip(model)}\` is ambiguous; use one of: ${entry.ambiguous.join(", ")}`,
+          param: "model"
+        })
+      )
     }
     return checkEndpoint(entry, endpoint)
   }

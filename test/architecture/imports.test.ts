@@ -186,6 +186,12 @@ describe("the import graph of src/", () => {
     expect([...new Set(edges.filter(({ to }) => to === "otlp/decode.ts").map(({ from }) => from))]).toEqual(["pipeline/telemetry/memory.ts"])
   })
 
+  it("reads upload forms only at the HTTP edge: no file outside src/http spools a multipart body", () => {
+    const parsers = files.filter((file) => /from "(?:@effect\/platform-node\/NodeMultipart|effect\/http\/Multipart)"/.test(readFileSync(join(SRC, file), "utf8")))
+    expect(parsers.filter((file) => unitOf(file) !== "http")).toEqual([])
+    expect(parsers.length).toBeGreaterThan(0)
+  })
+
   it("imports only the way the folder table allows: no stage imports another, nothing imports upward", () => {
     const against = edges.flatMap(({ from, to, line }) => {
       const [a, b] = [unitOf(from), unitOf(to)]

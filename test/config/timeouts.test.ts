@@ -3,8 +3,8 @@
  * then provider, then [defaults.provider], then 30000 ms. Checked on the plans
  * the routing table compiles from the configuration, which is what requests use.
  */
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
-import { GatewayError } from "../../src/domain/index.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
 import { load, withServer } from "./support.ts"
 import { compileProvider } from "../../src/providers/adapter.ts"
@@ -26,8 +26,7 @@ const timeoutOf = (layers: Layers, selector: "route::r" | "openai::m"): number =
       routes: { r: { endpoint: "chat", models: ["alias"], strategy: "single", targets: ["t"] } }
     })
   )
-  const plan = compileRoutingTable(settings, compileProvider).resolve(selector, undefined, "chat")
-  if (plan instanceof GatewayError) throw plan
+  const plan = Result.getOrThrow(compileRoutingTable(settings, compileProvider).resolve(selector, undefined, "chat"))
   return plan.steps[0].targets[0].timeoutMs
 }
 

@@ -1,9 +1,8 @@
-import { Redacted } from "effect"
+import { Redacted, Result } from "effect"
 import { readFileSync } from "node:fs"
 import { parse } from "smol-toml"
 import { describe, expect, it } from "vitest"
 import { settingsFromDocument, snapshotFromDocument } from "../../src/config/index.ts"
-import { GatewayError } from "../../src/domain/index.ts"
 import { compileProvider } from "../../src/providers/adapter.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
 
@@ -35,8 +34,7 @@ describe("docs/multi-tenant.md", () => {
   it("compiles into the same routing table a TOML file gives", () => {
     const result = snapshotFromDocument(example, "docs/multi-tenant.md")
     if (!result.ok) throw result.error
-    const plan = compileRoutingTable(result.snapshot.settings, compileProvider).resolve("assistant", undefined, "chat")
-    if (plan instanceof GatewayError) throw plan
+    const plan = Result.getOrThrow(compileRoutingTable(result.snapshot.settings, compileProvider).resolve("assistant", undefined, "chat"))
     expect(plan.steps.map((step) => [step.strategy, step.targets.map((target) => target.id)])).toEqual([["fallback", ["primary", "backup"]]])
   })
 

@@ -1,8 +1,8 @@
+import { Result } from "effect"
 import { readFileSync } from "node:fs"
 import { parse } from "smol-toml"
 import { describe, expect, it } from "vitest"
 import { settingsFromDocument } from "../../src/config/index.ts"
-import { GatewayError } from "../../src/domain/index.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
 import { compileProvider } from "../../src/providers/adapter.ts"
 
@@ -25,29 +25,26 @@ describe("docs/routing.md", () => {
   it("the ambiguity example behaves as the text says", () => {
     const table = tableOf(0)
     const ambiguous = table.resolve("gpt-4o", undefined, "chat")
-    expect(ambiguous instanceof GatewayError && ambiguous.status).toBe(409)
+    expect(Result.isFailure(ambiguous) && ambiguous.failure.status).toBe(409)
     const route = table.resolve("assistant", undefined, "chat")
-    expect(route instanceof GatewayError ? route.message : route.name).toBe("route::assistant")
+    expect(Result.isFailure(route) ? route.failure.message : route.success.name).toBe("route::assistant")
   })
   it("the steps example is a weighted step followed by a fallback step", () => {
-    const plan = tableOf(2).resolve("smart", undefined, "chat")
-    if (plan instanceof GatewayError) throw plan
+    const plan = tableOf(2).resolve("smart", undefined, "chat").pipe(Result.getOrThrow)
     expect(plan.steps.map((step) => [step.strategy, step.targets.map((target) => target.id)])).toEqual([
       ["weighted", ["a", "b"]],
       ["fallback", ["cheap", "last_resort"]]
     ])
   })
   it("the experiment example has the documented variants and overrides", () => {
-    const plan = tableOf(3).resolve("function::summarize", undefined, "chat")
-    if (plan instanceof GatewayError) throw plan
+    const plan = tableOf(3).resolve("function::summarize", undefined, "chat").pipe(Result.getOrThrow)
     expect(plan.variants?.map((variant) => [variant.name, variant.weight, variant.overrides])).toEqual([
       ["fast", 3, { temperature: 0.2 }],
       ["careful", 1, { max_tokens: 1024 }]
     ])
   })
   it("the retry example: the route's table wins and the model timeout beats the provider's", () => {
-    const plan = tableOf(4).resolve("reliable", undefined, "chat")
-    if (plan instanceof GatewayError) throw plan
+    const plan = tableOf(4).resolve("reliable", undefined, "chat").pipe(Result.getOrThrow)
     expect(plan.retry).toEqual({ maxRetries: 1, backoffBaseMs: 100 })
     expect(plan.steps[0].targets.map((target) => target.timeoutMs)).toEqual([15000, 30000])
   })

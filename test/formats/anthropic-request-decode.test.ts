@@ -1,3 +1,4 @@
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ChatRequest } from "../../src/domain/chat.ts"
 import { Anthropic } from "../../src/formats/index.ts"
@@ -11,14 +12,14 @@ const decode = (body: Record<string, unknown>): ChatRequest => {
     messages: [{ role: "user", content: "Hi" }],
     ...body
   })
-  if (!result.ok) throw new Error(result.message)
-  return result.value
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
 }
 
 const failure = (body: Record<string, unknown>) => {
   const result = decodeAnthropicRequest(body)
-  if (result.ok) throw new Error("expected a failure")
-  return { message: result.message, param: result.param }
+  if (Result.isSuccess(result)) throw new Error("expected a failure")
+  return result.failure
 }
 
 describe("Messages request decoder", () => {

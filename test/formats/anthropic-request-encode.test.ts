@@ -1,3 +1,4 @@
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ChatRequest } from "../../src/domain/chat.ts"
 import { Anthropic, OpenAiChat } from "../../src/formats/index.ts"
@@ -11,14 +12,14 @@ const decode = (body: Record<string, unknown>): ChatRequest => {
     messages: [{ role: "user", content: "Hi" }],
     ...body
   })
-  if (!result.ok) throw new Error(result.message)
-  return result.value
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
 }
 
 const fromOpenAi = (body: Record<string, unknown>): ChatRequest => {
   const result = OpenAiChat.decodeOpenAiChatRequest({ model: "gpt-x", ...body })
-  if (!result.ok) throw new Error(result.message)
-  return result.value
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
 }
 
 const base: ChatRequest = {

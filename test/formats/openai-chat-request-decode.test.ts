@@ -1,3 +1,4 @@
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ChatRequest } from "../../src/domain/chat.ts"
 import { OpenAiChat } from "../../src/formats/index.ts"
@@ -6,14 +7,14 @@ const { decodeOpenAiChatRequest } = OpenAiChat
 
 const decode = (body: Record<string, unknown>): ChatRequest => {
   const result = decodeOpenAiChatRequest({ model: "gpt-x", messages: [{ role: "user", content: "Hi" }], ...body })
-  if (!result.ok) throw new Error(result.message)
-  return result.value
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
 }
 
 const failure = (body: unknown) => {
   const result = decodeOpenAiChatRequest(body)
-  if (result.ok) throw new Error("expected a failure")
-  return { message: result.message, param: result.param }
+  if (Result.isSuccess(result)) throw new Error("expected a failure")
+  return result.failure
 }
 
 describe("Chat Completions request decoder", () => {

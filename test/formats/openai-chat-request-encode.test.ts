@@ -1,3 +1,4 @@
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ChatRequest } from "../../src/domain/chat.ts"
 import { Anthropic, OpenAiChat } from "../../src/formats/index.ts"
@@ -6,15 +7,15 @@ const { decodeOpenAiChatRequest, encodeOpenAiChatRequest } = OpenAiChat
 
 const decode = (body: Record<string, unknown>): ChatRequest => {
   const result = decodeOpenAiChatRequest({ model: "gpt-x", messages: [{ role: "user", content: "Hi" }], ...body })
-  if (!result.ok) throw new Error(result.message)
-  return result.value
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
 }
 
 describe("Chat Completions request encoder", () => {
   const anthropicRequest = (body: Record<string, unknown>): ChatRequest => {
     const result = Anthropic.decodeAnthropicRequest({ model: "claude-x", max_tokens: 300, ...body })
-    if (!result.ok) throw new Error(result.message)
-    return result.value
+    if (Result.isFailure(result)) throw new Error(result.failure.message)
+    return result.success
   }
 
   it("translates an Anthropic conversation with tools, tool results and images (A→C)", () => {
@@ -202,7 +203,7 @@ describe("Chat Completions request encoder", () => {
       seed: 1
     }
     const req = decodeOpenAiChatRequest(body)
-    if (!req.ok) throw new Error(req.message)
-    expect(encodeOpenAiChatRequest(req.value, { model: "gpt-4o", callerFamily: "openai" })).toEqual({ body, dropped: [] })
+    if (Result.isFailure(req)) throw new Error(req.failure.message)
+    expect(encodeOpenAiChatRequest(req.success, { model: "gpt-4o", callerFamily: "openai" })).toEqual({ body, dropped: [] })
   })
 })

@@ -6,6 +6,7 @@
  * through a custom `fetch`, without a network; their requests are decoded
  * with the gateway's own request decoders, as a hit would be.
  */
+import { Result } from "effect"
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
@@ -18,8 +19,8 @@ const replaying = (format: CallerFormat, answer: ChatResponse) =>
   async (_url: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const codec = CALLER_CODECS[format]
     const decoded = codec.decodeRequest(JSON.parse(String(init?.body)))
-    if (!decoded.ok) return new Response(JSON.stringify({ error: { message: decoded.message } }), { status: 400 })
-    const request: ChatRequest = decoded.value
+    if (Result.isFailure(decoded)) return new Response(JSON.stringify({ error: { message: decoded.failure.message } }), { status: 400 })
+    const request: ChatRequest = decoded.success
     return request.stream
       ? new Response(encodeAll(codec.streamEncoder(request), responseEvents(answer)), { headers: { "content-type": "text/event-stream" } })
       : new Response(JSON.stringify(codec.encodeResponse(answer, request)), { headers: { "content-type": "application/json" } })

@@ -5,6 +5,8 @@
  * parts, Anthropic thinking (signed or redacted) as reasoning items that a
  * later turn can send back, and the request's reasoning effort.
  */
+import { Result } from "effect"
+import type { DecodeFailure } from "../../src/formats/contract.ts"
 import { describe, expect, it } from "vitest"
 import type { ChatStreamEvent } from "../../src/domain/chat.ts"
 import { ResponseAssembler, responseEvents } from "../../src/formats/index.ts"
@@ -48,9 +50,9 @@ const CLAUDE_STREAM = [
   anthropicEvent({ type: "message_stop" })
 ]
 
-const decoded = <A>(result: { ok: true; value: A } | { ok: false; message: string }): A => {
-  if (!result.ok) throw new Error(result.message)
-  return result.value
+const decoded = <A>(result: Result.Result<A, DecodeFailure>): A => {
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
 }
 
 const claudeAnswer = () => decoded(decodeAnthropicResponse(CLAUDE_ANSWER, { created: 1741476600 }))

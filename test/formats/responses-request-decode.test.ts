@@ -1,17 +1,18 @@
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ChatRequest } from "../../src/domain/chat.ts"
 import { decodeResponsesRequest } from "../../src/formats/openai-responses/index.ts"
 
 const decode = (body: unknown): ChatRequest => {
   const result = decodeResponsesRequest(body)
-  if (!result.ok) throw new Error(result.message)
-  return result.value
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
 }
 
 const failure = (body: unknown) => {
   const result = decodeResponsesRequest(body)
-  if (result.ok) throw new Error("expected a decode failure")
-  return result
+  if (Result.isSuccess(result)) throw new Error("expected a decode failure")
+  return result.failure
 }
 
 describe("Responses request decoding", () => {
@@ -294,10 +295,9 @@ describe("Responses request decoding", () => {
   })
 
   it("names the offending field when the body is invalid", () => {
-    expect(failure([])).toEqual({ ok: false, message: "request body must be a JSON object" })
-    expect(failure({ model: "m" })).toEqual({ ok: false, message: "input: required field is missing", param: "input" })
+    expect(failure([])).toEqual({ message: "request body must be a JSON object" })
+    expect(failure({ model: "m" })).toEqual({ message: "input: required field is missing", param: "input" })
     expect(failure({ model: "m", input: [{ type: "function_call", call_id: "c", arguments: "{}" }] })).toEqual({
-      ok: false,
       message: "input[0].name: required field is missing",
       param: "input[0].name"
     })

@@ -1,3 +1,4 @@
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import type { ChatResponse } from "../../src/domain/chat.ts"
 import { decodeResponsesRequest, encodeResponsesResponse } from "../../src/formats/openai-responses/index.ts"
@@ -143,8 +144,8 @@ describe("Responses response encoding", () => {
       tool_choice: { type: "function", name: "f" },
       text: { format: { type: "json_schema", name: "out", schema: { type: "object" }, strict: true } }
     })
-    if (!decoded.ok) throw new Error(decoded.message)
-    expect(encodeResponsesResponse(TEXT, { model: "gpt-4.1", request: decoded.value })).toMatchObject({
+    if (Result.isFailure(decoded)) throw new Error(decoded.failure.message)
+    expect(encodeResponsesResponse(TEXT, { model: "gpt-4.1", request: decoded.success })).toMatchObject({
       instructions: "Be terse.",
       max_output_tokens: 100,
       temperature: 0.5,

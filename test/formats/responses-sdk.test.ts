@@ -4,6 +4,7 @@
  * `fetch`, without a network. The request the SDK sends is decoded too, so
  * the whole caller-side round trip is covered.
  */
+import { Result } from "effect"
 import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
 import type { ChatRequest, ChatResponse, ChatStreamEvent } from "../../src/domain/chat.ts"
@@ -25,9 +26,9 @@ const serve = (answer: (request: ChatRequest) => { json: unknown } | { sse: stri
   const requests: Array<ChatRequest> = []
   const fetch = async (_url: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const decoded = decodeResponsesRequest(JSON.parse(String(init?.body)))
-    if (!decoded.ok) return new Response(JSON.stringify({ error: { message: decoded.message } }), { status: 400 })
-    requests.push(decoded.value)
-    const body = answer(decoded.value)
+    if (Result.isFailure(decoded)) return new Response(JSON.stringify({ error: { message: decoded.failure.message } }), { status: 400 })
+    requests.push(decoded.success)
+    const body = answer(decoded.success)
     return "json" in body
       ? new Response(JSON.stringify(body.json), { headers: { "content-type": "application/json" } })
       : new Response(body.sse, { headers: { "content-type": "text/event-stream" } })

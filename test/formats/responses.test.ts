@@ -1,3 +1,5 @@
+import { Result } from "effect"
+import type { DecodeFailure } from "../../src/formats/contract.ts"
 import { describe, expect, it } from "vitest"
 import type { ChatResponse, StopReason } from "../../src/domain/chat.ts"
 import { Anthropic, OpenAiChat } from "../../src/formats/index.ts"
@@ -54,9 +56,9 @@ const OPENAI_COMPLETION = {
   system_fingerprint: "fp_fc9f1d7035"
 }
 
-const ok = <A>(result: { ok: true; value: A } | { ok: false; message: string }): A => {
-  if (!result.ok) throw new Error(result.message)
-  return result.value
+const ok = <A>(result: Result.Result<A, DecodeFailure>): A => {
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
 }
 
 const response = (patch: Partial<ChatResponse>): ChatResponse => ({
@@ -177,15 +179,13 @@ describe("Messages response → Chat completion (C→A response leg, docs/refere
   })
 
   it("reports a malformed Messages body as a failure instead of crashing", () => {
-    expect(decodeAnthropicResponse("nope")).toEqual({ ok: false, message: "upstream response is not a JSON object" })
-    expect(decodeAnthropicResponse({ type: "message" })).toEqual({
-      ok: false,
+    expect(decodeAnthropicResponse("nope")).toEqual(Result.fail({ message: "upstream response is not a JSON object" }))
+    expect(decodeAnthropicResponse({ type: "message" })).toEqual(Result.fail({
       message: "upstream response has no content array"
-    })
-    expect(decodeAnthropicResponse({ content: ["x"] })).toEqual({
-      ok: false,
+    }))
+    expect(decodeAnthropicResponse({ content: ["x"] })).toEqual(Result.fail({
       message: "upstream response has a malformed content block"
-    })
+    }))
   })
 })
 
@@ -330,14 +330,13 @@ describe("Chat completion → Messages response (A→C response leg, docs/refere
   })
 
   it("reports a malformed completion as a failure instead of crashing", () => {
-    expect(decodeOpenAiChatResponse(null)).toEqual({ ok: false, message: "upstream response is not a JSON object" })
-    expect(decodeOpenAiChatResponse({ choices: [] })).toEqual({
-      ok: false,
+    expect(decodeOpenAiChatResponse(null)).toEqual(Result.fail({ message: "upstream response is not a JSON object" }))
+    expect(decodeOpenAiChatResponse({ choices: [] })).toEqual(Result.fail({
       message: "upstream response has no choices[0].message"
-    })
+    }))
     expect(
       decodeOpenAiChatResponse({ choices: [{ message: { content: null, tool_calls: [{ id: "c" }] } }] })
-    ).toEqual({ ok: false, message: "upstream response has a malformed tool call" })
+    ).toEqual(Result.fail({ message: "upstream response has a malformed tool call" }))
   })
 
   it("fills usage with zeros and created with the given time when a compatible server leaves them out", () => {

@@ -1,7 +1,9 @@
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { GatewayConfig } from "../../src/config/index.ts"
 import { GatewayError } from "../../src/domain/index.ts"
 import type { Plan } from "../../src/routing/plan.ts"
+import { servableSteps } from "../../src/routing/servable.ts"
 import { compileRoutingTable } from "../../src/routing/table.ts"
 import { compileProvider } from "../../src/providers/adapter.ts"
 
@@ -27,13 +29,13 @@ const table = compileRoutingTable(GatewayConfig.fromDocument({
 
 const plan = (model: string, provider?: string, endpoint: "chat" | "embeddings" = "chat"): Plan => {
   const result = table.resolve(model, provider, endpoint)
-  if (result instanceof GatewayError) throw new Error(`unexpected ${result.code}: ${result.message}`)
-  return result
+  if (Result.isFailure(result)) throw new Error(`unexpected ${result.failure.code}: ${result.failure.message}`)
+  return result.success
 }
 const failure = (model: string, provider?: string, endpoint: "chat" | "embeddings" = "chat"): GatewayError => {
   const result = table.resolve(model, provider, endpoint)
-  if (!(result instanceof GatewayError)) throw new Error(`expected an error, got plan ${result.name}`)
-  return result
+  if (Result.isSuccess(result)) throw new Error(`expected an error, got plan ${result.success.name}`)
+  return result.failure
 }
 
 describe("model resolution", () => {
@@ -83,5 +85,18 @@ describe("model resolution", () => {
   })
   it("inline function models resolve to their one provider", () => {
     expect(plan("function::summarize").steps[0].targets[0].provider.id).toBe("anthropic")
+  })
+})
+
+describe("resolution and target selection fail one way", () => {
+  it("a model that resolves to nothing is a failed Result carrying the caller's 404, 409 or 400, never a thrown error", () => {
+    const outcomes = [table.resolve("nope", undefined, "chat"), table.resolve("shared", undefined, "chat"), table.resolve("embed", undefined, "chat")]
+    expect(outcomes.map((outcome) => Result.isFailure(outcome) ? outcome.failure.status : "plan")).toEqual([404, 409, 400])
+  })
+  it("a plan whose targets cannot serve the request is a failed Result naming why; one that can keeps its steps", () => {
+    const steps = plan("route::smart").steps
+    const rerank = servableSteps(steps, { capability: "passthrough" })
+    expect(Result.isFailure(rerank) && rerank.failure.code).toBe("unsupported_for_model")
+    expect(Result.getOrThrow(servableSteps(steps, { capability: "chat" }))).toBe(steps)
   })
 })

@@ -15,6 +15,7 @@
  *   `output_config`, …) go to `unmapped` under their wire names.
  * - `includeUsage` is always true: an Anthropic stream always carries usage.
  */
+import { Result } from "effect"
 import type {
   ChatRequest,
   ContentPart,
@@ -25,7 +26,7 @@ import type {
   ToolChoice,
   ToolDefinition
 } from "../../domain/chat.ts"
-import type { DecodeResult } from "../contract.ts"
+import type { DecodeFailure } from "../contract.ts"
 import { contentNotes } from "../notes.ts"
 import type { Note } from "../notes.ts"
 import { isRecord } from "./mapping.ts"
@@ -60,10 +61,10 @@ const isStrictSchema = (schema: unknown): boolean => {
 }
 
 /** Validates a Messages body and converts it to the canonical request. */
-export const decodeAnthropicRequest = (body: unknown): DecodeResult<ChatRequest> => {
+export const decodeAnthropicRequest = (body: unknown): Result.Result<ChatRequest, DecodeFailure> => {
   const decoded = decodeRequestBody(body)
-  if (!decoded.ok) return decoded
-  const wire = decoded.value
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  const wire = decoded.success
   const unmapped: Record<string, unknown> = {}
   const raw = body as Record<string, unknown>
   for (const key of Object.keys(raw)) {
@@ -84,31 +85,28 @@ export const decodeAnthropicRequest = (body: unknown): DecodeResult<ChatRequest>
   }
   const format = wire.output_config?.format ?? undefined
   const choice = wire.tool_choice ?? undefined
-  return {
-    ok: true,
-    value: {
-      model: wire.model,
-      system,
-      messages,
-      maxTokens: wire.max_tokens,
-      temperature: wire.temperature ?? undefined,
-      topP: wire.top_p ?? undefined,
-      topK: wire.top_k ?? undefined,
-      stop: wire.stop_sequences ?? undefined,
-      stream: wire.stream === true,
-      includeUsage: true,
-      tools: wire.tools == null ? undefined : convertTools(wire.tools, note, lose),
-      toolChoice: choice === undefined ? undefined : convertToolChoice(choice),
-      parallelToolCalls: choice?.disable_parallel_tool_use === true ? false : undefined,
-      user: wire.metadata?.user_id ?? undefined,
-      responseFormat: format === undefined
-        ? undefined
-        : { type: "json_schema", name: "output", schema: format.schema, strict: isStrictSchema(format.schema) ? true : undefined },
-      reasoningEffort: wire.output_config?.effort ?? undefined,
-      unmapped,
-      untranslatable
-    }
-  }
+  return Result.succeed({
+    model: wire.model,
+    system,
+    messages,
+    maxTokens: wire.max_tokens,
+    temperature: wire.temperature ?? undefined,
+    topP: wire.top_p ?? undefined,
+    topK: wire.top_k ?? undefined,
+    stop: wire.stop_sequences ?? undefined,
+    stream: wire.stream === true,
+    includeUsage: true,
+    tools: wire.tools == null ? undefined : convertTools(wire.tools, note, lose),
+    toolChoice: choice === undefined ? undefined : convertToolChoice(choice),
+    parallelToolCalls: choice?.disable_parallel_tool_use === true ? false : undefined,
+    user: wire.metadata?.user_id ?? undefined,
+    responseFormat: format === undefined
+      ? undefined
+      : { type: "json_schema", name: "output", schema: format.schema, strict: isStrictSchema(format.schema) ? true : undefined },
+    reasoningEffort: wire.output_config?.effort ?? undefined,
+    unmapped,
+    untranslatable
+  })
 }
 
 const convertSystem = (system: MessagesRequest["system"], note: Note): Array<TextPart> => {

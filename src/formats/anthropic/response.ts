@@ -7,8 +7,9 @@
  * `content` array is a failure, not a crash: a malformed upstream success must
  * reach the caller as an error.
  */
+import { Result } from "effect"
 import type { ChatResponse } from "../../domain/chat.ts"
-import type { DecodeResult } from "../contract.ts"
+import type { DecodeFailure } from "../contract.ts"
 import {
   cleanToolId,
   encodeUsage,
@@ -29,12 +30,12 @@ export interface ResponseDecodeOptions {
 export const decodeAnthropicResponse = (
   json: unknown,
   options: ResponseDecodeOptions = {}
-): DecodeResult<ChatResponse> => {
-  if (!isRecord(json)) return { ok: false, message: "upstream response is not a JSON object" }
-  if (!Array.isArray(json.content)) return { ok: false, message: "upstream response has no content array" }
+): Result.Result<ChatResponse, DecodeFailure> => {
+  if (!isRecord(json)) return Result.fail({ message: "upstream response is not a JSON object" })
+  if (!Array.isArray(json.content)) return Result.fail({ message: "upstream response has no content array" })
   const content: Array<ChatResponse["content"][number]> = []
   for (const block of json.content) {
-    if (!isRecord(block)) return { ok: false, message: "upstream response has a malformed content block" }
+    if (!isRecord(block)) return Result.fail({ message: "upstream response has a malformed content block" })
     if (block.type === "text" && typeof block.text === "string") {
       content.push({ type: "text", text: block.text })
     } else if (block.type === "tool_use") {
@@ -51,18 +52,15 @@ export const decodeAnthropicResponse = (
       content.push({ type: "reasoning", text: "", redacted: block.data })
     }
   }
-  return {
-    ok: true,
-    value: {
-      id: typeof json.id === "string" ? json.id : "",
-      model: typeof json.model === "string" ? json.model : "",
-      created: options.created ?? Math.floor(Date.now() / 1000),
-      content,
-      stopReason: stopReasonOfWire(json.stop_reason),
-      stopSequence: typeof json.stop_sequence === "string" ? json.stop_sequence : undefined,
-      usage: usageOfCounts(readUsageCounts(json.usage) ?? { input: 0, output: 0 })
-    }
-  }
+  return Result.succeed({
+    id: typeof json.id === "string" ? json.id : "",
+    model: typeof json.model === "string" ? json.model : "",
+    created: options.created ?? Math.floor(Date.now() / 1000),
+    content,
+    stopReason: stopReasonOfWire(json.stop_reason),
+    stopSequence: typeof json.stop_sequence === "string" ? json.stop_sequence : undefined,
+    usage: usageOfCounts(readUsageCounts(json.usage) ?? { input: 0, output: 0 })
+  })
 }
 
 export interface ResponseEncodeOptions {

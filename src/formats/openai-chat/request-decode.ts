@@ -11,6 +11,7 @@
  * - Top-level fields without a canonical home go to `unmapped` under their wire
  *   names; `null` values and `n: 1` mean "the default" and are not kept.
  */
+import { Result } from "effect"
 import type {
   ChatRequest,
   ContentPart,
@@ -23,7 +24,7 @@ import type {
   ToolChoice,
   ToolDefinition
 } from "../../domain/chat.ts"
-import type { DecodeResult } from "../contract.ts"
+import type { DecodeFailure } from "../contract.ts"
 import { contentNotes } from "../notes.ts"
 import type { Note } from "../notes.ts"
 import {
@@ -37,10 +38,10 @@ import {
 } from "./request-schema.ts"
 
 /** Validates a Chat Completions body and converts it to the canonical request. */
-export const decodeOpenAiChatRequest = (body: unknown): DecodeResult<ChatRequest> => {
+export const decodeOpenAiChatRequest = (body: unknown): Result.Result<ChatRequest, DecodeFailure> => {
   const decoded = decodeRequestBody(body)
-  if (!decoded.ok) return decoded
-  const wire = decoded.value
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  const wire = decoded.success
   const raw = body as Record<string, unknown>
   const unmapped = unmappedFields(raw)
   const { note, lose, untranslatable } = contentNotes(unmapped)
@@ -53,28 +54,25 @@ export const decodeOpenAiChatRequest = (body: unknown): DecodeResult<ChatRequest
   if (toolChoice === "unmapped") unmapped.tool_choice = (body as Record<string, unknown>).tool_choice
   const user = wire.user ?? wire.safety_identifier ?? undefined
   if (wire.user != null && wire.safety_identifier != null) unmapped.safety_identifier = wire.safety_identifier
-  return {
-    ok: true,
-    value: {
-      model: wire.model,
-      system,
-      messages,
-      maxTokens: wire.max_completion_tokens ?? wire.max_tokens ?? undefined,
-      temperature: wire.temperature ?? undefined,
-      topP: wire.top_p ?? undefined,
-      stop: wire.stop == null ? undefined : typeof wire.stop === "string" ? [wire.stop] : wire.stop,
-      stream: wire.stream === true,
-      includeUsage: wire.stream_options?.include_usage === true,
-      tools,
-      toolChoice: toolChoice === "unmapped" ? undefined : toolChoice,
-      parallelToolCalls: wire.parallel_tool_calls ?? undefined,
-      responseFormat: convertResponseFormat(wire.response_format),
-      user,
-      reasoningEffort: wire.reasoning_effort ?? undefined,
-      unmapped,
-      untranslatable
-    }
-  }
+  return Result.succeed({
+    model: wire.model,
+    system,
+    messages,
+    maxTokens: wire.max_completion_tokens ?? wire.max_tokens ?? undefined,
+    temperature: wire.temperature ?? undefined,
+    topP: wire.top_p ?? undefined,
+    stop: wire.stop == null ? undefined : typeof wire.stop === "string" ? [wire.stop] : wire.stop,
+    stream: wire.stream === true,
+    includeUsage: wire.stream_options?.include_usage === true,
+    tools,
+    toolChoice: toolChoice === "unmapped" ? undefined : toolChoice,
+    parallelToolCalls: wire.parallel_tool_calls ?? undefined,
+    responseFormat: convertResponseFormat(wire.response_format),
+    user,
+    reasoningEffort: wire.reasoning_effort ?? undefined,
+    unmapped,
+    untranslatable
+  })
 }
 
 const unmappedFields = (raw: Record<string, unknown>): Record<string, unknown> => {

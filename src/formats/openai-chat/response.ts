@@ -6,8 +6,9 @@
  * reason `content_filter`. A body without `choices[0].message` is a failure, not a
  * crash: a malformed upstream success must reach the caller as an error.
  */
+import { Result } from "effect"
 import type { ChatResponse, TextPart, ToolCallPart } from "../../domain/chat.ts"
-import type { DecodeResult } from "../contract.ts"
+import type { DecodeFailure } from "../contract.ts"
 import { completionId, decodeUsage, encodeUsage, finishReasonOf, isRecord, stopReasonOfFinish } from "./mapping.ts"
 
 export interface ResponseDecodeOptions {
@@ -18,11 +19,11 @@ export interface ResponseDecodeOptions {
 export const decodeOpenAiChatResponse = (
   json: unknown,
   options: ResponseDecodeOptions = {}
-): DecodeResult<ChatResponse> => {
-  if (!isRecord(json)) return { ok: false, message: "upstream response is not a JSON object" }
+): Result.Result<ChatResponse, DecodeFailure> => {
+  if (!isRecord(json)) return Result.fail({ message: "upstream response is not a JSON object" })
   const choice = Array.isArray(json.choices) ? json.choices[0] : undefined
   if (!isRecord(choice) || !isRecord(choice.message)) {
-    return { ok: false, message: "upstream response has no choices[0].message" }
+    return Result.fail({ message: "upstream response has no choices[0].message" })
   }
   const message = choice.message
   const content: Array<TextPart | ToolCallPart> = []
@@ -34,7 +35,7 @@ export const decodeOpenAiChatResponse = (
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls) {
       if (!isRecord(call) || !isRecord(call.function)) {
-        return { ok: false, message: "upstream response has a malformed tool call" }
+        return Result.fail({ message: "upstream response has a malformed tool call" })
       }
       const args = call.function.arguments
       content.push({
@@ -46,17 +47,14 @@ export const decodeOpenAiChatResponse = (
       hasToolCalls = true
     }
   }
-  return {
-    ok: true,
-    value: {
-      id: typeof json.id === "string" ? json.id : "",
-      model: typeof json.model === "string" ? json.model : "",
-      created: typeof json.created === "number" ? json.created : options.created ?? Math.floor(Date.now() / 1000),
-      content,
-      stopReason: refusal !== undefined ? "content_filter" : stopReasonOfFinish(choice.finish_reason, hasToolCalls),
-      usage: decodeUsage(json.usage) ?? { inputTokens: 0, outputTokens: 0 }
-    }
-  }
+  return Result.succeed({
+    id: typeof json.id === "string" ? json.id : "",
+    model: typeof json.model === "string" ? json.model : "",
+    created: typeof json.created === "number" ? json.created : options.created ?? Math.floor(Date.now() / 1000),
+    content,
+    stopReason: refusal !== undefined ? "content_filter" : stopReasonOfFinish(choice.finish_reason, hasToolCalls),
+    usage: decodeUsage(json.usage) ?? { inputTokens: 0, outputTokens: 0 }
+  })
 }
 
 // `content` is a string on OpenAI; some compatible servers send text parts.

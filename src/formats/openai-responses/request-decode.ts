@@ -30,6 +30,7 @@
  *   `null` and values that only restate what the gateway does anyway
  *   (`store: false`, `background: false`, `truncation: "disabled"`) are not kept.
  */
+import { Result } from "effect"
 import type {
   ChatRequest,
   ContentPart,
@@ -44,7 +45,7 @@ import type {
 } from "../../domain/chat.ts"
 import { REASONING_EFFORTS } from "../../domain/chat.ts"
 import type { ReasoningEffort } from "../../domain/chat.ts"
-import type { DecodeResult } from "../contract.ts"
+import type { DecodeFailure } from "../contract.ts"
 import { contentNotes } from "../notes.ts"
 import type { Note } from "../notes.ts"
 import { isRecord } from "../openai-chat/mapping.ts"
@@ -65,10 +66,10 @@ import {
 } from "./request-schema.ts"
 
 /** Validates a Responses body and converts it to the canonical request. */
-export const decodeResponsesRequest = (body: unknown): DecodeResult<ChatRequest> => {
+export const decodeResponsesRequest = (body: unknown): Result.Result<ChatRequest, DecodeFailure> => {
   const decoded = decodeRequestBody(body)
-  if (!decoded.ok) return decoded
-  const wire = decoded.value
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  const wire = decoded.success
   const raw = body as Record<string, unknown>
   const unmapped = unmappedFields(raw)
   const { note, lose, untranslatable } = contentNotes(unmapped)
@@ -95,28 +96,25 @@ export const decodeResponsesRequest = (body: unknown): DecodeResult<ChatRequest>
   if (wire.user != null && wire.safety_identifier != null) unmapped.safety_identifier = wire.safety_identifier
   const text = raw.text as Record<string, unknown> | null | undefined
   if (text != null && text.verbosity != null) unmapped["text.verbosity"] = text.verbosity
-  return {
-    ok: true,
-    value: {
-      model: wire.model,
-      system,
-      messages,
-      maxTokens: wire.max_output_tokens ?? undefined,
-      temperature: wire.temperature ?? undefined,
-      topP: wire.top_p ?? undefined,
-      stream: wire.stream === true,
-      // Responses always reports usage, in `response.completed`.
-      includeUsage: true,
-      tools,
-      toolChoice: toolChoice === "unmapped" ? undefined : toolChoice,
-      parallelToolCalls: wire.parallel_tool_calls ?? undefined,
-      responseFormat: convertTextFormat(wire.text?.format),
-      user,
-      reasoningEffort,
-      unmapped,
-      untranslatable
-    }
-  }
+  return Result.succeed({
+    model: wire.model,
+    system,
+    messages,
+    maxTokens: wire.max_output_tokens ?? undefined,
+    temperature: wire.temperature ?? undefined,
+    topP: wire.top_p ?? undefined,
+    stream: wire.stream === true,
+    // Responses always reports usage, in `response.completed`.
+    includeUsage: true,
+    tools,
+    toolChoice: toolChoice === "unmapped" ? undefined : toolChoice,
+    parallelToolCalls: wire.parallel_tool_calls ?? undefined,
+    responseFormat: convertTextFormat(wire.text?.format),
+    user,
+    reasoningEffort,
+    unmapped,
+    untranslatable
+  })
 }
 
 /** Values that only restate what the gateway does anyway: not reported as dropped. */

@@ -5,13 +5,14 @@
  * Output items the canonical model does not hold (reasoning, built-in tool
  * calls) are left out.
  */
+import { Result } from "effect"
 import type { ChatResponse, TextPart, ToolCallPart } from "../../domain/chat.ts"
-import type { DecodeResult } from "../contract.ts"
+import type { DecodeFailure } from "../contract.ts"
 import { isRecord } from "../openai-chat/mapping.ts"
 import { decodeUsage, stopReasonOfResponse } from "./mapping.ts"
 
-export const decodeResponsesResponse = (json: unknown): DecodeResult<ChatResponse> => {
-  if (!isRecord(json) || !Array.isArray(json.output)) return { ok: false, message: "upstream response is not a Response object" }
+export const decodeResponsesResponse = (json: unknown): Result.Result<ChatResponse, DecodeFailure> => {
+  if (!isRecord(json) || !Array.isArray(json.output)) return Result.fail({ message: "upstream response is not a Response object" })
   const content: Array<TextPart | ToolCallPart> = []
   for (const item of json.output) {
     if (!isRecord(item)) continue
@@ -31,16 +32,13 @@ export const decodeResponsesResponse = (json: unknown): DecodeResult<ChatRespons
     }
   }
   const stopReason = stopReasonOfResponse(json, content.some((part) => part.type === "tool_call"))
-  if (stopReason === undefined) return { ok: false, message: `upstream response is not finished (status ${String(json.status)})` }
-  return {
-    ok: true,
-    value: {
-      id: typeof json.id === "string" ? json.id : "",
-      model: typeof json.model === "string" ? json.model : "",
-      created: typeof json.created_at === "number" ? json.created_at : 0,
-      content,
-      stopReason,
-      usage: decodeUsage(json.usage) ?? { inputTokens: 0, outputTokens: 0 }
-    }
-  }
+  if (stopReason === undefined) return Result.fail({ message: `upstream response is not finished (status ${String(json.status)})` })
+  return Result.succeed({
+    id: typeof json.id === "string" ? json.id : "",
+    model: typeof json.model === "string" ? json.model : "",
+    created: typeof json.created_at === "number" ? json.created_at : 0,
+    content,
+    stopReason,
+    usage: decodeUsage(json.usage) ?? { inputTokens: 0, outputTokens: 0 }
+  })
 }

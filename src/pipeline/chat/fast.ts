@@ -5,9 +5,10 @@
  * when the response commits; and an inspector for a held JSON body. Neither
  * changes a byte the caller gets.
  */
+import { Result } from "effect"
 import { commitsResponse } from "../../domain/index.ts"
 import type { CallerFormat, ChatResponse } from "../../domain/index.ts"
-import type { DecodeResult, SseEvent, StreamDecoder } from "../../formats/index.ts"
+import type { DecodeFailure, SseEvent, StreamDecoder } from "../../formats/index.ts"
 import { Anthropic, OpenAiChat, OpenAiResponses, PROVIDER_CODECS } from "../../formats/index.ts"
 import { summarizeChatJson } from "../../formats/summary.ts"
 import { SseParser } from "../../providers/sse.ts"
@@ -55,7 +56,7 @@ export const chatStreamGate = (format: CallerFormat, collector: ResponseCollecto
   }
 }
 
-const RESPONSE_DECODERS: Readonly<Record<CallerFormat, (json: unknown) => DecodeResult<ChatResponse>>> = {
+const RESPONSE_DECODERS: Readonly<Record<CallerFormat, (json: unknown) => Result.Result<ChatResponse, DecodeFailure>>> = {
   openai: PROVIDER_CODECS.openai.decodeResponse,
   anthropic: PROVIDER_CODECS.anthropic.decodeResponse,
   responses: OpenAiResponses.decodeResponsesResponse
@@ -74,7 +75,7 @@ export const chatJsonInspector = (format: CallerFormat, collector: ResponseColle
   collector.summary(summary)
   if (collector.keeping) {
     const decoded = RESPONSE_DECODERS[format](json)
-    if (decoded.ok) collector.final = decoded.value
+    if (Result.isSuccess(decoded)) collector.final = decoded.success
   }
   return undefined
 }

@@ -9,7 +9,7 @@
  * producing any (a 200, `message_start`, then `overloaded_error`; a dropped
  * connection) is still retried or failed over.
  */
-import { Effect, Stream } from "effect"
+import { Effect, Result, Stream } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
@@ -51,12 +51,12 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
       return Effect.fail(invalid(t, "upstream sent a response that is not JSON", response.status))
     }
     const decoded = t.provider.decodeResponse(json)
-    if (!decoded.ok) return Effect.fail(invalid(t, decoded.message, response.status))
-    t.collector.response(decoded.value)
+    if (Result.isFailure(decoded)) return Effect.fail(invalid(t, decoded.failure.message, response.status))
+    t.collector.response(decoded.success)
     return Effect.succeed<Forwarded>(reply(
       200,
       { ...responseHeaders(response.headers, "own"), ...t.headers, "content-type": "application/json" },
-      Buffer.from(JSON.stringify(t.caller.encodeResponse(decoded.value, t.request)))
+      Buffer.from(JSON.stringify(t.caller.encodeResponse(decoded.success, t.request)))
     ))
   })
 

@@ -8,10 +8,11 @@
  * the plan succeeded; a stream commits with its first content (one rule for
  * both paths), so everything before that is an attempt routing may retry.
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { ECHO_LIMIT, GatewayError } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { CALLER_CODECS, OpenAiChat, PROVIDER_CODECS } from "../../formats/index.ts"
+import type { DecodeFailure } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
 import { unauthenticatedCall } from "../../providers/adapter.ts"
 import type { CompiledProvider } from "../../providers/adapter.ts"
@@ -90,26 +91,9 @@ const droppedHeader = (names: ReadonlyArray<string>): string => {
   return rest === 0 ? listed.join(",") : [...listed, `(${rest} more)`].join(",")
 }
 
-/** Facts about a plan's steps that do not depend on the request, computed once per steps array. */
-interface PlanShape {
-  readonly hasNonChat: boolean
-  /** Per caller format: whether every target speaks it natively (no attempt needs the canonical request). */
-  readonly allNative: Readonly<Record<CallerFormat, boolean>>
-}
-const shapes = new WeakMap<ReadonlyArray<PlanStep>, PlanShape>()
-const planShape = (steps: ReadonlyArray<PlanStep>): PlanShape => {
-  let shape = shapes.get(steps)
-  if (shape === undefined) {
-    const providers = steps.flatMap((step) => step.targets.map((target) => target.provider))
-    const all = (caller: CallerFormat) => providers.every((provider) => speaksNatively(caller, provider))
-    shape = {
-      hasNonChat: providers.some((provider) => provider.family === "other"),
-      allNative: { openai: all("openai"), anthropic: all("anthropic"), responses: all("responses") }
-    }
-    shapes.set(steps, shape)
-  }
-  return shape
-}
+/** A caller's body that did not decode: 400 naming the field. */
+const invalidRequest = ({ message, param }: DecodeFailure): GatewayError =>
+  new GatewayError({ status: 400, code: "invalid_request", message, ...(param === undefined ? {} : { param }) })
 
 /** What the input guardrail reads of each caller format. */
 const SURFACE: Readonly<Record<CallerFormat, Surface>> = {
@@ -142,23 +126,17 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     yield* trace.guardInput(input.project.guard, SURFACE[caller], () => json)
 
     // The canonical request, decoded once and only if some attempt needs it.
-    let canonical: ChatRequest | GatewayError | undefined
-    const canonicalRequest = (): ChatRequest | GatewayError => {
-      if (canonical === undefined) {
-        const decoded = callerCodec.decodeRequest(json)
-        canonical = decoded.ok
-          ? decoded.value
-          : new GatewayError({ status: 400, code: "invalid_request", message: decoded.message, ...(decoded.param === undefined ? {} : { param: decoded.param }) })
-      }
-      return canonical
-    }
+    let canonical: Result.Result<ChatRequest, GatewayError> | undefined
+    const canonicalRequest = (): Result.Result<ChatRequest, GatewayError> =>
+      canonical ??= Result.mapError(callerCodec.decodeRequest(json), invalidRequest)
 
     // Skip targets that cannot serve this request; none left → say why. Only a plan with a
     // non-chat provider, or a target that needs translating, can have such targets.
-    const shape = planShape(steps)
+    const { shape } = chosen
     if (!shape.allNative[caller] || shape.hasNonChat) {
-      const request = canonicalRequest()
-      if (request instanceof GatewayError) return yield* request
+      const decoded = canonicalRequest()
+      if (Result.isFailure(decoded)) return yield* decoded.failure
+      const request = decoded.success
       if (shape.hasNonChat || request.responseFormat !== undefined || request.untranslatable.length > 0) {
         const servable = servableSteps(steps, {
           capability: "chat",
@@ -167,8 +145,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
           responseFormatParam: RESPONSE_FORMAT_PARAM[caller],
           untranslatable: request.untranslatable
         })
-        if (servable instanceof GatewayError) return yield* servable
-        steps = servable
+        if (Result.isFailure(servable)) return yield* servable.failure
+        steps = servable.success
       }
     }
 
@@ -176,10 +154,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const caching = yield* planCaching(input, chosen, steps, json)
     if (caching !== undefined) {
       const entry = yield* trace.cacheLookup(caching.mode, cache.lookup(caching.scope, caching.key))
-      const request = () => {
-        const decoded = canonicalRequest()
-        return decoded instanceof GatewayError ? undefined : decoded
-      }
+      const request = () => Result.getOrUndefined(canonicalRequest())
       const replayed = entry?.kind === "chat" ? replayChat(ctx, caller, input.stream, entry, request) : undefined
       if (replayed !== undefined) {
         ctx.log.cache = "hit"
@@ -248,7 +223,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
             provider: PROVIDER_CODECS[provider.family as WireFamily],
             caller: callerCodec,
             format: caller,
-            request: canonicalRequest() as ChatRequest,
+            request: Result.getOrThrow(canonicalRequest()),
             headers: extra,
             collector
           }
@@ -275,7 +250,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         callHeaders = passThroughHeaders(headers, auth, ctx.requestId)
         callHeaders["content-type"] ??= "application/json"
       } else {
-        const request = canonicalRequest() as ChatRequest
+        const request = Result.getOrThrow(canonicalRequest())
         const encoded = PROVIDER_CODECS[provider.family as WireFamily].encodeRequest(request, {
           model: target.model,
           callerFamily: caller === "responses" ? undefined : caller,
@@ -320,10 +295,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       return trace.record(() => ({
         operation: "chat",
         requestedModel: input.model,
-        request: { format: caller, json, canonical: () => {
-          const request = canonicalRequest()
-          return request instanceof GatewayError ? undefined : request
-        } },
+        request: { format: caller, json, canonical: () => Result.getOrUndefined(canonicalRequest()) },
         stream: input.stream,
         response: {
           id: collector.id,

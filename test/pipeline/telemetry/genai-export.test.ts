@@ -4,7 +4,7 @@
  * duration and time-to-first-token histograms, the bearer metadata, and
  * exports grouped by the request's platform token.
  */
-import { Redacted } from "effect"
+import { Redacted, Result } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { ChatRequest } from "../../../src/domain/index.ts"
 import { CALLER_CODECS } from "../../../src/formats/index.ts"
@@ -25,8 +25,8 @@ beforeEach(() => collector.reset())
 const REQUEST = { model: "gpt-4o", messages: [{ role: "system", content: "Be kind." }, { role: "user", content: "Say hello" }], temperature: 0.3, max_tokens: 64 }
 const canonical = (): ChatRequest => {
   const decoded = CALLER_CODECS.openai.decodeRequest(REQUEST)
-  if (!decoded.ok) throw new Error(decoded.message)
-  return decoded.value
+  if (Result.isFailure(decoded)) throw new Error(decoded.failure.message)
+  return decoded.success
 }
 
 const T0 = 1_000

@@ -3,6 +3,7 @@
  * call: built from the caller's wire JSON (fast path) or from its canonical
  * form (normalized path), attribute for attribute.
  */
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import type { CallerFormat, ChatRequest } from "../../../src/domain/index.ts"
 import { CALLER_CODECS } from "../../../src/formats/index.ts"
@@ -10,8 +11,8 @@ import { chatRequestAttributes, embeddingsRequestAttributes, plainMessagesOf } f
 
 const decode = (format: CallerFormat, json: Record<string, unknown>): ChatRequest => {
   const decoded = CALLER_CODECS[format].decodeRequest(json)
-  if (!decoded.ok) throw new Error(decoded.message)
-  return decoded.value
+  if (Result.isFailure(decoded)) throw new Error(decoded.failure.message)
+  return decoded.success
 }
 
 const bothWays = (format: CallerFormat, json: Record<string, unknown>, capture: boolean) => {
