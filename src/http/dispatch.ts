@@ -96,7 +96,7 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
   ctx.params = match.params
   const program = match.handler(ctx).pipe(
     Effect.matchCauseEffect({
-      onSuccess: (answer) => (answer._tag === "Sent" ? Effect.void : writeReply(ctx, answer)),
+      onSuccess: (answer) => writeReply(ctx, answer),
       onFailure: (cause) =>
         Effect.sync(() => {
           const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
@@ -110,6 +110,8 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
           }
         })
     }),
+    // The request's scope: an attempt's upstream lives in it until the reply that reads it is written (or never is).
+    Effect.scoped,
     Effect.ensuring(Effect.sync(() => {
       if (!res.headersSent && !res.destroyed) {
         writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE))

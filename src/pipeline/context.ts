@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http"
 import type { Socket } from "node:net"
-import type { CallerFormat, WireFamily } from "../domain/index.ts"
+import type { WireFamily } from "../domain/index.ts"
 import type { Tracer } from "effect"
 import type { ExportCredential } from "./telemetry/settings.ts"
 
@@ -74,8 +74,11 @@ export interface RequestContext {
   params: Readonly<Record<string, string>>
   /** Decides the error envelope; handlers set it once the caller's format is known. */
   caller: WireFamily
-  /** The format of the event stream being written, once one is committed (its error frame's format). */
-  streamFormat?: CallerFormat | undefined
+  /**
+   * Ends the committed event stream being written with its error frame (a
+   * draining shutdown): set by the commit operator when a stream commits.
+   */
+  stopStream?: (() => void) | undefined
   /** The platform token of the request (`[auth]`): the credential its GenAI telemetry is exported with. */
   exportCredential?: ExportCredential | undefined
   /** The caller's trace (W3C `traceparent`), when telemetry is on and it sent one. */
