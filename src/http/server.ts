@@ -19,7 +19,7 @@ import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
 import { bodyReply, JSON_CONTENT_TYPE } from "../pipeline/index.ts"
 import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
-import type { HttpRequestContext } from "./context.ts"
+import type { EdgeContext } from "./context.ts"
 import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
 import { writeWhole } from "./write-reply.ts"
 import type { EdgeTracing } from "./dispatch.ts"
@@ -49,7 +49,7 @@ type RequestLine = RequestLogFields & {
 
 /** A request being served: its context and how to stop its program. */
 interface ActiveRequest {
-  readonly ctx: HttpRequestContext
+  readonly ctx: EdgeContext
   interrupt: (() => void) | undefined
 }
 
