@@ -17,6 +17,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from "node:http"
 import { Readable } from "node:stream"
 import { isValueBody, pushHeaders } from "../pipeline/index.ts"
 import type { JsonLog, Reply } from "../pipeline/index.ts"
+import type { ChatStreamEvent } from "../domain/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { answerOf, requestContextOf, traceRequest } from "./dispatch.ts"
 import type { EdgeTracing } from "./dispatch.ts"
@@ -37,6 +38,12 @@ export interface LocalResponse {
   readonly headers: Readonly<Record<string, string>>
   /** The body as the gateway writes it; fails when the response was cut. */
   readonly body: Stream.Stream<Uint8Array, LocalResponseCut>
+  /**
+   * A streamed chat answer's canonical events, as the gateway decoded them
+   * from the upstream (never parsed back from `body`); read either this or
+   * `body`, not both (they are one answer).
+   */
+  readonly events: Stream.Stream<ChatStreamEvent, LocalResponseCut> | undefined
 }
 
 /** A response that ended abruptly after its head (what an HTTP caller sees as a dropped connection). */
@@ -84,6 +91,7 @@ const headOf = (ctx: HttpRequestContext, reply: Reply): Record<string, string> =
 export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalRequest, tracing?: EdgeTracing): Effect.Effect<LocalResponse, never, Exclude<R, Scope.Scope>> =>
   Effect.suspend(() => {
     const ctx = requestContextOf(memoryRequest(request), undefined, request.method.toUpperCase(), request.path)
+    ctx.tapEvents = true
     const match = router.match(ctx.method, ctx.path)
     let status = 200
     const answer = Effect.flatMap(Scope.make(), (scope) =>
@@ -91,16 +99,20 @@ export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalReque
         Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : Scope.close(scope, exit))),
         Effect.map((reply): LocalResponse => {
           status = reply.status
-          const { body } = reply
+          const { body, events } = reply
+          if (isValueBody(body)) {
+            return { status, headers: headOf(ctx, reply), body: Stream.succeed(typeof body === "string" ? encoder.encode(body) : body), events: undefined }
+          }
+          const bytes = body.pipe(
+            Stream.mapError(() => new LocalResponseCut("the response was cut after its head")),
+            Stream.ensuring(Scope.close(scope, Exit.void))
+          )
           return {
             status,
             headers: headOf(ctx, reply),
-            body: isValueBody(body)
-              ? Stream.succeed(typeof body === "string" ? encoder.encode(body) : body)
-              : body.pipe(
-                Stream.mapError(() => new LocalResponseCut("the response was cut after its head")),
-                Stream.ensuring(Scope.close(scope, Exit.void))
-              )
+            // Events taken as the bytes go by, read or not: none pile up behind a reader of the bytes.
+            body: events === undefined ? bytes : Stream.map(bytes, (chunk) => (events.take(), chunk)),
+            events: events === undefined ? undefined : bytes.pipe(Stream.map(() => events.take()), Stream.flattenIterable)
           }
         })
       ))

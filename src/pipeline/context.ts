@@ -55,6 +55,8 @@ export interface RequestContext {
   params: Readonly<Record<string, string>>
   /** Decides the error envelope; handlers set it once the caller's format is known. */
   caller: WireFamily
+  /** A reader wants a streamed chat answer's canonical events (the library): the reply carries them (`Reply.events`). */
+  tapEvents?: boolean | undefined
   /**
    * Ends the committed event stream being written with its error frame (a
    * draining shutdown): set by the commit operator when a stream commits.

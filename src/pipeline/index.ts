@@ -16,7 +16,7 @@ export type { FormField, FormPart, SpooledFile, SpooledForm } from "./multipart.
 export { jsonBody, makeProxyProgram } from "./proxy.ts"
 export type { ProxyBody, ProxyDependencies, ProxyInput } from "./proxy.ts"
 export { attemptScoped, bodyReply, failureReply, isValueBody, JSON_CONTENT_TYPE, jsonReply, logFailure, pushHeaders, renderFailure, reply } from "./reply.ts"
-export type { Answer, Reply, ReplyHeaders, ReplyStream } from "./reply.ts"
+export type { Answer, EventTap, Reply, ReplyHeaders, ReplyStream } from "./reply.ts"
 export * from "./cache/index.ts"
 export * from "./security/index.ts"
 export * from "./telemetry/index.ts"

@@ -6,7 +6,7 @@
  */
 import { Effect, Exit, Scope, Stream } from "effect"
 import { renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
-import type { AnyGatewayFailure, RenderedError } from "../domain/index.ts"
+import type { AnyGatewayFailure, ChatStreamEvent, RenderedError } from "../domain/index.ts"
 import type { RequestContext } from "./context.ts"
 
 export const JSON_CONTENT_TYPE = "application/json"
@@ -27,6 +27,16 @@ export interface Reply<Body extends string | Uint8Array | ReplyStream = string |
   /** Lower-case names; the writer adds `x-request-id`, and `content-length` for a value body. */
   readonly headers: ReplyHeaders
   readonly body: Body
+  /**
+   * A streamed chat answer's canonical events, as its stages decoded them
+   * (only when the request asked, `RequestContext.tapEvents`): after each
+   * pull of the body, `take` hands over the events that pull produced.
+   */
+  readonly events: EventTap | undefined
+}
+
+export interface EventTap {
+  readonly take: () => ReadonlyArray<ChatStreamEvent>
 }
 
 /** What a request program answers with. */
@@ -57,11 +67,12 @@ export const pushHeaders = (
 
 const NO_HEADERS: ReplyHeaders = {}
 
-export const reply = <Body extends string | Uint8Array | ReplyStream>(status: number, headers: ReplyHeaders, body: Body): Reply<Body> => ({
+export const reply = <Body extends string | Uint8Array | ReplyStream>(status: number, headers: ReplyHeaders, body: Body, events?: EventTap): Reply<Body> => ({
   _tag: "Reply",
   status,
   headers,
-  body
+  body,
+  events
 })
 
 /**
@@ -128,6 +139,6 @@ export const attemptScoped = <B extends string | Uint8Array | ReplyStream, E, R>
         Effect.map((answer) => {
           const { body } = answer
           if (isValueBody(body)) return answer
-          return reply(answer.status, answer.headers, Stream.ensuring(body, Scope.close(scope, Exit.void)) as B)
+          return reply(answer.status, answer.headers, Stream.ensuring(body, Scope.close(scope, Exit.void)) as B, answer.events)
         })
       )))

@@ -37,8 +37,10 @@ export const replayChat = (
   if (stream) {
     const encoder = codec.streamEncoder(decoded)
     let frames = ""
-    for (const event of responseEvents(response)) frames += encoder.push(event)
-    return reply(200, { ...SSE_HEADERS, ...headers }, Stream.succeed(Buffer.from(frames)))
+    const events = responseEvents(response)
+    for (const event of events) frames += encoder.push(event)
+    const tap = ctx.tapEvents === true ? { take: () => events.splice(0) } : undefined
+    return reply(200, { ...SSE_HEADERS, ...headers }, Stream.succeed(Buffer.from(frames)), tap)
   }
   return bodyReply(ctx, 200, JSON.stringify(codec.encodeResponse(response, decoded)), JSON_CONTENT_TYPE, headers)
 }

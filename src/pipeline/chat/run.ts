@@ -231,7 +231,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const keepUpTo = caching?.scope.section.max_entry_size_bytes
     // The answer's text is read only by the output guardrail and GenAI content capture.
     const keepText = guard.output || telemetry.genAi.captureContent
-    let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
+    const tap = ctx.tapEvents === true
+    let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
 
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
@@ -262,7 +263,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
-      collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
+      collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
       const operation = fast && caller === "responses" ? "responses" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
@@ -348,7 +349,9 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const recordOutput = guard.output
         ? Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector))))
         : Effect.void
-      return reply(forwarded.status, forwarded.headers, Stream.ensuring(body, Effect.andThen(recordOutput, Effect.suspend(() => finish(Exit.void)))))
+      const { tapped } = collector
+      const events = tapped === undefined ? undefined : { take: () => tapped.splice(0) }
+      return reply(forwarded.status, forwarded.headers, Stream.ensuring(body, Effect.andThen(recordOutput, Effect.suspend(() => finish(Exit.void)))), events)
     }
     if (guard.output) {
       // A held answer is withheld when its text violates the guardrail.

@@ -67,6 +67,8 @@ export interface StreamGate {
   readonly push: (chunk: Uint8Array) => "hold" | "commit" | StreamBreak
   /** At the end of the body: the break when the stream ended before its terminal event (or its last event failed). */
   readonly end: () => StreamBreak | undefined
+  /** The committed stream was cut (the upstream failed, the gateway shut down): the error its frame reports. */
+  readonly stopped?: ((error: StreamError) => void) | undefined
 }
 
 /** The gate of a stream the gateway does not read (a non-chat endpoint's events): it commits with its first byte. */
@@ -276,6 +278,7 @@ export const forwardStage = (ctx: RequestContext, family: CallerFormat, gate: St
     stop: (reason, out) => {
       const stop = stopFrame(reason)
       if (reason !== "shutdown") ctx.log.error_code = stop.reason
+      gate.stopped?.({ type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status })
       out.push(Buffer.from(streamErrorFrame(family, stop.reason, stop.message, stop.status)))
     }
   }
