@@ -20,7 +20,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import type { GatewaySettings } from "../config/index.ts"
 import { classificationHeaders, clip, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/index.ts"
-import { attemptScoped, callerKey, header, passThroughHeaders, reply, responseHeaders } from "../pipeline/index.ts"
+import { attemptScoped, callerKey, header, passThroughHeaders, pullOf, reply, responseHeaders } from "../pipeline/index.ts"
 import type { Reply, ReplyStream } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
@@ -142,7 +142,7 @@ const forwardNative = (
   response: UpstreamResponse,
   secret: Redacted.Redacted<string> | undefined
 ): Effect.Effect<Reply, UpstreamError, Scope.Scope> =>
-  Effect.flatMap(Stream.toPull(response.body.stream), (pull) => {
+  Effect.flatMap(pullOf(response.body.stream), (pull) => {
     const isError = response.status >= 400
     const prefix: Array<Uint8Array> = []
     let prefixSize = 0

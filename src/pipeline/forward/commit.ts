@@ -18,8 +18,8 @@
  *   (`stopStream`): the upstream is aborted and the stage writes its error
  *   frame, so the caller's stream ends cleanly, written by the reply's writer.
  */
-import { Cause, Effect, Pull, Stream } from "effect"
-import type { Scope } from "effect"
+import { Cause, Channel, Effect, Pull, Stream } from "effect"
+import type { Array as Arr, Scope } from "effect"
 import type { ErrorClass, StreamError, UpstreamError } from "../../domain/index.ts"
 import type { UpstreamBody } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
@@ -46,6 +46,15 @@ export interface StreamStage {
 type Chunks = readonly [Uint8Array, ...Array<Uint8Array>]
 
 /**
+ * The pull of a stream read by one reader in the current scope: what
+ * `Stream.toPull` gives, less the lock and the context it wraps every pull in
+ * (per chunk on the hottest path; a body has one reader, and needs no
+ * context). The stream's finalizers run when the scope closes.
+ */
+export const pullOf = <A, E>(stream: Stream.Stream<A, E>): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E>, never, Scope.Scope> =>
+  Effect.flatMap(Effect.scope, (scope) => Channel.toTransform(stream.channel)(Cause.done(), scope))
+
+/**
  * Reads `body` through `stage` until the answer commits. Fails with the
  * upstream's failure, or `failed(error)` for a stream that reported an error
  * before any content; succeeds with the caller's body stream.
@@ -56,7 +65,7 @@ export const commitStream = (
   stage: StreamStage,
   failed: (error: StreamError) => UpstreamError
 ): Effect.Effect<Stream.Stream<Uint8Array>, UpstreamError, Scope.Scope> =>
-  Effect.flatMap(Stream.toPull(body.stream), (pull) => {
+  Effect.flatMap(pullOf(body.stream), (pull) => {
     const held: Array<Uint8Array> = []
     /** Set once the answer ended (or was cut): the next pull is the last. */
     let done = false

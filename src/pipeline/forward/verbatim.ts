@@ -38,7 +38,7 @@ import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import { reply } from "../reply.ts"
 import type { Reply, ReplyHeaders, ReplyStream } from "../reply.ts"
-import { commitStream, stopFrame } from "./commit.ts"
+import { commitStream, pullOf, stopFrame } from "./commit.ts"
 import type { StreamStage } from "./commit.ts"
 import { responseHeaders } from "./headers.ts"
 
@@ -326,7 +326,7 @@ export const forwardHeld = (
   extraHeaders: Readonly<Record<string, string>>,
   inspect?: (json: unknown) => string | undefined
 ): Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError, Scope.Scope> =>
-  Effect.flatMap(Stream.toPull(response.body.stream), (pull) => {
+  Effect.flatMap(pullOf(response.body.stream), (pull) => {
     const head = (): ReplyHeaders => ({ ...responseHeaders(response.headers, "verbatim"), ...extraHeaders })
     const chunks: Array<Uint8Array> = []
     let size = 0
