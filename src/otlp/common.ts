@@ -204,6 +204,8 @@ export const requestHead = (resource: Readonly<Record<string, unknown>>, scopeNa
   const w = new ProtoWriter(512)
   const r = w.begin(1)
   writeAttributes(w, 1, resource)
+  // dropped_attributes_count: 0, written as the OpenTelemetry SDK writes it (test/otlp/sdk-bytes.test.ts).
+  w.uintField(2, 0)
   w.end(r)
   const resourceBytes = w.bytes()
   w.reset()

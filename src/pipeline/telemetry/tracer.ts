@@ -30,7 +30,7 @@ import { drawn } from "./sampling.ts"
 import { writeAttribute } from "../../otlp/common.ts"
 import type { ProtoWriter } from "../../otlp/protobuf.ts"
 import type { ExportQueue } from "../../otlp/queue.ts"
-import { beginSpan, endSpan, EVENTS_FIELD, LINKS_FIELD, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../otlp/trace.ts"
+import { beginEvent, beginLink, beginSpan, endEvent, endLink, endSpanAttributes, endSpanEvents, endSpanLinks, EVENT_ATTRIBUTES, LINK_ATTRIBUTES, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../otlp/trace.ts"
 import { ATTR } from "./spans.ts"
 
 /** An upstream failure as spans may show it: the class, the provider, the status; never the upstream's text. */
@@ -82,25 +82,24 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
   }
   let code: number = STATUS_CODE.ok
   let message = ""
-  if (Exit.isFailure(exit)) {
-    if (Cause.hasInterruptsOnly(exit.cause)) {
-      code = STATUS_CODE.unset
-      writeAttribute(w, SPAN_ATTRIBUTES, "effect.fiber.interrupted", true)
-    } else {
-      const errors = Cause.prettyErrors(redact(exit.cause))
-      for (const error of errors) {
-        const event = w.begin(EVENTS_FIELD)
-        w.fixed64Field(1, endNs)
-        w.stringField(2, EXCEPTION_EVENT)
-        writeAttribute(w, 3, "exception.type", error.name)
-        writeAttribute(w, 3, "exception.message", error.message)
-        writeAttribute(w, 3, "exception.stacktrace", error.stack ?? "")
-        w.end(event)
-      }
-      if (errors.length > 0) {
-        code = STATUS_CODE.error
-        message = errors[0].message
-      }
+  const interrupted = Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+  if (interrupted) {
+    code = STATUS_CODE.unset
+    writeAttribute(w, SPAN_ATTRIBUTES, "effect.fiber.interrupted", true)
+  }
+  endSpanAttributes(w)
+  if (Exit.isFailure(exit) && !interrupted) {
+    const errors = Cause.prettyErrors(redact(exit.cause))
+    for (const error of errors) {
+      const event = beginEvent(w, endNs, EXCEPTION_EVENT)
+      writeAttribute(w, EVENT_ATTRIBUTES, "exception.type", error.name)
+      writeAttribute(w, EVENT_ATTRIBUTES, "exception.message", error.message)
+      writeAttribute(w, EVENT_ATTRIBUTES, "exception.stacktrace", error.stack ?? "")
+      endEvent(w, event)
+    }
+    if (errors.length > 0) {
+      code = STATUS_CODE.error
+      message = errors[0].message
     }
   }
   // A span that names what failed (`error.type`: a 5xx server span, an attempt whose stream broke after
@@ -109,21 +108,18 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
   const events = span._events
   if (events !== undefined) {
     for (const [name, time, eventAttributes] of events) {
-      const event = w.begin(EVENTS_FIELD)
-      w.fixed64Field(1, time)
-      w.stringField(2, name)
-      for (const key in eventAttributes) writeAttribute(w, 3, key, eventAttributes[key])
-      w.end(event)
+      const event = beginEvent(w, time, name)
+      for (const key in eventAttributes) writeAttribute(w, EVENT_ATTRIBUTES, key, eventAttributes[key])
+      endEvent(w, event)
     }
   }
+  endSpanEvents(w)
   for (const link of span.links) {
-    const entry = w.begin(LINKS_FIELD)
-    w.hexBytesField(1, link.span.traceId)
-    w.hexBytesField(2, link.span.spanId)
-    for (const key in link.attributes) writeAttribute(w, 4, key, link.attributes[key])
-    w.end(entry)
+    const entry = beginLink(w, link.span.traceId, link.span.spanId, traceStateOf(link.span))
+    for (const key in link.attributes) writeAttribute(w, LINK_ATTRIBUTES, key, link.attributes[key])
+    endLink(w, entry, link.span.sampled, link.span._tag === "ExternalSpan")
   }
-  endSpan(w, start, code, message, remoteParent)
+  endSpanLinks(w, start, code, message, remoteParent)
 }
 
 type SpanOptions = ConstructorParameters<typeof Tracer.NativeSpan>[0]
