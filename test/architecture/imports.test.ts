@@ -2,8 +2,9 @@
  * The import graph of src/ keeps the shape docs/architecture.md draws: no
  * file imports itself back through others (no circle, type imports and
  * dynamic imports included), and every import between folders points the way
- * the folder table allows. A new folder or top-level file has no rule until
- * one is written there and here, so the test names it.
+ * the folder table allows. The table is read back and must say what
+ * `MAY_IMPORT` says; a new folder or top-level file has no rule until one is
+ * written there and here, so the test names it.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
@@ -45,6 +46,30 @@ const MAY_IMPORT: Record<string, ReadonlyArray<string>> = {
   batch: BATCH,
   "main.ts": [...BATCH, "batch"],
   "undici-modules.d.ts": []
+}
+
+/**
+ * The folder table of docs/architecture.md read back: unit → the units its
+ * "May import" cell allows. A cell lists units in backticks, or says "all of
+ * the above" (every earlier row), maybe "but" some; remarks in parentheses and
+ * after a semicolon are not rules.
+ */
+const documentedRules = (): Map<string, Array<string>> => {
+  const doc = readFileSync(new URL("../../docs/architecture.md", import.meta.url), "utf8")
+  const start = doc.indexOf("\n## Folders and import direction\n")
+  const end = doc.indexOf("\n## ", start + 1)
+  const rules = new Map<string, Array<string>>()
+  const named = (text: string) => [...text.matchAll(/`([^`]+)`/g)].map((match) => match[1]).filter((unit) => unit !== "effect")
+  for (const line of doc.slice(start, end).split("\n").filter((row) => row.startsWith("| `src/"))) {
+    const [folder, , allowed] = line.split("|").slice(1, -1).map((cell) => cell.trim())
+    const unit = named(folder)[0].slice("src/".length)
+    const rule = allowed.replace(/\([^)]*\)/g, "").split(";")[0]
+    const units = rule.startsWith("all of the above")
+      ? [...rules.keys()].filter((above) => !named(rule.split(" but ")[1] ?? "").includes(above))
+      : named(rule)
+    rules.set(unit, units)
+  }
+  return rules
 }
 
 /** The unit a src-relative path belongs to: its top folder, a pipeline stage's own folder, or a top-level file. */
@@ -176,6 +201,17 @@ describe("the import graph of src/", () => {
 
   it("has no import circle between files", () => {
     expect(circlesOf(files, edges)).toEqual([])
+  })
+
+  it("allows in docs/architecture.md's folder table exactly what it enforces, row by row", () => {
+    const documented = documentedRules()
+    const differing = [...new Set([...Object.keys(MAY_IMPORT), ...documented.keys()])].flatMap((unit) => {
+      const enforced = MAY_IMPORT[unit]?.filter((other) => other !== unit).sort()
+      const written = documented.get(unit)?.filter((other) => other !== unit).sort()
+      return JSON.stringify(enforced) === JSON.stringify(written) ? [] : [`${unit}: table ${JSON.stringify(written)}, test ${JSON.stringify(enforced)}`]
+    })
+    expect(documented.size).toBeGreaterThan(15)
+    expect(differing).toEqual([])
   })
 
   it("has a rule in docs/architecture.md for every folder and top-level file", () => {
