@@ -9,5 +9,5 @@ export type { GatewaySettings, ResolvedProvider, ResolvedTarget } from "./resolv
 export * from "./schema.ts"
 export { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } from "./variant-params.ts"
 export { snapshotFromDocument } from "./snapshot.ts"
-export type { SnapshotValidation, ValidatedSnapshot } from "./snapshot.ts"
+export type { SnapshotRefusal, SnapshotValidation, ValidatedSnapshot } from "./snapshot.ts"
 export { redactedView } from "./view.ts"

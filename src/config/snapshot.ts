@@ -14,7 +14,7 @@
  *   never name an `env::VAR` location, and no convention variable applies: an
  *   omitted provider credential means none (the caller's own key only).
  */
-import { Redacted, Schema } from "effect"
+import { Redacted, Result, Schema } from "effect"
 import { checkConfig } from "./checks.ts"
 import { NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
@@ -32,18 +32,18 @@ export interface ValidatedSnapshot {
   readonly settings: GatewaySettings
 }
 
-export type SnapshotValidation =
-  | { readonly ok: true; readonly snapshot: ValidatedSnapshot }
-  | {
-    readonly ok: false
-    /** The `check-config` message, for the operator who published the snapshot. */
-    readonly error: ConfigError
-    /**
-     * Only the key paths of the problems: what the gateway may log. A message can
-     * quote a value, and in a snapshot a misplaced value can be a key.
-     */
-    readonly problems: ReadonlyArray<string>
-  }
+/** Why a snapshot was refused, told two ways: in full for its publisher, by key path for the log. */
+export interface SnapshotRefusal {
+  /** The `check-config` message, for the operator who published the snapshot. */
+  readonly error: ConfigError
+  /**
+   * Only the key paths of the problems: what the gateway may log. A message can
+   * quote a value, and in a snapshot a misplaced value can be a key.
+   */
+  readonly problems: ReadonlyArray<string>
+}
+
+export type SnapshotValidation = Result.Result<ValidatedSnapshot, SnapshotRefusal>
 
 const decode = documentDecoder(SnapshotFile)
 
@@ -99,11 +99,11 @@ const extractCredentials = (
 }
 
 /** A refusal: the `check-config` message, and the problems' key paths alone for the log. */
-const refuse = (source: string, lines: ReadonlyArray<string>, warnings: ReadonlyArray<string>): SnapshotValidation => ({
-  ok: false,
-  error: configFailure(source, lines, warnings),
-  problems: [...new Set(lines.map((line) => line.split(": ")[0]))]
-})
+const refuse = (source: string, lines: ReadonlyArray<string>, warnings: ReadonlyArray<string>): SnapshotValidation =>
+  Result.fail({
+    error: configFailure(source, lines, warnings),
+    problems: [...new Set(lines.map((line) => line.split(": ")[0]))]
+  })
 
 /**
  * Validates a parsed snapshot. `source` names it in messages (a file path, or
@@ -111,7 +111,9 @@ const refuse = (source: string, lines: ReadonlyArray<string>, warnings: Readonly
  * resolved settings carry (their defaults when absent, as in the CLI).
  */
 export const snapshotFromDocument = (document: unknown, source: string, gateway: ConfigFile = DEFAULT_FILE): SnapshotValidation => {
-  if (!isRecord(document)) return { ok: false, error: configFailure(source, ["expected a JSON object at the top level"]), problems: ["(top level)"] }
+  if (!isRecord(document)) {
+    return Result.fail({ error: configFailure(source, ["expected a JSON object at the top level"]), problems: ["(top level)"] })
+  }
   const errors: Array<string> = []
   const rest: Record<string, unknown> = { ...document }
   for (const section of GATEWAY_ONLY_SECTIONS) {
@@ -140,25 +142,22 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   errors.push(...findingsBeside(decoded, checked.errors, "error"))
   const warnings = [...unknown.warnings, ...findingsBeside(decoded, checked.warnings, "warning")]
   if (errors.length > 0) return refuse(source, errors, warnings)
-  return {
-    ok: true,
-    snapshot: {
-      version: String(version),
-      disabledEndpoints: new Set(disabled_endpoints),
-      settings: {
-        source,
-        file: {
-          ...sections,
-          server: gateway.server,
-          telemetry: gateway.telemetry,
-          genai_telemetry: gateway.genai_telemetry,
-          auth: gateway.auth,
-          tenant_routing: gateway.tenant_routing
-        },
-        providers: checked.providers,
-        targets: checked.targets,
-        warnings
-      }
+  return Result.succeed({
+    version: String(version),
+    disabledEndpoints: new Set(disabled_endpoints),
+    settings: {
+      source,
+      file: {
+        ...sections,
+        server: gateway.server,
+        telemetry: gateway.telemetry,
+        genai_telemetry: gateway.genai_telemetry,
+        auth: gateway.auth,
+        tenant_routing: gateway.tenant_routing
+      },
+      providers: checked.providers,
+      targets: checked.targets,
+      warnings
     }
-  }
+  })
 }
