@@ -1,5 +1,5 @@
-export { describeCredential, parseCredentialLocation } from "./credentials.ts"
-export type { CredentialLocation, ResolvedCredential } from "./credentials.ts"
+export { describeCredential, fingerprinted, parseCredentialLocation } from "./credentials.ts"
+export type { CredentialLocation, FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
 export { resolveModelReference } from "./checks.ts"
 export { ENV_OVERRIDES } from "./env.ts"
 export { GatewayConfig } from "./GatewayConfig.ts"

@@ -16,7 +16,7 @@
  */
 import { Redacted, Result, Schema } from "effect"
 import { checkConfig } from "./checks.ts"
-import { NO_CREDENTIAL } from "./credentials.ts"
+import { fingerprinted, NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
 import { ConfigError, configFailure, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
 import type { GatewaySettings } from "./resolved.ts"
@@ -59,9 +59,9 @@ const readCredential = (path: string, value: unknown, errors: Array<string>): Re
   if (isRecord(value) && Object.keys(value).length === 1) {
     const key = value.value
     if (Redacted.isRedacted(key) && typeof Redacted.value(key) === "string" && Redacted.value(key) !== "") {
-      return { location: { kind: "inline" }, value: key as Redacted.Redacted<string> }
+      return { location: { kind: "inline" }, ...fingerprinted(key as Redacted.Redacted<string>) }
     }
-    if (typeof key === "string" && key !== "") return { location: { kind: "inline" }, value: Redacted.make(key) }
+    if (typeof key === "string" && key !== "") return { location: { kind: "inline" }, ...fingerprinted(Redacted.make(key)) }
   }
   if (typeof value === "string" && value.startsWith("env::")) {
     errors.push(`${path}: env:: locations are refused in a snapshot (a tenant cannot read the gateway host's environment); carry the key as {"value": "<key>"} or write "none"`)

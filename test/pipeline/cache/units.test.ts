@@ -4,6 +4,7 @@
  */
 import { Redacted, Result } from "effect"
 import { describe, expect, it } from "vitest"
+import { fingerprinted } from "../../../src/config/index.ts"
 import type { ChatResponse, ChatStreamEvent } from "../../../src/domain/index.ts"
 import { Anthropic, OpenAiChat, ResponseAssembler, responseEvents } from "../../../src/formats/index.ts"
 import { open, seal } from "../../../src/pipeline/cache/crypto.ts"
@@ -11,8 +12,8 @@ import { decodeEntry, encodeEntry } from "../../../src/pipeline/cache/entry.ts"
 import { cacheKey, cacheUse } from "../../../src/pipeline/cache/index.ts"
 import { SseParser } from "../../../src/providers/sse.ts"
 
-const key = Redacted.make("sk-caller-one")
-const other = Redacted.make("sk-caller-two")
+const key = fingerprinted(Redacted.make("sk-caller-one"))
+const other = fingerprinted(Redacted.make("sk-caller-two"))
 const parts = { projectId: "p", credential: key, plan: "openai::gpt-4o", format: "openai", body: { model: "gpt-4o", messages: [{ role: "user", content: "hi" }], temperature: 0 } }
 
 describe("cache key", () => {
@@ -24,7 +25,7 @@ describe("cache key", () => {
     const base = cacheKey(parts)
     for (const changed of [
       { ...parts, credential: other },
-      { ...parts, credential: undefined },
+      { ...parts, credential: fingerprinted(undefined) },
       { ...parts, projectId: "q" },
       { ...parts, plan: "function::f#a" },
       { ...parts, overrides: { temperature: 0.5 } },
