@@ -45,7 +45,7 @@ export const settingsFromDocument = (
   const overridden = applyEnvOverrides(document as Record<string, unknown>, env)
   const decoded = decode(overridden.raw, overridden.provenance)
   // Every problem in one pass: when the schema refused a value, the checks still run on the rest.
-  const checkable = decoded.ok ? decoded.value : decoded.salvaged?.value
+  const checkable = Result.isSuccess(decoded) ? decoded.success : decoded.failure.salvaged?.value
   const checked = checkable === undefined ? undefined : checkConfig(checkable, { kind: "environment", env })
   // A finding about a value an environment variable set names the variable, as schema errors do.
   const checkErrors = findingsBeside(decoded, checked?.errors ?? [], "error").map((line) => {
@@ -53,10 +53,10 @@ export const settingsFromDocument = (
     const variable = at === -1 ? undefined : overridden.provenance.get(line.slice(0, at))
     return variable === undefined ? line : `${line.slice(0, at)} (from ${variable})${line.slice(at)}`
   })
-  const errors = [...unknown.errors, ...overridden.errors, ...(decoded.ok ? [] : decoded.lines), ...checkErrors]
+  const errors = [...unknown.errors, ...overridden.errors, ...(Result.isSuccess(decoded) ? [] : decoded.failure.lines), ...checkErrors]
   const warnings = [...unknown.warnings, ...findingsBeside(decoded, checked?.warnings ?? [], "warning")]
-  if (!decoded.ok || checked === undefined || errors.length > 0) return Result.fail(fail(source, errors, warnings))
-  const file = decoded.value
+  if (Result.isFailure(decoded) || checked === undefined || errors.length > 0) return Result.fail(fail(source, errors, warnings))
+  const file = decoded.success
   const settled = checked.antiEntropyIntervalSecs === file.tenant_routing.anti_entropy_interval_secs
     ? file
     : { ...file, tenant_routing: { ...file.tenant_routing, anti_entropy_interval_secs: checked.antiEntropyIntervalSecs } }

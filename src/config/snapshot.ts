@@ -129,9 +129,9 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   const unknown = unknownKeyFindings(rest, SnapshotFile)
   errors.push(...unknown.errors)
   const decoded = decode(rest)
-  if (!decoded.ok) errors.push(...decoded.lines)
+  if (Result.isFailure(decoded)) errors.push(...decoded.failure.lines)
   // Every problem in one pass, as for the file: the checks run on what the schema accepted.
-  const checkable = decoded.ok ? decoded.value : decoded.salvaged?.value
+  const checkable = Result.isSuccess(decoded) ? decoded.success : decoded.failure.salvaged?.value
   if (checkable === undefined) return refuse(source, errors, unknown.warnings)
   const { version, disabled_endpoints, ...sections } = checkable
   const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {
