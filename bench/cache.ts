@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { Redis } from "ioredis"
+import { fingerprinted } from "../src/config/index.ts"
 import type { ChatResponse } from "../src/domain/index.ts"
 import { open, seal } from "../src/pipeline/cache/crypto.ts"
 import { decodeEntry, encodeEntry } from "../src/pipeline/cache/entry.ts"
@@ -87,7 +88,7 @@ export const runCacheBench = async (): Promise<Record<string, number>> => {
     encrypt: true,
     encrypt_salt: "bench-salt"
   }
-  const cacheScope: CacheScope = { section, projectId: project, credential: Redacted.make("sk-bench-caller-0123456789") }
+  const cacheScope: CacheScope = { section, projectId: project, credential: fingerprinted(Redacted.make("sk-bench-caller-0123456789")) }
   const keyOf = (i: number) => cacheKey({ projectId: project, credential: cacheScope.credential, plan: "openai::gpt-4o", format: "openai", body: { ...REQUEST, seed: i } })
   const written: Array<string> = []
   const lookup = (key: string) => Effect.runPromise(cache.lookup(cacheScope, key))

@@ -12,7 +12,7 @@
  * error never starts a server.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Exit, Layer } from "effect"
+import { Cause, Exit, Layer, Result } from "effect"
 import { parseArgs } from "node:util"
 import type { ParseArgsOptionsConfig } from "node:util"
 import { configPath, loadSettings, redactedView } from "./config/index.ts"
@@ -63,12 +63,12 @@ const configArgument = (config: string | undefined, positionals: ReadonlyArray<s
 const checkConfig = (path: string | undefined): number => {
   const source = configPath(path, process.env)
   const result = loadSettings(source, process.env)
-  if (!result.ok) {
-    process.stderr.write(`${result.error.message}\n`)
+  if (Result.isFailure(result)) {
+    process.stderr.write(`${result.failure.message}\n`)
     return 1
   }
-  for (const warning of result.settings.warnings) process.stderr.write(`warning: ${warning}\n`)
-  process.stdout.write(`# ${source}: valid\n${JSON.stringify(redactedView(result.settings), null, 2)}\n`)
+  for (const warning of result.success.warnings) process.stderr.write(`warning: ${warning}\n`)
+  process.stdout.write(`# ${source}: valid\n${JSON.stringify(redactedView(result.success), null, 2)}\n`)
   return 0
 }
 
@@ -80,13 +80,13 @@ interface ServerFlags {
 
 const serve = (path: string | undefined, flags: ServerFlags): void => {
   const loaded = loadSettings(configPath(path, process.env), process.env)
-  if (!loaded.ok) {
-    process.stderr.write(`${loaded.error.message}\n`)
+  if (Result.isFailure(loaded)) {
+    process.stderr.write(`${loaded.failure.message}\n`)
     process.exitCode = 1
     return
   }
-  const { file } = loaded.settings
-  const settings: GatewaySettings = { ...loaded.settings, file: { ...file, server: { ...file.server, ...flags } } }
+  const { file } = loaded.success
+  const settings: GatewaySettings = { ...loaded.success, file: { ...file, server: { ...file.server, ...flags } } }
   const level = file.telemetry.log_level
   if (!isClusterWorker() && workerCount(settings) > 1) {
     void superviseWorkers(settings, new JsonLog(level))

@@ -13,7 +13,7 @@
  * - Nothing leaves the process: telemetry is off, a `[cache]` that is on
  *   keeps its entries in memory for the one request.
  */
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import type { Scope } from "effect"
 import { parse } from "smol-toml"
 import { settingsFromDocument, snapshotFromDocument } from "./config/index.ts"
@@ -61,11 +61,8 @@ const withStandInKeys = (providers: unknown, env: Env): Env => {
 }
 
 /** Validated like the gateway's file at startup; a refusal throws the `check-config` message. */
-const validated = (document: Record<string, unknown>, env: Env, source: string): GatewaySettings => {
-  const result = settingsFromDocument(document, env, source)
-  if (!result.ok) throw result.error
-  return result.settings
-}
+const validated = (document: Record<string, unknown>, env: Env, source: string): GatewaySettings =>
+  Result.getOrThrow(settingsFromDocument(document, env, source))
 
 const underTest = (document: Record<string, unknown>, settings: GatewaySettings, env: Env, extra: Partial<RoutingUnderTest> = {}): RoutingUnderTest => ({
   document,
@@ -97,12 +94,11 @@ export const routingFromConfig = (config: Readonly<Record<string, unknown>>, env
  * published one, and served as a project of a multi-tenant gateway.
  */
 export const routingFromSnapshot = (snapshot: Readonly<Record<string, unknown>>, env: Env = {}): RoutingUnderTest => {
-  const checked = snapshotFromDocument(snapshot, "<snapshot>")
-  if (!checked.ok) throw checked.error
+  const checked = Result.getOrThrowWith(snapshotFromDocument(snapshot, "<snapshot>"), (refusal) => refusal.error)
   const document = { server: {} }
   const keyed = withStandInKeys(snapshot.providers, env)
   return underTest(document, validated(document, keyed, "<test>"), keyed, {
-    cacheOn: checked.snapshot.settings.file.cache.enabled,
+    cacheOn: checked.settings.file.cache.enabled,
     headers: { "x-gw-project-id": SNAPSHOT_PROJECT },
     options: { tenants: tenantsFromSnapshots({ [SNAPSHOT_PROJECT]: { production: snapshot } }) }
   })

@@ -3,7 +3,7 @@
  * file named by `GATEWAY_CONFIG` (or `config/gateway.toml`) once at start;
  * `layerTest` builds it from a literal document through the same validation.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Result } from "effect"
 import { ConfigError, configPath, loadSettings, settingsFromDocument } from "./load.ts"
 import type { GatewaySettings } from "./resolved.ts"
 
@@ -12,20 +12,14 @@ type Env = Readonly<Record<string, string | undefined>>
 export class GatewayConfig extends Context.Service<GatewayConfig, GatewaySettings>()("gateway/config/GatewayConfig") {
   /** Reads and validates the file once; fails with a `ConfigError` naming file, key and problem. */
   static readonly load = (path?: string, env: Env = process.env): Effect.Effect<GatewaySettings, ConfigError> =>
-    Effect.suspend(() => {
-      const result = loadSettings(configPath(path, env), env)
-      return result.ok ? Effect.succeed(result.settings) : Effect.fail(result.error)
-    })
+    Effect.suspend(() => Effect.fromResult(loadSettings(configPath(path, env), env)))
 
   static readonly layer = (path?: string, env: Env = process.env): Layer.Layer<GatewayConfig, ConfigError> =>
     Layer.effect(GatewayConfig, GatewayConfig.load(path, env))
 
   /** From a literal document (the parsed TOML shape); throws on an invalid document. */
-  static readonly fromDocument = (document: unknown, env: Env = {}): GatewaySettings => {
-    const result = settingsFromDocument(document, env, "<inline>")
-    if (!result.ok) throw result.error
-    return result.settings
-  }
+  static readonly fromDocument = (document: unknown, env: Env = {}): GatewaySettings =>
+    Result.getOrThrow(settingsFromDocument(document, env, "<inline>"))
 
   static readonly layerTest = (document: unknown, env: Env = {}): Layer.Layer<GatewayConfig> =>
     Layer.succeed(GatewayConfig, GatewayConfig.fromDocument(document, env))

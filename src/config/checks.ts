@@ -5,6 +5,7 @@
  * route/function shapes, experiment variants, and the fallbacks and
  * deprecations that only warn. Produces the resolved providers and targets.
  */
+import { Result } from "effect"
 import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, foldCase, isProviderKind, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { ProviderKind } from "../domain/index.ts"
 import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./credentials.ts"
@@ -164,30 +165,30 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
 export const resolveModelReference = (
   reference: string,
   providers: ReadonlyMap<string, ResolvedProvider>
-): { readonly ok: true; readonly providerId: string; readonly model: string } | { readonly ok: false; readonly message: string } => {
+): Result.Result<{ readonly providerId: string; readonly model: string }, string> => {
   const separator = reference.indexOf("::")
   if (separator > 0) {
     const providerId = reference.slice(0, separator)
     const model = reference.slice(separator + 2)
     const provider = providers.get(providerId)
     if (provider === undefined) {
-      return { ok: false, message: `provider "${providerId}" is not configured${didYouMean(providerId, providers.keys())}` }
+      return Result.fail(`provider "${providerId}" is not configured${didYouMean(providerId, providers.keys())}`)
     }
     if (!provider.models.includes(model)) {
-      return { ok: false, message: `model "${model}" is not in providers.${providerId}.models${didYouMean(model, provider.models)}` }
+      return Result.fail(`model "${model}" is not in providers.${providerId}.models${didYouMean(model, provider.models)}`)
     }
-    return { ok: true, providerId, model }
+    return Result.succeed({ providerId, model })
   }
   const owners = [...providers.values()].filter((provider) => provider.models.includes(reference))
   if (owners.length === 0) {
     const served = [...providers.values()].flatMap((provider) => provider.models)
-    return { ok: false, message: `model "${reference}" is not in any provider's models${didYouMean(reference, served)}` }
+    return Result.fail(`model "${reference}" is not in any provider's models${didYouMean(reference, served)}`)
   }
   if (owners.length > 1) {
     const names = owners.map((owner) => `"${owner.id}::${reference}"`).join(" or ")
-    return { ok: false, message: `model "${reference}" is served by ${owners.length} providers; write ${names}` }
+    return Result.fail(`model "${reference}" is served by ${owners.length} providers; write ${names}`)
   }
-  return { ok: true, providerId: owners[0].id, model: reference }
+  return Result.succeed({ providerId: owners[0].id, model: reference })
 }
 
 const checkTargets = (
@@ -199,11 +200,12 @@ const checkTargets = (
   const targets = new Map<string, ResolvedTarget>()
   for (const [id, target] of Object.entries(file.targets)) {
     const path = `targets.${id}`
-    const resolved = resolveModelReference(target.model, providers)
-    if (!resolved.ok) {
-      findings.error(`${path}.model`, resolved.message)
+    const reference = resolveModelReference(target.model, providers)
+    if (Result.isFailure(reference)) {
+      findings.error(`${path}.model`, reference.failure)
       continue
     }
+    const resolved = reference.success
     let credential: ResolvedCredential | undefined
     if (source.kind === "snapshot") {
       credential = source.targets.get(id)
@@ -278,7 +280,7 @@ const checkVariants = (
       findings.error(variantPath, "set exactly one of model or target")
     } else if (variant.model !== undefined) {
       const resolved = resolveModelReference(variant.model, providers)
-      if (!resolved.ok) findings.error(`${variantPath}.model`, resolved.message)
+      if (Result.isFailure(resolved)) findings.error(`${variantPath}.model`, resolved.failure)
     } else if (variant.target !== undefined && file.targets[variant.target] === undefined) {
       findings.error(`${variantPath}.target`, unknownTarget(variant.target, file))
     }
@@ -328,7 +330,7 @@ const checkFunction = (
     }
     fn.models.forEach((model, index) => {
       const resolved = resolveModelReference(model, providers)
-      if (!resolved.ok) findings.error(`${path}.models[${index}]`, resolved.message)
+      if (Result.isFailure(resolved)) findings.error(`${path}.models[${index}]`, resolved.failure)
     })
   } else {
     findings.error(path, "needs models, targets, steps or (with strategy experiment) variants")

@@ -5,6 +5,7 @@
  * keys in the snapshot itself (`inline`) and never reads the environment.
  */
 import { Redacted } from "effect"
+import { createHash } from "node:crypto"
 
 export type CredentialLocation =
   | { readonly kind: "env"; readonly variable: string; readonly convention: boolean }
@@ -25,22 +26,37 @@ export const parseCredentialLocation = (value: string): CredentialLocation | und
   return undefined
 }
 
-export interface ResolvedCredential {
-  readonly location: CredentialLocation
+/**
+ * A key with its fingerprint (SHA-256, hex): what per-credential state (the
+ * response cache's keys and seals) is keyed by, never the key itself. A
+ * configured credential is fingerprinted once, when the configuration loads.
+ */
+export interface FingerprintedCredential {
   /** Undefined for `none` and for an unset variable (the caller may bring its own key). */
   readonly value: Redacted.Redacted<string> | undefined
+  /** Undefined exactly when `value` is. */
+  readonly fingerprint: string | undefined
+}
+
+export const fingerprinted = (value: Redacted.Redacted<string> | undefined): FingerprintedCredential => ({
+  value,
+  fingerprint: value === undefined ? undefined : createHash("sha256").update(Redacted.value(value)).digest("hex")
+})
+
+export interface ResolvedCredential extends FingerprintedCredential {
+  readonly location: CredentialLocation
 }
 
 /** No credential (`none`, or a snapshot provider without one): callers bring their own key. */
-export const NO_CREDENTIAL: ResolvedCredential = { location: { kind: "none" }, value: undefined }
+export const NO_CREDENTIAL: ResolvedCredential = { location: { kind: "none" }, value: undefined, fingerprint: undefined }
 
 export const resolveCredential = (
   location: CredentialLocation,
   env: Readonly<Record<string, string | undefined>>
 ): ResolvedCredential => {
-  if (location.kind !== "env") return { location, value: undefined }
+  if (location.kind !== "env") return { location, value: undefined, fingerprint: undefined }
   const value = env[location.variable]
-  return { location, value: value === undefined || value === "" ? undefined : Redacted.make(value) }
+  return { location, ...fingerprinted(value === undefined || value === "" ? undefined : Redacted.make(value)) }
 }
 
 /** How `check-config` shows a credential: where it comes from and whether it is set, never its value. */

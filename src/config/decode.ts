@@ -3,7 +3,7 @@
  * decoding with every issue reported as `key.path: what is wrong`, unknown-key
  * warnings, and the one message format `check-config` prints.
  */
-import { Exit, Schema, SchemaIssue } from "effect"
+import { Exit, Result, Schema, SchemaIssue } from "effect"
 import { formatPath, salvage, valueAt } from "./salvage.ts"
 import type { Path, Salvaged } from "./salvage.ts"
 import { findUnknownKeys } from "./unknown-keys.ts"
@@ -52,16 +52,14 @@ export const unknownKeyFindings = (
 }
 
 /** A document decoded: its value, or the schema's findings and what could be read of the rest. */
-export type DecodedDocument<A> =
-  | { readonly ok: true; readonly value: A }
-  | { readonly ok: false; readonly lines: ReadonlyArray<string>; readonly salvaged: Salvaged<A> | undefined }
+export type DecodedDocument<A> = Result.Result<A, { readonly lines: ReadonlyArray<string>; readonly salvaged: Salvaged<A> | undefined }>
 
 /** The cross-checks' findings that stand beside the schema's: all of them when the schema accepted the document. */
 export const findingsBeside = (
   decoded: DecodedDocument<unknown>,
   findings: ReadonlyArray<string>,
   severity: "error" | "warning"
-): ReadonlyArray<string> => (decoded.ok ? findings : decoded.salvaged?.independent(findings, severity) ?? [])
+): ReadonlyArray<string> => (Result.isSuccess(decoded) ? findings : decoded.failure.salvaged?.independent(findings, severity) ?? [])
 
 /**
  * A decoder for `schema` (built once, at module level) that reports every
@@ -72,36 +70,29 @@ export const findingsBeside = (
  */
 export const documentDecoder = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
   const decode = Schema.decodeUnknownExit(schema)
-  const issuesOf = (raw: unknown):
-    | { readonly ok: true; readonly value: S["Type"] }
-    | { readonly ok: false; readonly issues: ReadonlyArray<{ readonly path: Path; readonly message: string }> } => {
+  const issuesOf = (raw: unknown): Result.Result<S["Type"], ReadonlyArray<{ readonly path: Path; readonly message: string }>> => {
     const decoded = decode(raw, { errors: "all" })
-    if (Exit.isSuccess(decoded)) return { ok: true, value: decoded.value }
+    if (Exit.isSuccess(decoded)) return Result.succeed(decoded.value)
     const issue = decoded.cause.reasons.find((reason) => reason._tag === "Fail")
-    if (issue === undefined) return { ok: false, issues: [{ path: [], message: String(decoded.cause) }] }
-    return {
-      ok: false,
-      issues: formatter(issue.error.issue).issues.map(({ path, message }) => ({
-        path: (path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment)),
-        message
-      }))
-    }
+    if (issue === undefined) return Result.fail([{ path: [], message: String(decoded.cause) }])
+    return Result.fail(formatter(issue.error.issue).issues.map(({ path, message }) => ({
+      path: (path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment)),
+      message
+    })))
   }
-  const pathsOf = (raw: unknown) => {
-    const decoded = issuesOf(raw)
-    return decoded.ok ? decoded : { ok: false as const, paths: decoded.issues.map((issue) => issue.path) }
-  }
+  const pathsOf = (raw: unknown) => Result.mapError(issuesOf(raw), (issues) => issues.map((issue) => issue.path))
   return (
     raw: unknown,
     provenance: ReadonlyMap<string, string> = new Map()
   ): DecodedDocument<S["Type"]> => {
     const decoded = issuesOf(raw)
-    if (decoded.ok) return decoded
-    const lines = decoded.issues.map(({ path, message }) => {
+    if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
+    const issues = decoded.failure
+    const lines = issues.map(({ path, message }) => {
       const key = formatPath(path)
       const variable = provenance.get(key)
       return `${key}${variable === undefined ? "" : ` (from ${variable})`}: ${describeIssue(raw, path, message)}`
     })
-    return { ok: false, lines, salvaged: salvage(raw, decoded.issues.map((issue) => issue.path), pathsOf) }
+    return Result.fail({ lines, salvaged: salvage(raw, issues.map((issue) => issue.path), pathsOf) })
   }
 }

@@ -3,6 +3,7 @@
  * before validation, so an override is checked exactly like a file value; the
  * returned provenance lets error messages name the variable instead of the file.
  */
+import { Result } from "effect"
 
 type Kind = "string" | "int" | "float" | "bool"
 
@@ -51,22 +52,22 @@ export const ENV_OVERRIDES: ReadonlyArray<Override> = [
 const TRUE = new Set(["true", "1", "yes", "on"])
 const FALSE = new Set(["false", "0", "no", "off"])
 
-const convert = (raw: string, kind: Kind): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+const convert = (raw: string, kind: Kind): Result.Result<unknown, void> => {
   const text = raw.trim()
   switch (kind) {
     case "string":
-      return { ok: true, value: raw }
+      return Result.succeed(raw)
     case "bool": {
       const lower = text.toLowerCase()
-      if (TRUE.has(lower)) return { ok: true, value: true }
-      if (FALSE.has(lower)) return { ok: true, value: false }
-      return { ok: false }
+      if (TRUE.has(lower)) return Result.succeed(true)
+      if (FALSE.has(lower)) return Result.succeed(false)
+      return Result.failVoid
     }
     case "int":
-      return /^-?\d+$/.test(text) ? { ok: true, value: Number(text) } : { ok: false }
+      return /^-?\d+$/.test(text) ? Result.succeed(Number(text)) : Result.failVoid
     case "float": {
       const value = Number(text)
-      return text !== "" && Number.isFinite(value) ? { ok: true, value } : { ok: false }
+      return text !== "" && Number.isFinite(value) ? Result.succeed(value) : Result.failVoid
     }
   }
 }
@@ -99,13 +100,13 @@ export const applyEnvOverrides = (
     if (value === undefined) continue
     const [section, field] = override.path
     const converted = convert(value, override.kind)
-    if (!converted.ok) {
+    if (Result.isFailure(converted)) {
       errors.push(`${override.variable} (overrides ${section}.${field}): expected ${EXPECTED[override.kind]}, got ${JSON.stringify(value)}`)
       continue
     }
     const current = result[section]
     const table = typeof current === "object" && current !== null && !Array.isArray(current) ? current : {}
-    result[section] = { ...table, [field]: converted.value }
+    result[section] = { ...table, [field]: converted.success }
     provenance.set(`${section}.${field}`, override.variable)
   }
   return { raw: result, provenance, errors }

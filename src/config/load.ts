@@ -7,6 +7,7 @@
  * Every failure is one `ConfigError` whose message names the file, the key
  * path and what is wrong; `main.ts` prints it and exits non-zero.
  */
+import { Result } from "effect"
 import { readFileSync } from "node:fs"
 import { parse, TomlError } from "smol-toml"
 import { checkConfig } from "./checks.ts"
@@ -36,15 +37,15 @@ export const settingsFromDocument = (
   document: unknown,
   env: Env,
   source: string
-): { readonly ok: true; readonly settings: GatewaySettings } | { readonly ok: false; readonly error: ConfigError } => {
+): Result.Result<GatewaySettings, ConfigError> => {
   if (typeof document !== "object" || document === null || Array.isArray(document)) {
-    return { ok: false, error: fail(source, ["expected a TOML table at the top level"]) }
+    return Result.fail(fail(source, ["expected a TOML table at the top level"]))
   }
   const unknown = unknownKeyFindings(document, ConfigFile)
   const overridden = applyEnvOverrides(document as Record<string, unknown>, env)
   const decoded = decode(overridden.raw, overridden.provenance)
   // Every problem in one pass: when the schema refused a value, the checks still run on the rest.
-  const checkable = decoded.ok ? decoded.value : decoded.salvaged?.value
+  const checkable = Result.isSuccess(decoded) ? decoded.success : decoded.failure.salvaged?.value
   const checked = checkable === undefined ? undefined : checkConfig(checkable, { kind: "environment", env })
   // A finding about a value an environment variable set names the variable, as schema errors do.
   const checkErrors = findingsBeside(decoded, checked?.errors ?? [], "error").map((line) => {
@@ -52,36 +53,33 @@ export const settingsFromDocument = (
     const variable = at === -1 ? undefined : overridden.provenance.get(line.slice(0, at))
     return variable === undefined ? line : `${line.slice(0, at)} (from ${variable})${line.slice(at)}`
   })
-  const errors = [...unknown.errors, ...overridden.errors, ...(decoded.ok ? [] : decoded.lines), ...checkErrors]
+  const errors = [...unknown.errors, ...overridden.errors, ...(Result.isSuccess(decoded) ? [] : decoded.failure.lines), ...checkErrors]
   const warnings = [...unknown.warnings, ...findingsBeside(decoded, checked?.warnings ?? [], "warning")]
-  if (!decoded.ok || checked === undefined || errors.length > 0) return { ok: false, error: fail(source, errors, warnings) }
-  const file = decoded.value
+  if (Result.isFailure(decoded) || checked === undefined || errors.length > 0) return Result.fail(fail(source, errors, warnings))
+  const file = decoded.success
   const settled = checked.antiEntropyIntervalSecs === file.tenant_routing.anti_entropy_interval_secs
     ? file
     : { ...file, tenant_routing: { ...file.tenant_routing, anti_entropy_interval_secs: checked.antiEntropyIntervalSecs } }
-  return {
-    ok: true,
-    settings: {
-      source,
-      file: settled,
-      providers: checked.providers,
-      targets: checked.targets,
-      warnings
-    }
-  }
+  return Result.succeed({
+    source,
+    file: settled,
+    providers: checked.providers,
+    targets: checked.targets,
+    warnings
+  })
 }
 
 /** Reads and validates the configuration file. */
 export const loadSettings = (
   path: string,
   env: Env
-): { readonly ok: true; readonly settings: GatewaySettings } | { readonly ok: false; readonly error: ConfigError } => {
+): Result.Result<GatewaySettings, ConfigError> => {
   let text: string
   try {
     text = readFileSync(path, "utf8")
   } catch (cause) {
     const reason = (cause as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : String((cause as Error).message)
-    return { ok: false, error: new ConfigError({ message: `cannot read configuration ${path}: ${reason}` }) }
+    return Result.fail(new ConfigError({ message: `cannot read configuration ${path}: ${reason}` }))
   }
   let document: unknown
   try {
@@ -90,7 +88,7 @@ export const loadSettings = (
     const detail = cause instanceof TomlError
       ? `line ${cause.line}, column ${cause.column}: ${cause.message.split("\n")[0].replace(/^Invalid TOML document: /, "")}`
       : String(cause)
-    return { ok: false, error: new ConfigError({ message: `invalid TOML in ${path}: ${detail}` }) }
+    return Result.fail(new ConfigError({ message: `invalid TOML in ${path}: ${detail}` }))
   }
   return settingsFromDocument(document, env, path)
 }

@@ -6,6 +6,7 @@
  * a repaired value, or about the entry whose shape it decides, is left out:
  * the schema has already reported it.
  */
+import { Result } from "effect"
 
 /** Stand-ins for required keys, chosen so the checks say nothing about them: "fallback" takes any number of targets. */
 const STAND_INS: Readonly<Record<string, unknown>> = {
@@ -82,7 +83,7 @@ const repair = (document: unknown, issuePath: Path, dropped: Map<Array<unknown>,
 export const salvage = <A>(
   raw: unknown,
   issuePaths: ReadonlyArray<Path>,
-  decodeOnce: (document: unknown) => { readonly ok: true; readonly value: A } | { readonly ok: false; readonly paths: ReadonlyArray<Path> }
+  decodeOnce: (document: unknown) => Result.Result<A, ReadonlyArray<Path>>
 ): Salvaged<A> | undefined => {
   const document = clone(raw)
   const repaired: Array<{ readonly at: string; readonly entry: string }> = []
@@ -99,14 +100,14 @@ export const salvage = <A>(
       list.splice(0, list.length, ...kept)
     }
     const decoded = decodeOnce(document)
-    if (decoded.ok) {
+    if (Result.isSuccess(decoded)) {
       return {
-        value: decoded.value,
+        value: decoded.success,
         independent: (findings, severity) =>
           findings.filter((line) => !repaired.some((r) => dependsOn(line.slice(0, line.indexOf(": ")), severity, r)))
       }
     }
-    paths = decoded.paths
+    paths = decoded.failure
   }
   return undefined
 }

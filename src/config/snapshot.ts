@@ -14,9 +14,9 @@
  *   never name an `env::VAR` location, and no convention variable applies: an
  *   omitted provider credential means none (the caller's own key only).
  */
-import { Redacted, Schema } from "effect"
+import { Redacted, Result, Schema } from "effect"
 import { checkConfig } from "./checks.ts"
-import { NO_CREDENTIAL } from "./credentials.ts"
+import { fingerprinted, NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
 import { ConfigError, configFailure, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
 import type { GatewaySettings } from "./resolved.ts"
@@ -32,18 +32,18 @@ export interface ValidatedSnapshot {
   readonly settings: GatewaySettings
 }
 
-export type SnapshotValidation =
-  | { readonly ok: true; readonly snapshot: ValidatedSnapshot }
-  | {
-    readonly ok: false
-    /** The `check-config` message, for the operator who published the snapshot. */
-    readonly error: ConfigError
-    /**
-     * Only the key paths of the problems: what the gateway may log. A message can
-     * quote a value, and in a snapshot a misplaced value can be a key.
-     */
-    readonly problems: ReadonlyArray<string>
-  }
+/** Why a snapshot was refused, told two ways: in full for its publisher, by key path for the log. */
+export interface SnapshotRefusal {
+  /** The `check-config` message, for the operator who published the snapshot. */
+  readonly error: ConfigError
+  /**
+   * Only the key paths of the problems: what the gateway may log. A message can
+   * quote a value, and in a snapshot a misplaced value can be a key.
+   */
+  readonly problems: ReadonlyArray<string>
+}
+
+export type SnapshotValidation = Result.Result<ValidatedSnapshot, SnapshotRefusal>
 
 const decode = documentDecoder(SnapshotFile)
 
@@ -59,9 +59,9 @@ const readCredential = (path: string, value: unknown, errors: Array<string>): Re
   if (isRecord(value) && Object.keys(value).length === 1) {
     const key = value.value
     if (Redacted.isRedacted(key) && typeof Redacted.value(key) === "string" && Redacted.value(key) !== "") {
-      return { location: { kind: "inline" }, value: key as Redacted.Redacted<string> }
+      return { location: { kind: "inline" }, ...fingerprinted(key as Redacted.Redacted<string>) }
     }
-    if (typeof key === "string" && key !== "") return { location: { kind: "inline" }, value: Redacted.make(key) }
+    if (typeof key === "string" && key !== "") return { location: { kind: "inline" }, ...fingerprinted(Redacted.make(key)) }
   }
   if (typeof value === "string" && value.startsWith("env::")) {
     errors.push(`${path}: env:: locations are refused in a snapshot (a tenant cannot read the gateway host's environment); carry the key as {"value": "<key>"} or write "none"`)
@@ -99,11 +99,11 @@ const extractCredentials = (
 }
 
 /** A refusal: the `check-config` message, and the problems' key paths alone for the log. */
-const refuse = (source: string, lines: ReadonlyArray<string>, warnings: ReadonlyArray<string>): SnapshotValidation => ({
-  ok: false,
-  error: configFailure(source, lines, warnings),
-  problems: [...new Set(lines.map((line) => line.split(": ")[0]))]
-})
+const refuse = (source: string, lines: ReadonlyArray<string>, warnings: ReadonlyArray<string>): SnapshotValidation =>
+  Result.fail({
+    error: configFailure(source, lines, warnings),
+    problems: [...new Set(lines.map((line) => line.split(": ")[0]))]
+  })
 
 /**
  * Validates a parsed snapshot. `source` names it in messages (a file path, or
@@ -111,7 +111,9 @@ const refuse = (source: string, lines: ReadonlyArray<string>, warnings: Readonly
  * resolved settings carry (their defaults when absent, as in the CLI).
  */
 export const snapshotFromDocument = (document: unknown, source: string, gateway: ConfigFile = DEFAULT_FILE): SnapshotValidation => {
-  if (!isRecord(document)) return { ok: false, error: configFailure(source, ["expected a JSON object at the top level"]), problems: ["(top level)"] }
+  if (!isRecord(document)) {
+    return Result.fail({ error: configFailure(source, ["expected a JSON object at the top level"]), problems: ["(top level)"] })
+  }
   const errors: Array<string> = []
   const rest: Record<string, unknown> = { ...document }
   for (const section of GATEWAY_ONLY_SECTIONS) {
@@ -127,9 +129,9 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   const unknown = unknownKeyFindings(rest, SnapshotFile)
   errors.push(...unknown.errors)
   const decoded = decode(rest)
-  if (!decoded.ok) errors.push(...decoded.lines)
+  if (Result.isFailure(decoded)) errors.push(...decoded.failure.lines)
   // Every problem in one pass, as for the file: the checks run on what the schema accepted.
-  const checkable = decoded.ok ? decoded.value : decoded.salvaged?.value
+  const checkable = Result.isSuccess(decoded) ? decoded.success : decoded.failure.salvaged?.value
   if (checkable === undefined) return refuse(source, errors, unknown.warnings)
   const { version, disabled_endpoints, ...sections } = checkable
   const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {
@@ -140,25 +142,22 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   errors.push(...findingsBeside(decoded, checked.errors, "error"))
   const warnings = [...unknown.warnings, ...findingsBeside(decoded, checked.warnings, "warning")]
   if (errors.length > 0) return refuse(source, errors, warnings)
-  return {
-    ok: true,
-    snapshot: {
-      version: String(version),
-      disabledEndpoints: new Set(disabled_endpoints),
-      settings: {
-        source,
-        file: {
-          ...sections,
-          server: gateway.server,
-          telemetry: gateway.telemetry,
-          genai_telemetry: gateway.genai_telemetry,
-          auth: gateway.auth,
-          tenant_routing: gateway.tenant_routing
-        },
-        providers: checked.providers,
-        targets: checked.targets,
-        warnings
-      }
+  return Result.succeed({
+    version: String(version),
+    disabledEndpoints: new Set(disabled_endpoints),
+    settings: {
+      source,
+      file: {
+        ...sections,
+        server: gateway.server,
+        telemetry: gateway.telemetry,
+        genai_telemetry: gateway.genai_telemetry,
+        auth: gateway.auth,
+        tenant_routing: gateway.tenant_routing
+      },
+      providers: checked.providers,
+      targets: checked.targets,
+      warnings
     }
-  }
+  })
 }

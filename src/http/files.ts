@@ -12,7 +12,7 @@
  * they are forwarded verbatim) and the upstream's answer is piped back. One
  * attempt, no retries: a consumed upload cannot be replayed.
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import type { Scope } from "effect"
 import type { GatewaySettings } from "../config/index.ts"
 import { clip, GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
@@ -44,23 +44,25 @@ const hasFiles = (provider: CompiledProvider): boolean => PROVIDER_KIND_INFO[pro
 export const chooseFilesProvider = (
   providers: ReadonlyMap<string, CompiledProvider>,
   requested: string | undefined
-): CompiledProvider | GatewayError => {
+): Result.Result<CompiledProvider, GatewayError> => {
   if (requested !== undefined) {
     const provider = providers.get(requested.trim())
-    if (provider === undefined) return invalid(`x-genai-provider names provider "${clip(requested)}", which is not configured`)
-    if (hasFiles(provider)) return provider
-    return new GatewayError({
-      status: 400,
-      code: "unsupported_for_model",
-      message: `files are not supported by ${provider.family === "anthropic" ? "messages-style " : ""}provider "${provider.id}" (kind ${provider.kind})`
-    })
+    if (provider === undefined) return Result.fail(invalid(`x-genai-provider names provider "${clip(requested)}", which is not configured`))
+    if (hasFiles(provider)) return Result.succeed(provider)
+    return Result.fail(
+      new GatewayError({
+        status: 400,
+        code: "unsupported_for_model",
+        message: `files are not supported by ${provider.family === "anthropic" ? "messages-style " : ""}provider "${provider.id}" (kind ${provider.kind})`
+      })
+    )
   }
   const capable = [...providers.values()].filter(hasFiles)
-  if (capable.length === 1) return capable[0]
-  if (capable.length === 0) return invalid("no configured provider supports the files API (it needs an openai- or azure-kind provider)")
-  return invalid(
+  if (capable.length === 1) return Result.succeed(capable[0])
+  if (capable.length === 0) return Result.fail(invalid("no configured provider supports the files API (it needs an openai- or azure-kind provider)"))
+  return Result.fail(invalid(
     `several configured providers support the files API (${capable.map((p) => p.id).join(", ")}); choose one with the x-genai-provider header`
-  )
+  ))
 }
 
 /** The caller's query without `api-version` (Azure's is the provider's own), to append upstream. */
@@ -78,8 +80,9 @@ export const fileRoutes = ({ project: projectOf, server, client }: FilesDependen
   const run = (operation: FileOperation) => (ctx: HttpRequestContext): Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope> =>
     Effect.gen(function*() {
       const { table, settings } = yield* projectOf(ctx)
-      const provider = chooseFilesProvider(table.providers, header(ctx, "x-genai-provider"))
-      if (provider instanceof GatewayError) return yield* provider
+      const chosen = chooseFilesProvider(table.providers, header(ctx, "x-genai-provider"))
+      if (Result.isFailure(chosen)) return yield* chosen.failure
+      const provider = chosen.success
       const upload = operation === "upload"
       if (upload && !isMultipartForm(header(ctx, "content-type"))) {
         return yield* invalid("POST /v1/files takes a multipart/form-data body with `purpose` and `file`")

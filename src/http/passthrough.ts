@@ -14,7 +14,7 @@
  * encoding; errors also carry `x-gw-error-code` and `x-gw-upstream-provider`,
  * classified from the first 64 KB of the body. One attempt, no retries.
  */
-import { Cause, Effect, Stream } from "effect"
+import { Cause, Effect, Result, Stream } from "effect"
 import type { Redacted, Scope } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { GatewaySettings } from "../config/index.ts"
@@ -56,27 +56,32 @@ export const choosePassthroughProvider = (
   providers: ReadonlyMap<string, CompiledProvider>,
   kind: ProviderKind,
   requested: string | undefined
-): CompiledProvider | GatewayError => {
+): Result.Result<CompiledProvider, GatewayError> => {
   const ofKind = [...providers.values()].filter((provider) => provider.kind === kind)
   if (requested !== undefined) {
     const chosen = ofKind.find((provider) => provider.id === requested.trim())
-    return chosen ??
+    return chosen !== undefined ? Result.succeed(chosen) : Result.fail(
       new GatewayError({ status: 400, code: "invalid_request", message: `x-genai-provider "${clip(requested)}" is not a configured ${kind} provider` })
+    )
   }
   const chosen = ofKind.find((provider) => provider.id === kind) ?? (ofKind.length === 1 ? ofKind[0] : undefined)
-  if (chosen !== undefined) return chosen
+  if (chosen !== undefined) return Result.succeed(chosen)
   if (ofKind.length === 0) {
-    return new GatewayError({
-      status: 404,
-      code: "not_found",
-      message: `no ${kind} provider is configured: add [providers.${kind}] to the gateway configuration to use /v1/${kind}/*`
-    })
+    return Result.fail(
+      new GatewayError({
+        status: 404,
+        code: "not_found",
+        message: `no ${kind} provider is configured: add [providers.${kind}] to the gateway configuration to use /v1/${kind}/*`
+      })
+    )
   }
-  return new GatewayError({
-    status: 400,
-    code: "invalid_request",
-    message: `several ${kind} providers are configured (${ofKind.map((p) => p.id).join(", ")}); choose one with the x-genai-provider header`
-  })
+  return Result.fail(
+    new GatewayError({
+      status: 400,
+      code: "invalid_request",
+      message: `several ${kind} providers are configured (${ofKind.map((p) => p.id).join(", ")}); choose one with the x-genai-provider header`
+    })
+  )
 }
 
 /** The caller's raw query (with `?`) minus credential parameters; every other byte kept. */
@@ -187,8 +192,9 @@ export const passthroughRoutes = ({ project: projectOf, server, client }: Passth
     handler: (ctx: HttpRequestContext): Effect.Effect<Reply, AnyGatewayFailure, Scope.Scope> =>
       Effect.gen(function*() {
         const { table, settings } = yield* projectOf(ctx)
-        const provider = choosePassthroughProvider(table.providers, kind, header(ctx, "x-genai-provider"))
-        if (provider instanceof GatewayError) return yield* provider
+        const chosen = choosePassthroughProvider(table.providers, kind, header(ctx, "x-genai-provider"))
+        if (Result.isFailure(chosen)) return yield* chosen.failure
+        const provider = chosen.success
         const rest = ctx.params["*"] ?? ""
         if (hasDotSegment(rest)) {
           return yield* new GatewayError({ status: 400, code: "invalid_request", message: "the passthrough path must not contain . or .. segments" })

@@ -52,8 +52,7 @@ export const loadGatewaySettings = (source: GatewaySource, env: Env = process.en
     }
     // A library gateway listens nowhere: `[server]` may be left out.
     if (typeof document === "object" && document !== null && !Array.isArray(document) && !("server" in document)) document = { ...document, server: {} }
-    const result = settingsFromDocument(document, env, "toml" in source ? "<toml>" : "<config>")
-    return result.ok ? Effect.succeed(result.settings) : Effect.fail(result.error)
+    return Effect.fromResult(settingsFromDocument(document, env, "toml" in source ? "<toml>" : "<config>"))
   })
 
 /**

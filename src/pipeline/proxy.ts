@@ -12,7 +12,6 @@
  */
 import { Effect, Exit, Result, Stream } from "effect"
 import type { Readable } from "node:stream"
-import { GatewayError } from "../domain/index.ts"
 import type { Capability, WireFamily } from "../domain/index.ts"
 import { replaceTopLevelModel } from "../formats/splice.ts"
 import { unauthenticatedCall } from "../providers/adapter.ts"
@@ -224,8 +223,9 @@ const planBodyCaching = (
   const { ctx, project } = input
   const section = project.settings.file.cache
   if (!section.enabled || input.operation !== "embeddings" || input.scan === undefined) return Effect.succeed(undefined)
-  const use = cacheUse(section, "embeddings", input.scan.json, header(ctx, "x-gw-cache"), header(ctx, "x-gw-cache-ttl"))
-  if (use instanceof GatewayError) return Effect.fail(use)
+  const decided = cacheUse(section, "embeddings", input.scan.json, header(ctx, "x-gw-cache"), header(ctx, "x-gw-cache-ttl"))
+  if (Result.isFailure(decided)) return Effect.fail(decided.failure)
+  const use = decided.success
   if (use === undefined) return Effect.succeed(undefined)
   const credential = requestCredential(callerKey(ctx.req.headers), steps)
   const scope: CacheScope = { section, projectId: project.projectId, credential }

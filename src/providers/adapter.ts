@@ -8,7 +8,7 @@
  * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter).
  */
 import { Redacted } from "effect"
-import type { ResolvedCredential, ResolvedProvider } from "../config/index.ts"
+import type { FingerprintedCredential, ResolvedCredential, ResolvedProvider } from "../config/index.ts"
 import { UpstreamError } from "../domain/index.ts"
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
 
@@ -68,6 +68,8 @@ export interface CompiledProvider {
    * brings no key of its own is told (`unauthenticatedCall`).
    */
   readonly missingCredential: string | undefined
+  /** The configured credential a request without the caller's own key carries, fingerprinted at load. */
+  readonly credential: FingerprintedCredential
   /**
    * Path (with query) and auth headers of one request. `key` is the caller's
    * own key (sent in this provider's auth form); without it the configured
@@ -173,6 +175,7 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     maxTokensParam: provider.maxTokensParam,
     responsesApi: provider.responsesApi,
     missingCredential: missingCredentialMessage(provider, used),
+    credential: used,
     request: (operation, model, key, suffix) =>
       key === undefined
         ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders, secret: configured }

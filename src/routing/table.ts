@@ -83,8 +83,8 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
   }
 
   const modelRef = (reference: string): PlanTarget => {
-    const resolved = resolveModelReference(reference, settings.providers)
-    if (!resolved.ok) throw new Error(`unchecked model reference ${reference}`)
+    // The configuration's checks resolved every reference before anything is compiled.
+    const resolved = Result.getOrThrowWith(resolveModelReference(reference, settings.providers), () => new Error(`unchecked model reference ${reference}`))
     return modelTarget(settings.providers.get(resolved.providerId)!, resolved.model)
   }
 

@@ -22,7 +22,7 @@
  * - Reloads mutate the cached entry in place, so neither its recency nor its
  *   idle age changes: a sweep never keeps an idle tenant alive.
  */
-import { Deferred, Effect, Schedule } from "effect"
+import { Deferred, Effect, Result, Schedule } from "effect"
 import type { Scope } from "effect"
 import { LRUCache } from "lru-cache"
 import { createHash } from "node:crypto"
@@ -111,11 +111,11 @@ export const makeTenantCache = <P>(options: TenantCacheOptions<P>): Effect.Effec
       const digest = digestOf(raw)
       if (previous !== undefined && previous.digest === digest) return previous
       const opened = options.open(raw, tenant)
-      if (!opened.ok) {
-        limited.emit(`refused:${tenant.key}`, "error", "tenant snapshot refused", { ...fields(tenant), reason: opened.reason })
+      if (Result.isFailure(opened)) {
+        limited.emit(`refused:${tenant.key}`, "error", "tenant snapshot refused", { ...fields(tenant), reason: opened.failure })
         return { tenant, digest, state: { _tag: "Failed", error: refused(tenant) } }
       }
-      const { snapshot } = opened
+      const snapshot = opened.success
       if (previous?.state._tag === "Ready" && previous.state.version === snapshot.version) {
         return { tenant, digest, state: previous.state }
       }

@@ -11,6 +11,7 @@
  * of the configuration file and refuses with the messages of `check-config`.
  * Nothing here prints a snapshot's content, a key or a Redis password.
  */
+import { Result } from "effect"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import type { KeyObject } from "node:crypto"
 import { join } from "node:path"
@@ -60,15 +61,13 @@ const readSnapshot = (path: string): { readonly text: string; readonly snapshot:
     const code = (cause as NodeJS.ErrnoException).code
     throw new CliFailure(`cannot read snapshot ${path}: ${code === "ENOENT" ? "file not found" : code ?? "error"}`)
   }
-  const parsed = parseJson(text)
-  if (!parsed.ok) throw new CliFailure(`invalid snapshot ${path}: ${parsed.reason}`)
-  if (isEnvelope(parsed.value)) {
+  const document = Result.getOrThrowWith(parseJson(text), (reason) => new CliFailure(`invalid snapshot ${path}: ${reason}`))
+  if (isEnvelope(document)) {
     throw new CliFailure(`${path} is already sealed; pass the plaintext snapshot (it is validated before it is sealed)`)
   }
-  const validated = snapshotFromDocument(parsed.value, path)
-  if (!validated.ok) throw new CliFailure(validated.error.message)
-  for (const warning of validated.snapshot.settings.warnings) process.stderr.write(`warning: ${warning}\n`)
-  return { text, snapshot: validated.snapshot }
+  const snapshot = Result.getOrThrowWith(snapshotFromDocument(document, path), (refusal) => new CliFailure(refusal.error.message))
+  for (const warning of snapshot.settings.warnings) process.stderr.write(`warning: ${warning}\n`)
+  return { text, snapshot }
 }
 
 const keygen = (out: string): void => {

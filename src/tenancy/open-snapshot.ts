@@ -6,6 +6,7 @@
  * piece of the text, a validation message can quote a value, and the text
  * holds keys. Validation failures are reported by key path only.
  */
+import { Result } from "effect"
 import type { KeyObject } from "node:crypto"
 import { snapshotFromDocument } from "../config/index.ts"
 import type { ConfigFile, ValidatedSnapshot } from "../config/index.ts"
@@ -14,17 +15,16 @@ import { isEnvelope, open } from "./sealing.ts"
 /** Larger stored values are refused before parsing. */
 export const MAX_SNAPSHOT_BYTES = 8 * 1024 * 1024
 
-export type Opened =
-  | { readonly ok: true; readonly snapshot: ValidatedSnapshot }
-  | { readonly ok: false; readonly reason: string }
+/** A validated snapshot, or why it was refused (a reason that quotes nothing from it). */
+export type Opened = Result.Result<ValidatedSnapshot, string>
 
 /** JSON.parse, with a failure described by position only. */
-export const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly reason: string } => {
+export const parseJson = (text: string): Result.Result<unknown, string> => {
   try {
-    return { ok: true, value: JSON.parse(text) }
+    return Result.succeed(JSON.parse(text))
   } catch (cause) {
     const at = /position \d+(?: \(line \d+ column \d+\))?/.exec(String((cause as Error).message))
-    return { ok: false, reason: `not valid JSON${at === null ? "" : ` (at ${at[0]})`}` }
+    return Result.fail(`not valid JSON${at === null ? "" : ` (at ${at[0]})`}`)
   }
 }
 
@@ -38,26 +38,22 @@ export const openSnapshot = (
   source: string,
   gateway?: ConfigFile
 ): Opened => {
-  if (raw.length > MAX_SNAPSHOT_BYTES) return { ok: false, reason: `larger than ${MAX_SNAPSHOT_BYTES} bytes` }
+  if (raw.length > MAX_SNAPSHOT_BYTES) return Result.fail(`larger than ${MAX_SNAPSHOT_BYTES} bytes`)
   const outer = parseJson(raw)
-  if (!outer.ok) return outer
-  let document = outer.value
+  if (Result.isFailure(outer)) return Result.fail(outer.failure)
+  let document = outer.success
   if (isEnvelope(document)) {
-    if (privateKey === undefined) {
-      return { ok: false, reason: "sealed snapshot, but tenant_routing.private_key_path is not set" }
-    }
+    if (privateKey === undefined) return Result.fail("sealed snapshot, but tenant_routing.private_key_path is not set")
     const opened = open(document, privateKey)
-    if (!opened.ok) return { ok: false, reason: `cannot decrypt: ${opened.reason}` }
-    const inner = parseJson(opened.plaintext)
-    if (!inner.ok) return { ok: false, reason: `decrypted payload is ${inner.reason}` }
-    document = inner.value
+    if (Result.isFailure(opened)) return Result.fail(`cannot decrypt: ${opened.failure}`)
+    const inner = parseJson(opened.success)
+    if (Result.isFailure(inner)) return Result.fail(`decrypted payload is ${inner.failure}`)
+    document = inner.success
   } else if (privateKey !== undefined) {
-    return { ok: false, reason: "plaintext snapshot refused: tenant_routing.private_key_path is set, so snapshots must be sealed" }
+    return Result.fail("plaintext snapshot refused: tenant_routing.private_key_path is set, so snapshots must be sealed")
   }
-  const validated = snapshotFromDocument(document, source, gateway)
-  if (validated.ok) return validated
-  return {
-    ok: false,
-    reason: `does not validate (problems at ${validated.problems.join(", ")}); \`gateway snapshot seal\` on its plaintext shows the messages`
-  }
+  return Result.mapError(
+    snapshotFromDocument(document, source, gateway),
+    (refusal) => `does not validate (problems at ${refusal.problems.join(", ")}); \`gateway snapshot seal\` on its plaintext shows the messages`
+  )
 }

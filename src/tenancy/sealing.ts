@@ -10,6 +10,7 @@
  * can seal a snapshot, so write access to the store must stay restricted.
  * Keys are 32 raw bytes, in files as those bytes or their base64.
  */
+import { Result } from "effect"
 import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes } from "node:crypto"
 import type { KeyObject } from "node:crypto"
 import { readFileSync, statSync } from "node:fs"
@@ -64,7 +65,7 @@ export const keyBytes = (content: Uint8Array): Buffer | undefined => {
  */
 export const readPrivateKeyFile = (
   path: string
-): { readonly ok: true; readonly key: KeyObject; readonly warnings: ReadonlyArray<string> } | { readonly ok: false; readonly message: string } => {
+): Result.Result<{ readonly key: KeyObject; readonly warnings: ReadonlyArray<string> }, string> => {
   let content: Buffer
   let mode: number
   try {
@@ -72,16 +73,16 @@ export const readPrivateKeyFile = (
     mode = statSync(path).mode
   } catch (cause) {
     const code = (cause as NodeJS.ErrnoException).code
-    return { ok: false, message: `tenant_routing.private_key_path: cannot read ${path} (${code ?? "error"})` }
+    return Result.fail(`tenant_routing.private_key_path: cannot read ${path} (${code ?? "error"})`)
   }
   const raw = keyBytes(content)
   if (raw === undefined) {
-    return { ok: false, message: `tenant_routing.private_key_path: ${path} does not hold a 32-byte X25519 key (raw or base64)` }
+    return Result.fail(`tenant_routing.private_key_path: ${path} does not hold a 32-byte X25519 key (raw or base64)`)
   }
   const warnings = (mode & 0o077) === 0
     ? []
     : [`tenant_routing.private_key_path: ${path} is accessible by group or others (mode ${(mode & 0o777).toString(8)}); chmod 600 it`]
-  return { ok: true, key: privateKeyFromBytes(raw), warnings }
+  return Result.succeed({ key: privateKeyFromBytes(raw), warnings })
 }
 
 const deriveKey = (privateKey: KeyObject, publicKey: KeyObject): Buffer =>
@@ -116,24 +117,24 @@ const base64Field = (value: unknown, bytes?: number): Buffer | undefined => {
  * Opens an envelope with the gateway's private key: the snapshot JSON, or why
  * not (the reason names no key material).
  */
-export const open = (document: unknown, privateKey: KeyObject): { readonly ok: true; readonly plaintext: string } | { readonly ok: false; readonly reason: string } => {
+export const open = (document: unknown, privateKey: KeyObject): Result.Result<string, string> => {
   const envelope = document as Record<string, unknown>
   if (envelope.v !== 1 || envelope.alg !== ENVELOPE_ALG) {
-    return { ok: false, reason: `unsupported envelope (v ${JSON.stringify(envelope.v)}, alg ${JSON.stringify(envelope.alg)})` }
+    return Result.fail(`unsupported envelope (v ${JSON.stringify(envelope.v)}, alg ${JSON.stringify(envelope.alg)})`)
   }
   const epk = base64Field(envelope.epk, KEY_BYTES)
   const nonce = base64Field(envelope.nonce, NONCE_BYTES)
   const ct = base64Field(envelope.ct)
   if (epk === undefined || nonce === undefined || ct === undefined || ct.byteLength < TAG_BYTES) {
-    return { ok: false, reason: "malformed envelope (epk, nonce or ct)" }
+    return Result.fail("malformed envelope (epk, nonce or ct)")
   }
   try {
     const decipher = createDecipheriv("aes-256-gcm", deriveKey(privateKey, publicKeyFromBytes(epk)), nonce, { authTagLength: TAG_BYTES })
     decipher.setAuthTag(ct.subarray(ct.byteLength - TAG_BYTES))
     const plaintext = Buffer.concat([decipher.update(ct.subarray(0, ct.byteLength - TAG_BYTES)), decipher.final()])
-    return { ok: true, plaintext: plaintext.toString("utf8") }
+    return Result.succeed(plaintext.toString("utf8"))
   } catch {
     // A wrong key and a tampered byte look the same to GCM, on purpose.
-    return { ok: false, reason: "authentication failed (tampered, or sealed for another key)" }
+    return Result.fail("authentication failed (tampered, or sealed for another key)")
   }
 }

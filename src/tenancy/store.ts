@@ -12,7 +12,7 @@
  * contracts.ts) and scoped: closing the scope stops the sweep and the
  * subscriber and closes the Redis connections.
  */
-import { Effect, Queue, Redacted, Schema } from "effect"
+import { Effect, Queue, Redacted, Result, Schema } from "effect"
 import type { Scope } from "effect"
 import type { KeyObject } from "node:crypto"
 import type { ConfigFile, GatewaySettings } from "../config/index.ts"
@@ -77,9 +77,9 @@ const loadPrivateKey = (path: string | undefined, log: TenantLog): Effect.Effect
       return Effect.succeed(undefined)
     }
     const read = readPrivateKeyFile(path)
-    if (!read.ok) return Effect.fail(new TenantStoreError({ message: read.message }))
-    for (const warning of read.warnings) log.log("warn", "tenant private key warning", { warning })
-    return Effect.succeed(read.key)
+    if (Result.isFailure(read)) return Effect.fail(new TenantStoreError({ message: read.failure }))
+    for (const warning of read.success.warnings) log.log("warn", "tenant private key warning", { warning })
+    return Effect.succeed(read.success.key)
   })
 
 type Signal = { readonly _tag: "message"; readonly text: string } | { readonly _tag: "sweep" }

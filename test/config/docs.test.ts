@@ -3,7 +3,7 @@
  * loads without warnings, and every key of the schema, every environment
  * override and every provider kind's defaults are named in it.
  */
-import { SchemaAST } from "effect"
+import { Result, SchemaAST } from "effect"
 import { readFileSync } from "node:fs"
 import { parse } from "smol-toml"
 import { describe, expect, it } from "vitest"
@@ -44,8 +44,8 @@ describe(DOC_PATH, () => {
     "TOML example %i (%s) is a valid configuration without warnings",
     (index, _, block) => {
       const result = settingsFromDocument(parse(block), envFor(block), `${DOC_PATH} example ${index}`)
-      if (!result.ok) throw result.error
-      expect(result.settings.warnings).toEqual([])
+      if (Result.isFailure(result)) throw result.failure
+      expect(result.success.warnings).toEqual([])
     }
   )
 

@@ -1,4 +1,4 @@
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Result } from "effect"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { configPath, DEFAULT_CONFIG_PATH, GatewayConfig, loadSettings } from "../../src/config/index.ts"
@@ -70,19 +70,19 @@ describe("loading the configuration file", () => {
     fresh()
     const path = files.write("gateway.toml", "[server]\n")
     const result = loadSettings(path, {})
-    if (!result.ok) throw result.error
-    expect(result.settings.file).toEqual(DEFAULTS)
-    expect(result.settings.source).toBe(path)
-    expect(result.settings.warnings).toEqual([])
-    expect(result.settings.providers.size).toBe(0)
-    expect(result.settings.targets.size).toBe(0)
+    if (Result.isFailure(result)) throw result.failure
+    expect(result.success.file).toEqual(DEFAULTS)
+    expect(result.success.source).toBe(path)
+    expect(result.success.warnings).toEqual([])
+    expect(result.success.providers.size).toBe(0)
+    expect(result.success.targets.size).toBe(0)
   })
 
   it("optional fields without a default stay absent (api_token, exchange_url, private_key_path, provider timeouts)", () => {
     fresh()
     const result = loadSettings(files.write("gateway.toml", "[server]\n"), {})
-    if (!result.ok) throw result.error
-    const { file } = result.settings
+    if (Result.isFailure(result)) throw result.failure
+    const { file } = result.success
     expect("exchange_url" in file.auth).toBe(false)
     expect("api_token" in file.auth).toBe(false)
     expect("project_id" in file.auth).toBe(false)
@@ -96,66 +96,66 @@ describe("loading the configuration file", () => {
     fresh()
     const path = files.write("gateway.toml", `[server]\nhost = "0.0.0.0"\n\n[telemetry]\nsample_ratio = 0.5\n`)
     const result = loadSettings(path, {})
-    if (!result.ok) throw result.error
-    expect(result.settings.file.server).toEqual({ ...DEFAULTS.server, host: "0.0.0.0" })
-    expect(result.settings.file.telemetry).toEqual({ ...DEFAULTS.telemetry, sample_ratio: 0.5 })
+    if (Result.isFailure(result)) throw result.failure
+    expect(result.success.file.server).toEqual({ ...DEFAULTS.server, host: "0.0.0.0" })
+    expect(result.success.file.telemetry).toEqual({ ...DEFAULTS.telemetry, sample_ratio: 0.5 })
   })
 
   it("a file without [server] fails: [server] is the one required section", () => {
     fresh()
     const path = files.write("gateway.toml", "[telemetry]\nenabled = false\n")
     const result = loadSettings(path, {})
-    expect(result.ok).toBe(false)
-    if (!result.ok) expect(result.error.message).toBe(`invalid configuration in ${path}: server: is required`)
+    expect(Result.isFailure(result)).toBe(true)
+    if (Result.isFailure(result)) expect(result.failure.message).toBe(`invalid configuration in ${path}: server: is required`)
   })
 
   it("an empty file fails because [server] is missing", () => {
     fresh()
     const path = files.write("gateway.toml", "")
     const result = loadSettings(path, {})
-    if (result.ok) throw new Error("expected a failure")
-    expect(result.error.message).toBe(`invalid configuration in ${path}: server: is required`)
+    if (Result.isSuccess(result)) throw new Error("expected a failure")
+    expect(result.failure.message).toBe(`invalid configuration in ${path}: server: is required`)
   })
 
   it("a missing file fails naming the path", () => {
     fresh()
     const path = join(files.dir, "does-not-exist.toml")
     const result = loadSettings(path, {})
-    if (result.ok) throw new Error("expected a failure")
-    expect(result.error.message).toBe(`cannot read configuration ${path}: file not found`)
-    expect(result.error._tag).toBe("ConfigError")
+    if (Result.isSuccess(result)) throw new Error("expected a failure")
+    expect(result.failure.message).toBe(`cannot read configuration ${path}: file not found`)
+    expect(result.failure._tag).toBe("ConfigError")
   })
 
   it("a directory instead of a file fails naming the path", () => {
     fresh()
     const result = loadSettings(files.dir, {})
-    if (result.ok) throw new Error("expected a failure")
-    expect(result.error.message).toMatch(new RegExp(`^cannot read configuration ${files.dir}: EISDIR`))
+    if (Result.isSuccess(result)) throw new Error("expected a failure")
+    expect(result.failure.message).toMatch(new RegExp(`^cannot read configuration ${files.dir}: EISDIR`))
   })
 
   it("invalid TOML fails naming the file, the line and the column", () => {
     fresh()
     const path = files.write("gateway.toml", `[server]\nport = 4000\nhost = \n`)
     const result = loadSettings(path, {})
-    if (result.ok) throw new Error("expected a failure")
-    expect(result.error.message).toMatch(new RegExp(`^invalid TOML in ${path}: line 3, column 8: \\S`))
-    expect(result.error.message).not.toContain("\n")
+    if (Result.isSuccess(result)) throw new Error("expected a failure")
+    expect(result.failure.message).toMatch(new RegExp(`^invalid TOML in ${path}: line 3, column 8: \\S`))
+    expect(result.failure.message).not.toContain("\n")
   })
 
   it("a table defined twice is a TOML error at the second definition", () => {
     fresh()
     const path = files.write("gateway.toml", `[server]\nport = 4000\n\n[server]\nhost = "x"\n`)
     const result = loadSettings(path, {})
-    if (result.ok) throw new Error("expected a failure")
-    expect(result.error.message).toMatch(new RegExp(`^invalid TOML in ${path}: line 4, column \\d+: .*redefine`))
+    if (Result.isSuccess(result)) throw new Error("expected a failure")
+    expect(result.failure.message).toMatch(new RegExp(`^invalid TOML in ${path}: line 4, column \\d+: .*redefine`))
   })
 
   it("a schema error in a file names the file and the key path", () => {
     fresh()
     const path = files.write("gateway.toml", `[server]\nport = "4000"\n`)
     const result = loadSettings(path, {})
-    if (result.ok) throw new Error("expected a failure")
-    expect(result.error.message).toBe(`invalid configuration in ${path}: server.port: expected number, got "4000"`)
+    if (Result.isSuccess(result)) throw new Error("expected a failure")
+    expect(result.failure.message).toBe(`invalid configuration in ${path}: server.port: expected number, got "4000"`)
   })
 })
 

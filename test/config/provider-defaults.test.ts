@@ -1,4 +1,5 @@
 /** What a provider table resolves to when it leaves things out (docs/reference/DESIGN.md "Providers"): kind, base URL, auth, api_version. */
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { settingsFromDocument } from "../../src/config/index.ts"
 import { load, withServer } from "./support.ts"
@@ -46,7 +47,7 @@ describe("provider defaults per kind", () => {
 
   it("a provider with its own id must give base_url: it never silently points at the kind's vendor", () => {
     const result = settingsFromDocument(withServer({ providers: { groq: { kind: "openai", models: ["llama"] } } }), {}, "test.toml")
-    expect(result.ok ? "loaded" : result.error.message).toBe(
+    expect(Result.isSuccess(result) ? "loaded" : result.failure.message).toBe(
       'invalid configuration in test.toml: providers.groq.base_url: required for provider "groq" (only a provider named after its kind has a default URL)'
     )
   })

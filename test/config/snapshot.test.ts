@@ -3,7 +3,7 @@
  * schema messages and cross-checks, the gateway's own sections refused,
  * credentials carried inline and never looked up in the host environment.
  */
-import { Redacted } from "effect"
+import { Redacted, Result } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { describeCredential, redactedView, snapshotFromDocument } from "../../src/config/index.ts"
 import type { ValidatedSnapshot } from "../../src/config/index.ts"
@@ -15,14 +15,14 @@ const SOURCE = "snapshot.json"
 
 const valid = (document: Record<string, unknown>): ValidatedSnapshot => {
   const result = snapshotFromDocument(document, SOURCE)
-  if (!result.ok) throw new Error(result.error.message)
-  return result.snapshot
+  if (Result.isFailure(result)) throw new Error(result.failure.error.message)
+  return result.success
 }
 
 const failure = (document: unknown) => {
   const result = snapshotFromDocument(document, SOURCE)
-  if (result.ok) throw new Error("expected an invalid snapshot")
-  return result
+  if (Result.isSuccess(result)) throw new Error("expected an invalid snapshot")
+  return result.failure
 }
 
 const provider = { models: ["gpt-4o"] }
@@ -96,7 +96,7 @@ describe("snapshot validation", () => {
   it("takes the gateway's own sections from the gateway's file", () => {
     const gateway = GatewayConfig.fromDocument({ server: { port: 4321 }, telemetry: { service_name: "edge" } }).file
     const result = snapshotFromDocument({ version: 1 }, SOURCE, gateway)
-    expect(result.ok && [result.snapshot.settings.file.server.port, result.snapshot.settings.file.telemetry.service_name]).toEqual([4321, "edge"])
+    expect(Result.isSuccess(result) && [result.success.settings.file.server.port, result.success.settings.file.telemetry.service_name]).toEqual([4321, "edge"])
   })
 
   it("carries inline credentials as Redacted values that never print", () => {

@@ -3,6 +3,7 @@
  * shape) with an explicit environment, and write TOML to temporary files.
  * Nothing here reads the machine's real environment.
  */
+import { Result } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -20,15 +21,15 @@ export const INVALID = `invalid configuration in ${SOURCE}: `
 /** The document validated; throws with the message when it is invalid. */
 export const load = (document: unknown, env: Env = {}): GatewaySettings => {
   const result = settingsFromDocument(document, env, SOURCE)
-  if (!result.ok) throw new Error(`expected a valid configuration, got:\n${result.error.message}`)
-  return result.settings
+  if (Result.isFailure(result)) throw new Error(`expected a valid configuration, got:\n${result.failure.message}`)
+  return result.success
 }
 
 /** The failure message; throws when the document is valid. */
 export const failure = (document: unknown, env: Env = {}): string => {
   const result = settingsFromDocument(document, env, SOURCE)
-  if (result.ok) throw new Error(`expected an invalid configuration; warnings: ${JSON.stringify(result.settings.warnings)}`)
-  return result.error.message
+  if (Result.isSuccess(result)) throw new Error(`expected an invalid configuration; warnings: ${JSON.stringify(result.success.warnings)}`)
+  return result.failure.message
 }
 
 /** Warnings of a valid document. */

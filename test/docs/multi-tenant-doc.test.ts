@@ -15,16 +15,16 @@ describe("docs/multi-tenant.md", () => {
 
   it("the snapshot example is a valid snapshot without warnings", () => {
     const result = snapshotFromDocument(example, "docs/multi-tenant.md")
-    if (!result.ok) throw result.error
-    expect(result.snapshot.settings.warnings).toEqual([])
-    expect(result.snapshot.version).toBe("2024-06-01.3")
-    expect([...result.snapshot.disabledEndpoints]).toEqual(["image_generation", "audio_speech"])
+    if (Result.isFailure(result)) throw result.failure
+    expect(result.success.settings.warnings).toEqual([])
+    expect(result.success.version).toBe("2024-06-01.3")
+    expect([...result.success.disabledEndpoints]).toEqual(["image_generation", "audio_speech"])
   })
 
   it("its credentials are what the credential table says", () => {
     const result = snapshotFromDocument(example, "docs/multi-tenant.md")
-    if (!result.ok) throw result.error
-    const { providers, targets } = result.snapshot.settings
+    if (Result.isFailure(result)) throw result.failure
+    const { providers, targets } = result.success.settings
     expect(Redacted.value(providers.get("openai")!.credential.value!)).toBe("sk-proj-example-openai-key")
     expect(providers.get("groq")!.credential).toEqual({ location: { kind: "none" }, value: undefined })
     expect(targets.get("primary")!.credential).toBeUndefined()
@@ -33,17 +33,17 @@ describe("docs/multi-tenant.md", () => {
 
   it("compiles into the same routing table a TOML file gives", () => {
     const result = snapshotFromDocument(example, "docs/multi-tenant.md")
-    if (!result.ok) throw result.error
-    const plan = Result.getOrThrow(compileRoutingTable(result.snapshot.settings, compileProvider).resolve("assistant", undefined, "chat"))
+    if (Result.isFailure(result)) throw result.failure
+    const plan = Result.getOrThrow(compileRoutingTable(result.success.settings, compileProvider).resolve("assistant", undefined, "chat"))
     expect(plan.steps.map((step) => [step.strategy, step.targets.map((target) => target.id)])).toEqual([["fallback", ["primary", "backup"]]])
   })
 
   it("the [tenant_routing] example is a valid configuration without warnings", () => {
     expect(tomlBlocks).toHaveLength(1)
     const result = settingsFromDocument(parse(tomlBlocks[0]), {}, "docs/multi-tenant.md")
-    if (!result.ok) throw result.error
-    expect(result.settings.warnings).toEqual([])
-    expect(result.settings.file.tenant_routing.enabled).toBe(true)
+    if (Result.isFailure(result)) throw result.failure
+    expect(result.success.warnings).toEqual([])
+    expect(result.success.file.tenant_routing.enabled).toBe(true)
   })
 
   it("the mint-read-token answer shown has the fields the gateway reads", () => {

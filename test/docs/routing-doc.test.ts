@@ -12,9 +12,9 @@ const env = { ANTHROPIC_BACKUP_KEY: "set" }
 
 const tableOf = (index: number) => {
   const result = settingsFromDocument(parse(blocks[index]), env, `docs/routing.md block ${index + 1}`)
-  if (!result.ok) throw result.error
-  expect(result.settings.warnings).toEqual([])
-  return compileRoutingTable(result.settings, compileProvider)
+  if (Result.isFailure(result)) throw result.failure
+  expect(result.success.warnings).toEqual([])
+  return compileRoutingTable(result.success, compileProvider)
 }
 
 describe("docs/routing.md", () => {

@@ -9,6 +9,7 @@ import OpenAI from "openai"
 import { Redacted } from "effect"
 import { Redis } from "ioredis"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { fingerprinted } from "../../src/config/index.ts"
 import { open } from "../../src/pipeline/cache/crypto.ts"
 import { decodeEntry } from "../../src/pipeline/cache/entry.ts"
 import { openAiChunk, openAiStream } from "../fixtures/fake-upstream.ts"
@@ -266,7 +267,7 @@ describe("a streamed answer is kept when its last event arrives", () => {
   const RUNS = 48
 
   it("a streamed tool call is stored however the upstream's writes cut it, even when the caller leaves at [DONE] and the upstream closes late", async () => {
-    const options = (key: string) => ({ encrypt: true, salt: SALT, projectId: "default", entryKey: key.slice("gw:cache:v1:".length), credential: Redacted.make(CONFIGURED) })
+    const options = (key: string) => ({ encrypt: true, salt: SALT, projectId: "default", entryKey: key.slice("gw:cache:v1:".length), credential: fingerprinted(Redacted.make(CONFIGURED)) })
     for (let offset = 0; offset < RUNS; offset++) {
       await redis.flushdb()
       fakes.openai.script({
@@ -323,8 +324,8 @@ describe("what an operator sees in Redis", () => {
     expect(value.toString("latin1")).not.toContain("launch code")
     expect(value.toString("latin1")).not.toContain("echo:")
     const options = { encrypt: true, salt: SALT, projectId: "default", entryKey: key.slice("gw:cache:v1:".length) }
-    expect(open(value, { ...options, credential: Redacted.make(CONFIGURED) })?.toString()).toContain("launch code")
-    expect(open(value, { ...options, credential: Redacted.make("sk-someone-else-0123456789") })).toBeUndefined()
+    expect(open(value, { ...options, credential: fingerprinted(Redacted.make(CONFIGURED)) })?.toString()).toContain("launch code")
+    expect(open(value, { ...options, credential: fingerprinted(Redacted.make("sk-someone-else-0123456789")) })).toBeUndefined()
   })
 })
 

@@ -5,6 +5,7 @@
  * invalid snapshot refused with the messages of `check-config`, and no
  * secret on stdout or stderr.
  */
+import { Result } from "effect"
 import { Redis } from "ioredis"
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -76,7 +77,7 @@ describe("gateway snapshot", () => {
     expect(Object.keys(envelope)).toEqual(["v", "alg", "epk", "nonce", "ct"])
     const privateKey = privateKeyFromBytes(Buffer.from(readFileSync(privatePath, "utf8").trim(), "base64"))
     const opened = openSnapshot(sealed.stdout.trim(), privateKey, "test")
-    expect(opened.ok && [opened.snapshot.version, [...opened.snapshot.settings.providers.keys()]]).toEqual(["11", ["openai"]])
+    expect(Result.isSuccess(opened) && [opened.success.version, [...opened.success.settings.providers.keys()]]).toEqual(["11", ["openai"]])
   }, PROCESS_TIMEOUT_MS)
 
   it("an invalid snapshot is refused with the messages check-config gives the same sections, and no secret", async () => {

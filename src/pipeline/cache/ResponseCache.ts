@@ -22,7 +22,7 @@
  *   readiness report; the cache itself never needs it.
  */
 import { Context, Effect, Layer } from "effect"
-import type { Redacted } from "effect"
+import type { FingerprintedCredential } from "../../config/index.ts"
 import type { RedisPool } from "../../infra/redis-pool.ts"
 import { Log } from "../../infra/log.ts"
 import { open, seal } from "./crypto.ts"
@@ -36,7 +36,7 @@ import type { CacheSection } from "./policy.ts"
 export interface CacheScope {
   readonly section: CacheSection
   readonly projectId: string
-  readonly credential: Redacted.Redacted<string> | undefined
+  readonly credential: FingerprintedCredential
 }
 
 /** The Redis key of an entry: a fixed prefix and the hex key (nothing of the request in clear). */

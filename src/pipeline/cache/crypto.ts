@@ -17,6 +17,7 @@
 import { Redacted } from "effect"
 import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes } from "node:crypto"
 import type { KeyObject } from "node:crypto"
+import type { FingerprintedCredential } from "../../config/index.ts"
 import { credentialFingerprint } from "./key.ts"
 
 /** The first byte of a stored value (1 was a sealed value without the key bound in; it no longer opens). */
@@ -29,7 +30,7 @@ const MAX_KEYS = 1024
 /** Key objects, not raw bytes: a cipher made from bytes builds a key object each time. */
 const derived = new Map<string, KeyObject>()
 
-const keyFor = (credential: Redacted.Redacted<string> | undefined, salt: string, projectId: string): KeyObject => {
+const keyFor = (credential: FingerprintedCredential, salt: string, projectId: string): KeyObject => {
   const id = `${credentialFingerprint(credential)}\n${salt}\n${projectId}`
   const known = derived.get(id)
   if (known !== undefined) {
@@ -38,7 +39,7 @@ const keyFor = (credential: Redacted.Redacted<string> | undefined, salt: string,
     derived.set(id, known)
     return known
   }
-  const key = createSecretKey(Buffer.from(hkdfSync("sha256", credential === undefined ? "" : Redacted.value(credential), salt, `gateway-cache/v1|${projectId}`, 32)))
+  const key = createSecretKey(Buffer.from(hkdfSync("sha256", credential.value === undefined ? "" : Redacted.value(credential.value), salt, `gateway-cache/v1|${projectId}`, 32)))
   derived.set(id, key)
   if (derived.size > MAX_KEYS) derived.delete(derived.keys().next().value!)
   return key
@@ -48,7 +49,7 @@ export interface SealOptions {
   readonly encrypt: boolean
   readonly salt: string
   readonly projectId: string
-  readonly credential: Redacted.Redacted<string> | undefined
+  readonly credential: FingerprintedCredential
   /** The cache key the value is stored under (bound into the seal). */
   readonly entryKey: string
 }

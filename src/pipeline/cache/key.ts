@@ -9,12 +9,12 @@
  * configured credential do. A streaming and a non-streaming request for the
  * same thing share one (a stream is stored as its final answer).
  */
-import { Redacted } from "effect"
 import { createHash } from "node:crypto"
+import type { FingerprintedCredential } from "../../config/index.ts"
 
 export interface CacheKeyParts {
   readonly projectId: string
-  readonly credential: Redacted.Redacted<string> | undefined
+  readonly credential: FingerprintedCredential
   /** `route::smart`, `openai::gpt-4o`; with a variant: `function::f#variant`. */
   readonly plan: string
   readonly overrides?: Readonly<Record<string, unknown>> | undefined
@@ -35,19 +35,8 @@ export const canonicalJson = (value: unknown): string => {
   return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(",")}}`
 }
 
-/** Fingerprints of credential objects (a configured credential is one object for the process's life). */
-const fingerprints = new WeakMap<Redacted.Redacted<string>, string>()
-
-/** A credential's fingerprint: its SHA-256, never the credential itself. */
-export const credentialFingerprint = (credential: Redacted.Redacted<string> | undefined): string => {
-  if (credential === undefined) return "none"
-  let fingerprint = fingerprints.get(credential)
-  if (fingerprint === undefined) {
-    fingerprint = createHash("sha256").update(Redacted.value(credential)).digest("hex")
-    fingerprints.set(credential, fingerprint)
-  }
-  return fingerprint
-}
+/** A credential's fingerprint (its SHA-256, computed when it was read), never the credential itself. */
+export const credentialFingerprint = (credential: FingerprintedCredential): string => credential.fingerprint ?? "none"
 
 /** The request's cache key: 64 hex characters. */
 export const cacheKey = (parts: CacheKeyParts): string => {

@@ -7,6 +7,7 @@
  * `auto` caches what is deterministic: embeddings always; chat only when
  * `temperature` is 0 or a `seed` is set.
  */
+import { Result } from "effect"
 import type { ConfigFile } from "../../config/index.ts"
 import { clip, GatewayError } from "../../domain/index.ts"
 
@@ -21,7 +22,10 @@ export interface CacheUse {
 const MODES = new Set(["auto", "always", "never"])
 
 const invalid = (header: string, value: string, expected: string) =>
-  new GatewayError({ status: 400, code: "invalid_request", message: `${header} must be ${expected}; got "${clip(value, 64)}"` })
+  Result.fail(new GatewayError({ status: 400, code: "invalid_request", message: `${header} must be ${expected}; got "${clip(value, 64)}"` }))
+
+/** Shared: a request that skips the cache (the common case when it is on) allocates nothing. */
+const NOT_CACHED: Result.Result<CacheUse | undefined, GatewayError> = Result.succeed(undefined)
 
 /** How this request uses the cache (undefined: not at all), or the 400 for a malformed header. */
 export const cacheUse = (
@@ -30,7 +34,7 @@ export const cacheUse = (
   json: Readonly<Record<string, unknown>>,
   modeHeader: string | undefined,
   ttlHeader: string | undefined
-): CacheUse | undefined | GatewayError => {
+): Result.Result<CacheUse | undefined, GatewayError> => {
   const mode = modeHeader?.trim().toLowerCase() ?? section.default_mode
   if (!MODES.has(mode)) return invalid("x-gw-cache", modeHeader ?? "", "auto, always or never")
   let ttlSeconds = section.ttl_seconds
@@ -40,7 +44,7 @@ export const cacheUse = (
     ttlSeconds = Number(value)
   }
   ttlSeconds = Math.min(ttlSeconds, section.max_ttl_seconds)
-  if (mode === "never") return undefined
-  if (mode === "auto" && endpoint === "chat" && json.temperature !== 0 && json.seed == null) return undefined
-  return { ttlSeconds, mode }
+  if (mode === "never") return NOT_CACHED
+  if (mode === "auto" && endpoint === "chat" && json.temperature !== 0 && json.seed == null) return NOT_CACHED
+  return Result.succeed({ ttlSeconds, mode })
 }

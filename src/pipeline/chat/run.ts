@@ -350,8 +350,9 @@ const planCaching = (input: ChatInput, chosen: ChosenPlan, steps: ReadonlyArray<
   const { ctx, project } = input
   const section = project.settings.file.cache
   if (!section.enabled) return Effect.succeed(undefined)
-  const use = cacheUse(section, "chat", json, header(ctx, "x-gw-cache"), header(ctx, "x-gw-cache-ttl"))
-  if (use instanceof GatewayError) return Effect.fail(use)
+  const decided = cacheUse(section, "chat", json, header(ctx, "x-gw-cache"), header(ctx, "x-gw-cache-ttl"))
+  if (Result.isFailure(decided)) return Effect.fail(decided.failure)
+  const use = decided.success
   if (use === undefined) return Effect.succeed(undefined)
   const credential = requestCredential(callerKey(ctx.req.headers), steps)
   const scope: CacheScope = { section, projectId: project.projectId, credential }

@@ -17,6 +17,8 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { Redacted } from "effect"
+import { fingerprinted } from "../../config/index.ts"
+import type { FingerprintedCredential } from "../../config/index.ts"
 import type { PlanStep } from "../../routing/plan.ts"
 
 const NEVER_UPSTREAM = new Set([
@@ -165,11 +167,13 @@ export const callerKey = (incoming: IncomingHttpHeaders): Redacted.Redacted<stri
 export const requestCredential = (
   key: Redacted.Redacted<string> | undefined,
   steps: ReadonlyArray<PlanStep>
-): Redacted.Redacted<string> | undefined => {
-  if (key !== undefined) return key
-  const first = steps[0]?.targets[0]
-  return first === undefined ? undefined : first.provider.request("chat", first.model).secret
+): FingerprintedCredential => {
+  // A caller's key is a new object each request: fingerprinted here, once, for both the key and the seal.
+  if (key !== undefined) return fingerprinted(key)
+  return steps[0]?.targets[0]?.provider.credential ?? NO_KEY
 }
+
+const NO_KEY = fingerprinted(undefined)
 
 /**
  * Which attempts may carry the caller's own key: only those to the origin the

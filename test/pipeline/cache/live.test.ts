@@ -9,6 +9,7 @@ import type { Server } from "node:net"
 import { Redacted } from "effect"
 import { Redis } from "ioredis"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { fingerprinted } from "../../../src/config/index.ts"
 import { redisKey } from "../../../src/pipeline/cache/index.ts"
 import type { BuiltCache } from "./support.ts"
 import { answerOf, buildCache, chatEntry, closedPort, keyFor, REDIS_URL, scopeOf, section, uniqueProject, until } from "./support.ts"
@@ -133,7 +134,7 @@ describe("what an operator sees in Redis", () => {
 
   it("an entry copied under another caller's key, or another key of the same caller, does not open: a miss, logged once", async () => {
     const { value, scope, cache } = await storedValue()
-    const thief = { ...scope, credential: Redacted.make("sk-someone-else-0123456789") }
+    const thief = { ...scope, credential: fingerprinted(Redacted.make("sk-someone-else-0123456789")) }
     const thiefKey = keyFor(thief, PROMPT)
     const movedKey = keyFor(scope, "another question entirely")
     for (const name of [redisKey(thiefKey), redisKey(movedKey)]) {

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { fingerprinted } from "../../../src/config/index.ts"
 import type { ChatResponse } from "../../../src/domain/index.ts"
 import { cacheKey, ResponseCache } from "../../../src/pipeline/cache/index.ts"
 import type { CacheEntry, CacheScope, CacheSection, MemoryStore } from "../../../src/pipeline/cache/index.ts"
@@ -60,7 +61,7 @@ export const uniqueProject = (label: string) => `${label}-${randomUUID()}`
 export const scopeOf = (cacheSection: CacheSection, projectId: string, credential = "sk-caller-one-0123456789"): CacheScope => ({
   section: cacheSection,
   projectId,
-  credential: Redacted.make(credential)
+  credential: fingerprinted(Redacted.make(credential))
 })
 
 /** The key of a chat request asking `prompt`, as the chat program computes it. */

@@ -2,8 +2,9 @@
  * The cache's pure parts: the key, encryption at rest, the modes and headers,
  * the entry codec, and the assembly and replay of streamed answers.
  */
-import { Redacted } from "effect"
+import { Redacted, Result } from "effect"
 import { describe, expect, it } from "vitest"
+import { fingerprinted } from "../../../src/config/index.ts"
 import type { ChatResponse, ChatStreamEvent } from "../../../src/domain/index.ts"
 import { Anthropic, OpenAiChat, ResponseAssembler, responseEvents } from "../../../src/formats/index.ts"
 import { open, seal } from "../../../src/pipeline/cache/crypto.ts"
@@ -11,8 +12,8 @@ import { decodeEntry, encodeEntry } from "../../../src/pipeline/cache/entry.ts"
 import { cacheKey, cacheUse } from "../../../src/pipeline/cache/index.ts"
 import { SseParser } from "../../../src/providers/sse.ts"
 
-const key = Redacted.make("sk-caller-one")
-const other = Redacted.make("sk-caller-two")
+const key = fingerprinted(Redacted.make("sk-caller-one"))
+const other = fingerprinted(Redacted.make("sk-caller-two"))
 const parts = { projectId: "p", credential: key, plan: "openai::gpt-4o", format: "openai", body: { model: "gpt-4o", messages: [{ role: "user", content: "hi" }], temperature: 0 } }
 
 describe("cache key", () => {
@@ -24,7 +25,7 @@ describe("cache key", () => {
     const base = cacheKey(parts)
     for (const changed of [
       { ...parts, credential: other },
-      { ...parts, credential: undefined },
+      { ...parts, credential: fingerprinted(undefined) },
       { ...parts, projectId: "q" },
       { ...parts, plan: "function::f#a" },
       { ...parts, overrides: { temperature: 0.5 } },
@@ -67,26 +68,28 @@ describe("encryption at rest", () => {
 })
 
 describe("modes and headers", () => {
+  const use = (...args: Parameters<typeof cacheUse>) => Result.getOrThrow(cacheUse(...args))
+  const refusal = (...args: Parameters<typeof cacheUse>) => Result.getOrThrowWith(Result.flip(cacheUse(...args)), () => new Error("expected a 400"))
   const section = { enabled: true, url: "redis://x", default_mode: "auto" as const, ttl_seconds: 600, max_ttl_seconds: 3600, max_entry_size_bytes: 1024, pool_size: 1, encrypt: true, encrypt_salt: "s" }
   it("auto: embeddings always, chat only with temperature 0 or a seed", () => {
-    expect(cacheUse(section, "embeddings", {}, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
-    expect(cacheUse(section, "chat", {}, undefined, undefined)).toBeUndefined()
-    expect(cacheUse(section, "chat", { temperature: 0.7 }, undefined, undefined)).toBeUndefined()
-    expect(cacheUse(section, "chat", { temperature: 0 }, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
-    expect(cacheUse(section, "chat", { seed: 7 }, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
+    expect(use(section, "embeddings", {}, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
+    expect(use(section, "chat", {}, undefined, undefined)).toBeUndefined()
+    expect(use(section, "chat", { temperature: 0.7 }, undefined, undefined)).toBeUndefined()
+    expect(use(section, "chat", { temperature: 0 }, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
+    expect(use(section, "chat", { seed: 7 }, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "auto" })
   })
   it("always, never and the per-request header", () => {
-    expect(cacheUse({ ...section, default_mode: "always" }, "chat", {}, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "always" })
-    expect(cacheUse({ ...section, default_mode: "never" }, "embeddings", {}, undefined, undefined)).toBeUndefined()
-    expect(cacheUse(section, "chat", {}, "always", undefined)).toEqual({ ttlSeconds: 600, mode: "always" })
-    expect(cacheUse(section, "embeddings", {}, "NEVER", undefined)).toBeUndefined()
+    expect(use({ ...section, default_mode: "always" }, "chat", {}, undefined, undefined)).toEqual({ ttlSeconds: 600, mode: "always" })
+    expect(use({ ...section, default_mode: "never" }, "embeddings", {}, undefined, undefined)).toBeUndefined()
+    expect(use(section, "chat", {}, "always", undefined)).toEqual({ ttlSeconds: 600, mode: "always" })
+    expect(use(section, "embeddings", {}, "NEVER", undefined)).toBeUndefined()
   })
   it("x-gw-cache-ttl overrides the TTL up to max_ttl_seconds; malformed headers are a 400 naming them", () => {
-    expect(cacheUse(section, "embeddings", {}, undefined, "60")).toEqual({ ttlSeconds: 60, mode: "auto" })
-    expect(cacheUse(section, "embeddings", {}, undefined, "999999")).toEqual({ ttlSeconds: 3600, mode: "auto" })
-    expect(cacheUse(section, "embeddings", {}, "sometimes", undefined)).toMatchObject({ status: 400, message: expect.stringContaining("x-gw-cache") })
-    expect(cacheUse(section, "embeddings", {}, undefined, "-5")).toMatchObject({ status: 400, message: expect.stringContaining("x-gw-cache-ttl") })
-    expect(cacheUse(section, "embeddings", {}, undefined, "0")).toMatchObject({ status: 400 })
+    expect(use(section, "embeddings", {}, undefined, "60")).toEqual({ ttlSeconds: 60, mode: "auto" })
+    expect(use(section, "embeddings", {}, undefined, "999999")).toEqual({ ttlSeconds: 3600, mode: "auto" })
+    expect(refusal(section, "embeddings", {}, "sometimes", undefined)).toMatchObject({ status: 400, message: expect.stringContaining("x-gw-cache") })
+    expect(refusal(section, "embeddings", {}, undefined, "-5")).toMatchObject({ status: 400, message: expect.stringContaining("x-gw-cache-ttl") })
+    expect(refusal(section, "embeddings", {}, undefined, "0")).toMatchObject({ status: 400 })
   })
 })
 
