@@ -19,6 +19,7 @@ import { unauthenticatedCall } from "../../providers/adapter.ts"
 import type { CompiledProvider } from "../../providers/adapter.ts"
 import type { UpstreamCall } from "../../providers/transport.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
+import type { PlanStep } from "../../routing/plan.ts"
 import { servableSteps, speaksNatively } from "../../routing/servable.ts"
 import type { Project } from "../../tenancy/project.ts"
 import { answerFromCache, cachingOf, modelServices, resolveGuarded, runPlan, withOverrides } from "../model-request.ts"
@@ -91,6 +92,27 @@ const SURFACE: Readonly<Record<CallerFormat, Surface>> = {
   responses: "responses"
 }
 
+/**
+ * The steps with the targets that cannot serve `request` skipped (a non-chat
+ * provider, one that cannot translate what the request asks); none left → the
+ * 400 that says why.
+ */
+const servableChatSteps = (
+  steps: ReadonlyArray<PlanStep>,
+  caller: CallerFormat,
+  request: ChatRequest,
+  hasNonChat: boolean
+): Result.Result<ReadonlyArray<PlanStep>, GatewayError> => {
+  if (!hasNonChat && request.responseFormat === undefined && request.untranslatable.length === 0) return Result.succeed(steps)
+  return servableSteps(steps, {
+    capability: "chat",
+    caller,
+    responseFormat: request.responseFormat?.type,
+    responseFormatParam: RESPONSE_FORMAT_PARAM[caller],
+    untranslatable: request.untranslatable
+  })
+}
+
 /** The caller's field that asks for a response format. */
 const RESPONSE_FORMAT_PARAM: Readonly<Record<CallerFormat, string>> = {
   openai: "response_format",
@@ -110,7 +132,6 @@ export const makeChatProgram: Effect.Effect<ChatProgram, never, ModelServices> =
     const trace = new ModelCallTrace(telemetry, ctx, input.project.projectId)
     ctx.log.stream = input.stream
     const chosen = yield* resolveGuarded(trace, input, "chat", SURFACE[caller], input.json)
-    let steps = chosen.steps
     const overridden = chosen.overrides !== undefined
     const json = withOverrides(input.json, chosen.overrides)
 
@@ -122,22 +143,11 @@ export const makeChatProgram: Effect.Effect<ChatProgram, never, ModelServices> =
     // Skip targets that cannot serve this request; none left → say why. Only a plan with a
     // non-chat provider, or a target that needs translating, can have such targets.
     const { shape } = chosen
-    if (!shape.allNative[caller] || shape.hasNonChat) {
-      const decoded = canonicalRequest()
-      if (Result.isFailure(decoded)) return yield* decoded.failure
-      const request = decoded.success
-      if (shape.hasNonChat || request.responseFormat !== undefined || request.untranslatable.length > 0) {
-        const servable = servableSteps(steps, {
-          capability: "chat",
-          caller,
-          responseFormat: request.responseFormat?.type,
-          responseFormatParam: RESPONSE_FORMAT_PARAM[caller],
-          untranslatable: request.untranslatable
-        })
-        if (Result.isFailure(servable)) return yield* servable.failure
-        steps = servable.success
-      }
-    }
+    const servable = shape.allNative[caller] && !shape.hasNonChat
+      ? undefined
+      : Result.flatMap(canonicalRequest(), (request) => servableChatSteps(chosen.steps, caller, request, shape.hasNonChat))
+    if (servable !== undefined && Result.isFailure(servable)) return yield* servable.failure
+    const steps = servable === undefined ? chosen.steps : servable.success
 
     // The response cache: a hit answers here; a miss notes where the answer will be kept.
     const caching = yield* cachingOf(input, "chat", caller, json, chosen, steps)
@@ -162,14 +172,11 @@ export const makeChatProgram: Effect.Effect<ChatProgram, never, ModelServices> =
       return body
     }
     const { guard } = input.project
-    // The output guardrail's verdict on an answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4), taken once.
-    let verdict: { readonly of: ResponseCollector; readonly violation: Violation | undefined } | undefined
+    // The output guardrail's verdict on an answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4), named in the log line.
     const outputViolation = (answer: ResponseCollector): Violation | undefined => {
-      if (verdict?.of !== answer) {
-        verdict = { of: answer, violation: answer.text === "" ? undefined : guard.scanText(answer.text) }
-        if (verdict.violation !== undefined) ctx.log.guardrail_output = verdict.violation
-      }
-      return verdict.violation
+      const violation = answer.outputVerdict(guard.scanText)
+      if (violation !== undefined) ctx.log.guardrail_output = violation
+      return violation
     }
     /**
      * A streamed answer is kept the moment its terminal event is decoded (the
