@@ -36,13 +36,21 @@ const callgrind = (pid: number, flag: string): void => {
   execFileSync("callgrind_control", [flag, String(pid)], { stdio: "ignore" })
 }
 
-/** The `totals:` line of the newest dump of `pid` in `dir`. */
-const lastTotal = (dir: string, pid: number): number => {
-  const dumps = readdirSync(dir).filter((name) => name.startsWith(`cg.${pid}.`)).sort((a, b) => Number(a.split(".").at(-1)) - Number(b.split(".").at(-1)))
-  const text = readFileSync(join(dir, dumps.at(-1)!), "utf8")
-  const line = /^totals: (\d+)/m.exec(text)
-  if (line === null) throw new Error(`no total in ${dumps.at(-1)}`)
-  return Number(line[1])
+/**
+ * The instructions of dump number `dump` of `pid` in `dir`: all threads, and the main
+ * thread alone (V8's compiler and GC helper threads run when the machine lets them, so
+ * their share moves with other work on the machine more than the main thread's).
+ */
+const dumpTotals = (dir: string, pid: number, dump: number): { readonly all: number; readonly main: number } => {
+  let all = 0
+  let main = 0
+  for (const name of readdirSync(dir).filter((file) => file.startsWith(`cg.${pid}.${dump}-`))) {
+    const line = /^totals: (\d+)/m.exec(readFileSync(join(dir, name), "utf8"))
+    if (line === null) throw new Error(`no total in ${name}`)
+    all += Number(line[1])
+    if (name.endsWith("-01")) main = Number(line[1])
+  }
+  return { all, main }
 }
 
 const requests = async (url: string, pools: Pools, stream: boolean, count: number): Promise<number> => {
@@ -72,19 +80,22 @@ const main = async (argv: ReadonlyArray<string>) => {
       mkdirSync(out)
       const gateway = await startGateway(dir, `gateway-${index}`, upstream, {
         entry,
-        wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${out}/cg.%p`]
+        wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${out}/cg.%p`]
       })
       const pid = gateway.child.pid!
       try {
         await requests(gateway.url, pools, false, warmup)
         await requests(gateway.url, pools, true, warmup)
         const row: Record<string, unknown> = { build: ref }
-        for (const stream of [false, true]) {
+        for (const [dump, stream] of [[1, false], [2, true]] as const) {
           callgrind(pid, "--instr=on")
           const done = await requests(gateway.url, pools, stream, count)
           callgrind(pid, "--instr=off")
           callgrind(pid, "--dump")
-          row[stream ? "stream" : "json"] = Math.round(lastTotal(out, pid) / done)
+          const totals = dumpTotals(out, pid, dump)
+          const kind = stream ? "stream" : "json"
+          row[kind] = Math.round(totals.all / done)
+          row[`${kind}_main_thread`] = Math.round(totals.main / done)
         }
         rows.push(row)
         process.stdout.write(`${JSON.stringify(row)}\n`)
