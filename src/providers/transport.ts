@@ -147,6 +147,9 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
   lastActivityAt: number
   holding = false
   settled = false
+  watchPrev: Watched | undefined = undefined
+  watchNext: Watched | undefined = undefined
+  watched = false
   private status = 0
   private headers: IncomingHttpHeaders = {}
   private errorChunks: Array<Buffer> | undefined
