@@ -8,10 +8,13 @@
  * list and unlinking it; per chunk, a timestamp write. Not a `Set`: its
  * backing tables, replaced as entries come and go, outlive in the old
  * generation while still pointing at young exchanges, which then get promoted
- * with all they hold (measured: 18 against 11 full GCs over 16,000 requests). Why not a timeout per request: a watch fiber per
- * request (or `Effect.timeout` around the head, `Stream.timeoutOrElse` around
- * every pull) cost up to 30 % more CPU per JSON request at full load
- * (callgrind, bench/instructions.ts), while a deadline almost never fires.
+ * with all they hold (measured: 18 against 11 full GCs over 16,000 requests).
+ *
+ * Why not a timeout per request: a watch fiber per request (what this
+ * replaced) cost 1.31x the CPU per JSON request at full load (bench/compare.ts;
+ * 1.12x the main thread's instructions under callgrind, bench/instructions.ts),
+ * and `Stream.timeoutOrElse` would race two fibers per chunk, while a deadline
+ * almost never fires.
  *
  * Deadlines are not re-planned at each chunk: when the watch wakes, an
  * exchange that was active meanwhile has a later deadline and the watch sleeps
