@@ -34,7 +34,7 @@ interface Build {
 }
 
 /** Builds the tree at `tree` into `outdir` with that tree's own build script; returns the bundle's entry. */
-const buildTree = (tree: string, outdir: string): string => {
+export const buildTree = (tree: string, outdir: string): string => {
   const built = spawnSync(process.execPath, [join(tree, "scripts/build.ts"), "--outdir", outdir], { cwd: tree, stdio: "inherit" })
   if (built.status !== 0) throw new Error(`the build of ${tree} failed`)
   const entry = join(outdir, "gateway.mjs")
@@ -43,7 +43,7 @@ const buildTree = (tree: string, outdir: string): string => {
 }
 
 /** The source of `ref` in a fresh directory, with this checkout's node_modules. */
-const checkoutRef = (ref: string, dir: string): string => {
+export const checkoutRef = (ref: string, dir: string): string => {
   const tree = join(dir, "base-src")
   mkdirSync(tree)
   const archive = execFileSync("git", ["archive", "--format=tar", ref], { cwd: root, maxBuffer: 1 << 30 })

@@ -42,17 +42,19 @@ export const startProcess = (
     readonly ready?: (line: string) => boolean
     readonly node?: ReadonlyArray<string>
     readonly env?: Record<string, string>
+    /** A command that runs Node (`valgrind …`), before Node and its flags. */
+    readonly wrap?: ReadonlyArray<string>
   } = {}
 ): Promise<Running> =>
   new Promise((resolve, reject) => {
-    const argv = [...(options.node ?? []), ...args]
-    const [command, all] = PIN && cpu !== undefined ? ["taskset", ["-c", cpu, process.execPath, ...argv]] : [process.execPath, argv]
+    const argv = [...(options.wrap ?? []), process.execPath, ...(options.node ?? []), ...args]
+    const [command, all] = PIN && cpu !== undefined ? ["taskset", ["-c", cpu, ...argv]] : [argv[0], argv.slice(1)]
     const logPath = join(dir, `${name}.log`)
     const out = openSync(logPath, "w")
     const child = spawn(command, all, { cwd: root, env: { ...process.env, ...options.env }, stdio: ["ignore", out, "inherit"] })
     closeSync(out)
     const ready = options.ready ?? (() => true)
-    const deadline = Date.now() + 30_000
+    const deadline = Date.now() + (options.wrap === undefined ? 30_000 : 120_000)
     const poll = setInterval(() => {
       const complete = readFileSync(logPath, "utf8").split("\n").slice(0, -1)
       const line = complete.find(ready)

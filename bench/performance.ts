@@ -45,6 +45,8 @@ export interface GatewayOptions {
   readonly entry?: string | undefined
   /** Node flags instead of `npm start`'s. */
   readonly nodeFlags?: ReadonlyArray<string> | undefined
+  /** A command that runs Node (bench/instructions.ts: callgrind). */
+  readonly wrap?: ReadonlyArray<string> | undefined
 }
 
 /** Starts a gateway with the base configuration (one OpenAI provider at `upstream`, logs at info) and `options`. */
@@ -66,7 +68,8 @@ ${options.extra ?? ""}`)
   const started = await startProcess([entry, "serve", "--config", configPath], options.cpu ?? "0", dir, name, {
     ready: (line) => line.includes("\"port\""),
     node: options.nodeFlags ?? (options.source === true ? [] : START_NODE_FLAGS),
-    env: options.source === true ? {} : START_ENV
+    env: options.source === true ? {} : START_ENV,
+    ...(options.wrap === undefined ? {} : { wrap: options.wrap })
   })
   return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
 }

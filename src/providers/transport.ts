@@ -11,14 +11,14 @@
  *
  * Details
  * - Ownership: an exchange is a resource of the `Scope` of the attempt that
- *   opened it (`Effect.acquireRelease`): when that scope closes, however the
- *   attempt ended (done, failed, retried, interrupted, the caller gone), the
- *   exchange is aborted unless it already finished. Nothing else needs to
- *   remember to abort it.
+ *   opened it (its release is registered in that scope before the request goes
+ *   out): when that scope closes, however the attempt ended (done, failed,
+ *   retried, interrupted, the caller gone), the exchange is aborted unless it
+ *   already finished. Nothing else needs to remember to abort it.
  * - `idleTimeoutMs` bounds the wait for the response head and, after it, every
  *   gap between two chunks; request-body bytes sent count as life (a slow
- *   upload is not a timeout). The wait is timed on Effect's `Clock` by a watch
- *   fiber in the attempt's scope (./deadline.ts), so `TestClock` drives it;
+ *   upload is not a timeout). The wait is timed on Effect's `Clock` by the
+ *   client's one watch fiber (./deadline.ts), so `TestClock` drives it;
  *   undici's own timers are off, as `@effect/platform-node`'s client leaves
  *   timeouts to Effect. A timeout aborts the request and fails with a
  *   timed-out `UpstreamError`.
@@ -32,8 +32,8 @@
  * - `errorBodies: "stream"` (native passthrough) hands a 4xx/5xx over like a
  *   success, so its whole body can be forwarded byte for byte.
  */
-import { Cause, Context, Effect, Layer, Redacted, Stream } from "effect"
-import type { Clock, Scope } from "effect"
+import { Cause, Context, Effect, Layer, Redacted, Scope, Stream } from "effect"
+import type { Clock } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
 import { Agent } from "./undici.ts"
@@ -41,8 +41,8 @@ import type { Dispatcher } from "undici"
 import { UpstreamError } from "../domain/index.ts"
 import type { ProviderFamily } from "../domain/index.ts"
 import { decodeWhole, decompressorFor } from "./content-encoding.ts"
-import { silence, timedOut } from "./deadline.ts"
-import type { Activity } from "./deadline.ts"
+import { timedOut, Watch } from "./deadline.ts"
+import type { Watched } from "./deadline.ts"
 import type { Decompressor } from "./content-encoding.ts"
 import { parseRetryAfterMs } from "./retry-after.ts"
 
@@ -138,17 +138,18 @@ class AbortedByGateway extends Error {}
 
 type Resume<A> = (effect: Effect.Effect<A, UpstreamError>) => void
 
-/** One upstream request: an undici dispatch handler, the body it produces, and the activity its watch reads. */
-class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Activity {
+/** One upstream request: an undici dispatch handler, the body it produces, and what the client's watch times. */
+class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
   private controller: Dispatcher.DispatchController | undefined
   private aborted = false
   private headResume: Resume<UpstreamResponse> | undefined
-  /** The head's outcome when it came before anyone waited for it (a synchronous failure). */
-  private headOutcome: Effect.Effect<UpstreamResponse, UpstreamError> | undefined
   private headSettled = false
   lastActivityAt: number
   holding = false
   settled = false
+  watchPrev: Watched | undefined = undefined
+  watchNext: Watched | undefined = undefined
+  watched = false
   private status = 0
   private headers: IncomingHttpHeaders = {}
   private errorChunks: Array<Buffer> | undefined
@@ -161,36 +162,33 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Activity {
   private tap: ((chunk: Uint8Array) => void) | undefined
   private waiter: (() => void) | undefined
   private readonly call: UpstreamCall
+  readonly idleTimeoutMs: number
+  private readonly watch: Watch
   private readonly clock: Clock.Clock
 
-  constructor(call: UpstreamCall, clock: Clock.Clock) {
+  constructor(call: UpstreamCall, watch: Watch) {
     this.call = call
-    this.clock = clock
-    this.lastActivityAt = clock.currentTimeMillisUnsafe()
+    this.idleTimeoutMs = call.idleTimeoutMs
+    this.watch = watch
+    this.clock = watch.clock
+    this.lastActivityAt = watch.clock.currentTimeMillisUnsafe()
   }
 
-  /** Sends the request (the acquisition of the attempt's resource). */
-  dispatch(agent: Agent): this {
-    const { call } = this
-    agent.dispatch(
-      { origin: call.origin, path: call.path, method: call.method as Dispatcher.HttpMethod, headers: call.headers, body: call.body ?? null },
-      this
-    )
-    return this
-  }
-
-  /** The response head; interrupting the wait aborts the request. */
-  get head(): Effect.Effect<UpstreamResponse, UpstreamError> {
+  /**
+   * Sends the request, timed by the watch, and waits for its head; interrupting
+   * the wait aborts the request.
+   */
+  start(agent: Agent): Effect.Effect<UpstreamResponse, UpstreamError> {
     return Effect.callback<UpstreamResponse, UpstreamError>((resume) => {
-      if (this.headOutcome !== undefined) resume(this.headOutcome)
-      else this.headResume = resume
+      this.headResume = resume
+      this.watch.add(this)
+      const { call } = this
+      agent.dispatch(
+        { origin: call.origin, path: call.path, method: call.method as Dispatcher.HttpMethod, headers: call.headers, body: call.body ?? null },
+        this
+      )
       return Effect.sync(this.abort)
     })
-  }
-
-  /** Fails the exchange as timed out once the upstream stays silent for `idleTimeoutMs`. */
-  get watch(): Effect.Effect<void> {
-    return Effect.flatMap(silence(this, this.call.idleTimeoutMs), (expired) => (expired ? Effect.sync(this.expire) : Effect.void))
   }
 
   private settleHead(outcome: Effect.Effect<UpstreamResponse, UpstreamError>): void {
@@ -198,8 +196,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Activity {
     this.headSettled = true
     const resume = this.headResume
     this.headResume = undefined
-    if (resume !== undefined) resume(outcome)
-    else this.headOutcome = outcome
+    resume?.(outcome)
   }
 
   private touch(): void {
@@ -323,7 +320,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Activity {
   }
 
   /** The upstream stayed silent too long (the watch's verdict). */
-  private readonly expire = (): void => {
+  expire(): void {
     if (this.settled) return
     const failure = timedOut(this.call, this.headSettled ? "idle" : "head")
     this.failure = failure
@@ -364,6 +361,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Activity {
 
   readonly abort = (): void => {
     this.settled = true
+    this.watch.remove(this)
     if (this.aborted) return
     this.aborted = true
     this.decompressor?.destroy()
@@ -456,37 +454,34 @@ export class ProviderClient extends Context.Service<ProviderClient, {
 }>()("gateway/providers/ProviderClient") {
   static readonly layer: Layer.Layer<ProviderClient> = Layer.effect(
     ProviderClient,
-    Effect.acquireRelease(
-      Effect.sync(() =>
-        new Agent({
-          // No cap per origin: long-lived streams would otherwise queue behind each other
-          // (1000 concurrent chats to one provider need 1000 sockets); idle ones are reused.
-          connections: null,
-          pipelining: 1,
-          keepAliveTimeout: 30_000,
-          keepAliveMaxTimeout: 600_000,
-          // Effect's timeouts bound the head and every gap between chunks (./deadline.ts).
-          headersTimeout: 0,
-          bodyTimeout: 0
-        })
-      ),
-      (agent) => Effect.promise(() => agent.close())
-    ).pipe(
-      Effect.map((agent) =>
-        ProviderClient.of({
-          send: (call) =>
-            Effect.clockWith((clock) =>
-              Effect.acquireRelease(
-                Effect.sync(() => new Exchange(call, clock).dispatch(agent)),
-                (exchange) => Effect.sync(exchange.abort)
-              ).pipe(
-                // The watch lives in the attempt's scope too: interrupted when the attempt ends.
-                Effect.tap((exchange) => Effect.forkScoped(exchange.watch)),
-                Effect.flatMap((exchange) => exchange.head)
-              )
-            )
-        })
+    Effect.gen(function*() {
+      const agent = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          new Agent({
+            // No cap per origin: long-lived streams would otherwise queue behind each other
+            // (1000 concurrent chats to one provider need 1000 sockets); idle ones are reused.
+            connections: null,
+            pipelining: 1,
+            keepAliveTimeout: 30_000,
+            keepAliveMaxTimeout: 600_000,
+            // The watch on Effect's clock bounds the head and every gap between chunks (./deadline.ts).
+            headersTimeout: 0,
+            bodyTimeout: 0
+          })
+        ),
+        (agent) => Effect.promise(() => agent.close())
       )
-    )
+      const watch = new Watch(yield* Effect.clockWith(Effect.succeed))
+      yield* Effect.forkScoped(watch.run)
+      return ProviderClient.of({
+        // The exchange is the attempt's resource: its release (registered before the
+        // request goes out, and idempotent) aborts it unless it already finished.
+        send: (call) =>
+          Effect.flatMap(Effect.scope, (scope) => {
+            const exchange = new Exchange(call, watch)
+            return Effect.andThen(Scope.addFinalizer(scope, Effect.sync(exchange.abort)), exchange.start(agent))
+          })
+      })
+    })
   )
 }

@@ -44,7 +44,7 @@ afterAll(
     })
 )
 
-const call: () => UpstreamCall = () => ({
+const call: (idleTimeoutMs?: number) => UpstreamCall = (idleTimeoutMs = IDLE_MS) => ({
   providerId: "p",
   family: "openai",
   origin,
@@ -52,7 +52,7 @@ const call: () => UpstreamCall = () => ({
   path: "/v1/chat/completions",
   headers: { "content-type": "application/json" },
   body: "{}",
-  idleTimeoutMs: IDLE_MS
+  idleTimeoutMs
 })
 
 /** Resolves when the server has the next request. */
@@ -109,5 +109,23 @@ describe("live transport timeouts on Effect's clock", () => {
       yield* TestClock.adjust(1)
       const failure = timeoutOf(yield* Effect.exit(Fiber.join(fiber)))
       assert.deepStrictEqual(failure, { message: `no data for ${IDLE_MS} ms`, timedOut: true })
+    }).pipe(Effect.provide(live)))
+
+  it.effect("a provider with a shorter timeout times out on time while a slower provider's request is open", () =>
+    Effect.gen(function* () {
+      answer = () => {}
+      const client = yield* ProviderClient
+      const first = nextArrival()
+      const patient = yield* Effect.forkChild(Effect.scoped(client.send(call(10 * IDLE_MS))))
+      yield* Effect.promise(() => first)
+      const second = nextArrival()
+      const hasty = yield* Effect.forkChild(Effect.scoped(client.send(call())))
+      yield* Effect.promise(() => second)
+      yield* TestClock.adjust(IDLE_MS)
+      const failure = timeoutOf(yield* Effect.exit(Fiber.join(hasty)))
+      assert.deepStrictEqual(failure, { message: `no response within ${IDLE_MS} ms`, timedOut: true })
+      assert.isUndefined(patient.pollUnsafe())
+      // Before the client closes: closing it waits for the requests still open.
+      yield* Fiber.interrupt(patient)
     }).pipe(Effect.provide(live)))
 })

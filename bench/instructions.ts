@@ -1,0 +1,119 @@
+/**
+ * `node bench/instructions.ts REF… [--warmup N] [--count N]`: instructions per
+ * request of each build under callgrind, JSON and stream. A ref is a git ref
+ * or `.` for the working tree. Instruction counts stay steady on a busy
+ * machine where CPU time moves by ±25 % (README.md, "Telemetry"), so this is
+ * the way to choose between two designs of the request path.
+ *
+ * Each build is built as `npm start` builds it (its own `scripts/build.ts`),
+ * run with `npm start`'s Node flags under
+ * `valgrind --tool=callgrind --instr-atstart=no` on core 0, warmed up with
+ * `--warmup` requests of each kind (the JIT settles), and then counted over
+ * `--count` requests of each kind: `callgrind_control --instr=on`, the
+ * requests, `--instr=off`, `--dump`, and the dump's total divided by the
+ * requests.
+ *
+ * Bounded: every loop has a request count and a deadline.
+ */
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { buildTree, checkoutRef } from "./compare.ts"
+import { closedLoop, Pools, root, startProcess, stopProcess } from "./lib.ts"
+import { chatScenario, startGateway } from "./performance.ts"
+
+const CONCURRENCY = 32
+/** Under valgrind a request takes far longer than the load generator's usual deadline: loop in slices. */
+const SLICE_SECONDS = 100
+
+const option = (argv: ReadonlyArray<string>, name: string, fallback: number): number => {
+  const at = argv.indexOf(name)
+  return at === -1 ? fallback : Number(argv[at + 1])
+}
+
+const callgrind = (pid: number, flag: string): void => {
+  execFileSync("callgrind_control", [flag, String(pid)], { stdio: "ignore" })
+}
+
+/**
+ * The instructions of dump number `dump` of `pid` in `dir`: all threads, and the main
+ * thread alone (V8's compiler and GC helper threads run when the machine lets them, so
+ * their share moves with other work on the machine more than the main thread's).
+ */
+const dumpTotals = (dir: string, pid: number, dump: number): { readonly all: number; readonly main: number } => {
+  let all = 0
+  let main = 0
+  for (const name of readdirSync(dir).filter((file) => file.startsWith(`cg.${pid}.${dump}-`))) {
+    const line = /^totals: (\d+)/m.exec(readFileSync(join(dir, name), "utf8"))
+    if (line === null) throw new Error(`no total in ${name}`)
+    all += Number(line[1])
+    if (name.endsWith("-01")) main = Number(line[1])
+  }
+  return { all, main }
+}
+
+const requests = async (url: string, pools: Pools, stream: boolean, count: number): Promise<number> => {
+  let done = 0
+  for (let slice = 0; slice < 20 && done < count; slice++) {
+    done += (await closedLoop(pools.for(url), chatScenario("gateway", url, stream), count - done, CONCURRENCY, SLICE_SECONDS)).requests
+  }
+  return done
+}
+
+const main = async (argv: ReadonlyArray<string>) => {
+  const refs = argv.filter((arg, i) => !arg.startsWith("--") && !(argv[i - 1] ?? "").startsWith("--"))
+  const warmup = option(argv, "--warmup", 12_000)
+  const count = option(argv, "--count", 4_000)
+  const dir = mkdtempSync(join(tmpdir(), "gateway-instructions-"))
+  const upstreamProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
+  const upstream = JSON.parse(upstreamProcess.line).url as string
+  const pools = new Pools(64)
+  const rows: Array<Record<string, unknown>> = []
+  try {
+    for (const [index, ref] of refs.entries()) {
+      const refDir = join(dir, `ref-${index}`)
+      mkdirSync(refDir)
+      const tree = ref === "." ? root : checkoutRef(ref, refDir)
+      const entry = buildTree(tree, join(dir, `dist-${index}`))
+      const out = join(dir, `cg-${index}`)
+      mkdirSync(out)
+      const gateway = await startGateway(dir, `gateway-${index}`, upstream, {
+        entry,
+        wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${out}/cg.%p`]
+      })
+      const pid = gateway.child.pid!
+      try {
+        await requests(gateway.url, pools, false, warmup)
+        await requests(gateway.url, pools, true, warmup)
+        const row: Record<string, unknown> = { build: ref }
+        for (const [dump, stream] of [[1, false], [2, true]] as const) {
+          callgrind(pid, "--instr=on")
+          const done = await requests(gateway.url, pools, stream, count)
+          callgrind(pid, "--instr=off")
+          callgrind(pid, "--dump")
+          const totals = dumpTotals(out, pid, dump)
+          const kind = stream ? "stream" : "json"
+          row[kind] = Math.round(totals.all / done)
+          row[`${kind}_main_thread`] = Math.round(totals.main / done)
+        }
+        rows.push(row)
+        process.stdout.write(`${JSON.stringify(row)}\n`)
+      } finally {
+        await pools.forget(gateway.url)
+        await stopProcess(gateway.child)
+      }
+    }
+  } finally {
+    await pools.close()
+    await stopProcess(upstreamProcess.child)
+    if (process.env.KEEP === undefined) rmSync(dir, { recursive: true, force: true })
+  }
+  console.log(`instructions per request (${warmup} requests of warm-up, ${count} counted, of each kind)`)
+  console.table(rows)
+}
+
+if (import.meta.main) {
+  await main(process.argv.slice(2))
+  process.exit(0)
+}
