@@ -1,11 +1,10 @@
 /**
  * Assembles the gateway's routes from its services, once at start. Handlers
- * and the model programs take the services they need from the context here,
- * so a request does no service lookups.
+ * capture the services they need here, so a request does no service lookups.
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
-import { makeChatProgram, makeProxyProgram } from "../pipeline/index.ts"
+import { Log, makeChatProgram, makeProxyProgram, ResponseCache, Telemetry } from "../pipeline/index.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { PlatformAuth } from "../tenancy/auth-exchange.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
@@ -22,11 +21,14 @@ import { transcriptionRoutes } from "./transcriptions.ts"
 export const makeRouter = Effect.gen(function*() {
   const settings = yield* GatewayConfig
   const client = yield* ProviderClient
+  const log = yield* Log
   const store = yield* TenantStore
   const project = makeProjectResolver(store, yield* PlatformAuth, settings.file.auth.project_id)
   const { server } = settings.file
-  const runChat = yield* makeChatProgram
-  const runProxy = yield* makeProxyProgram
+  const cache = yield* ResponseCache
+  const telemetry = yield* Telemetry
+  const runChat = makeChatProgram({ client, log, cache, telemetry })
+  const runProxy = makeProxyProgram({ client, log, cache, telemetry })
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }]),
     ...modelRoutes(project),

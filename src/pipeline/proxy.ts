@@ -10,19 +10,22 @@
  * target's) or a body builder called per attempt (multipart uploads, which
  * are re-streamed from a spooled copy on every attempt).
  */
-import { Effect, Result, Stream } from "effect"
-import type { Exit, Scope } from "effect"
+import { Effect, Exit, Result, Stream } from "effect"
 import type { Readable } from "node:stream"
-import type { AnyGatewayFailure, Capability, WireFamily } from "../domain/index.ts"
+import type { Capability, WireFamily } from "../domain/index.ts"
 import { replaceTopLevelModel } from "../formats/splice.ts"
 import { unauthenticatedCall } from "../providers/adapter.ts"
 import type { Operation } from "../providers/adapter.ts"
-import type { AttemptInfo } from "../routing/execute.ts"
+import type { ProviderClient } from "../providers/transport.ts"
+import { executePlan } from "../routing/execute.ts"
 import { servableSteps } from "../routing/servable.ts"
-import type { PlanTarget } from "../routing/plan.ts"
+import type { PlanStep, PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { Project } from "../tenancy/project.ts"
-import { hitHeaders } from "./cache/index.ts"
+import { cacheKey, cacheUse, hitHeaders } from "./cache/index.ts"
+import type { CacheScope, ResponseCache } from "./cache/index.ts"
+import { choosePlan } from "./choose-plan.ts"
+import { header } from "./context.ts"
 import type { RequestContext } from "./context.ts"
 import {
   callerKey,
@@ -32,16 +35,17 @@ import {
   isEventStream,
   isJson,
   OPEN_GATE,
-  passThroughHeaders
+  passThroughHeaders,
+  requestCredential
 } from "./forward/index.ts"
 import { failureOf, ModelCallTrace } from "./model-call.ts"
-import { answerFromCache, cachingOf, modelServices, resolveGuarded, runPlan } from "./model-request.ts"
-import type { ModelServices } from "./model-request.ts"
 import { attemptScoped, bodyReply, isValueBody, reply } from "./reply.ts"
 import type { Reply } from "./reply.ts"
 import type { Surface } from "./security/index.ts"
+import type { JsonLog } from "../infra/log.ts"
+import { attemptLogger } from "./attempts.ts"
 import { embeddingsRequestAttributes } from "./telemetry/index.ts"
-import type { GenAiOperation, GenAiResponseSummary } from "./telemetry/index.ts"
+import type { GenAiOperation, GenAiResponseSummary, TelemetryShape } from "./telemetry/index.ts"
 
 export interface ProxyBody {
   readonly contentType: string
@@ -78,8 +82,12 @@ export const jsonBody = (raw: Uint8Array, json: Readonly<Record<string, unknown>
 
 const NO_OVERRIDES: Readonly<Record<string, unknown>> = Object.freeze({})
 
-/** A model request's program (not chat): its answer, whose upstream lives in the request's scope until the answer is read. */
-export type ProxyProgram = (input: ProxyInput) => Effect.Effect<Reply, AnyGatewayFailure, Scope.Scope>
+export interface ProxyDependencies {
+  readonly client: ProviderClient["Service"]
+  readonly cache: ResponseCache["Service"]
+  readonly telemetry: TelemetryShape
+  readonly log: JsonLog
+}
 
 /** The GenAI operation of each model operation the proxy serves (count_tokens is not a model call). */
 const GENAI_OPERATION: Partial<Record<Operation, GenAiOperation>> = {
@@ -107,19 +115,15 @@ const bodySummary = (json: unknown): GenAiResponseSummary => {
   }
 }
 
-const NO_JSON: Readonly<Record<string, unknown>> = Object.freeze({})
-
-/**
- * The program of the other model endpoints, built from the services in the
- * context once: a request reads none of them.
- */
-export const makeProxyProgram: Effect.Effect<ProxyProgram, never, ModelServices> = Effect.map(modelServices, ({ client, log, cache, telemetry }) =>
+export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDependencies) =>
   Effect.fnUntraced(function*(input: ProxyInput) {
-    const { ctx, scan } = input
+    const { ctx } = input
     const trace = new ModelCallTrace(telemetry, ctx, input.project.projectId)
-    const chosen = yield* resolveGuarded(trace, input, input.endpoint, scan?.surface, scan?.json ?? NO_JSON)
-    const { steps: planSteps, overrides: drawn } = chosen
+    const chosen = yield* trace.resolve(input.model, choosePlan(ctx, input.project, input.model, input.endpoint))
+    const { plan, steps: planSteps, overrides: drawn } = chosen
     const overrides = drawn ?? NO_OVERRIDES
+    const { scan } = input
+    if (scan !== undefined) yield* trace.guardInput(input.project.guard, scan.surface, () => drawn === undefined ? scan.json : { ...scan.json, ...drawn })
 
     // Targets whose provider cannot do this operation are skipped; none left → 400 (docs/reference/gateway-spec.md §4.3).
     const servable = servableSteps(planSteps, { capability: input.capability })
@@ -127,11 +131,15 @@ export const makeProxyProgram: Effect.Effect<ProxyProgram, never, ModelServices>
     const steps = servable.success
 
     // Embeddings are cached (in auto mode always): a hit answers with the stored body.
-    const caching = input.operation === "embeddings" && scan !== undefined ? yield* cachingOf(input, "embeddings", "embeddings", scan.json, chosen, steps) : undefined
+    const caching = yield* planBodyCaching(input, chosen.resolved, drawn, steps)
     if (caching !== undefined) {
-      const hit = yield* answerFromCache(trace, cache, ctx, caching, (entry) =>
-        entry.kind === "body" ? bodyReply(ctx, entry.status, entry.bytes, entry.contentType, hitHeaders(entry)) : undefined)
-      if (hit !== undefined) return hit
+      const entry = yield* trace.cacheLookup(caching.mode, cache.lookup(caching.scope, caching.key))
+      if (entry?.kind === "body") {
+        ctx.log.cache = "hit"
+        ctx.log.provider = entry.provider
+        return bodyReply(ctx, entry.status, entry.bytes, entry.contentType, hitHeaders(entry))
+      }
+      ctx.log.cache = "miss"
     }
 
     const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
@@ -140,7 +148,7 @@ export const makeProxyProgram: Effect.Effect<ProxyProgram, never, ModelServices>
     const inspect = genAiOperation === undefined ? undefined : (json: unknown): undefined => {
       summary = bodySummary(json)
     }
-    const attempt = (info: AttemptInfo) => {
+    const attempts = executePlan(plan, steps, (info) => {
       const { target } = info
       const provider = target.provider
       const providerRequest = provider.request(input.operation, target.model, keyFor(provider.origin))
@@ -175,7 +183,7 @@ export const makeProxyProgram: Effect.Effect<ProxyProgram, never, ModelServices>
         attemptScoped,
         trace.attempt(info, undefined, () => ctx.log.error_code)
       )
-    }
+    }, attemptLogger(ctx, log))
     const record = (exit: Exit.Exit<unknown, unknown>) =>
       genAiOperation === undefined ? Effect.void : trace.record(() => ({
         operation: genAiOperation,
@@ -185,7 +193,10 @@ export const makeProxyProgram: Effect.Effect<ProxyProgram, never, ModelServices>
         response: summary,
         error: failureOf(exit)
       }))
-    const forwarded = yield* runPlan(ctx, log, chosen, steps, attempt, record)
+    const forwarded = yield* attempts.pipe(
+      // A streamed body is over when it ends: recorded there.
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : record(exit)))
+    )
     const { body } = forwarded
     if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, Stream.onExit(body, record))
     // The store returns at once (it writes in the background): the answer is not held up by it.
@@ -200,4 +211,24 @@ export const makeProxyProgram: Effect.Effect<ProxyProgram, never, ModelServices>
       }, caching.ttlSeconds)
     }
     return forwarded as Reply
-  }))
+  })
+
+/** How an embeddings request uses the cache, or undefined (another endpoint, the cache off, mode never). */
+const planBodyCaching = (
+  input: ProxyInput,
+  resolved: string,
+  overrides: Readonly<Record<string, unknown>> | undefined,
+  steps: ReadonlyArray<PlanStep>
+) => {
+  const { ctx, project } = input
+  const section = project.settings.file.cache
+  if (!section.enabled || input.operation !== "embeddings" || input.scan === undefined) return Effect.succeed(undefined)
+  const decided = cacheUse(section, "embeddings", input.scan.json, header(ctx, "x-gw-cache"), header(ctx, "x-gw-cache-ttl"))
+  if (Result.isFailure(decided)) return Effect.fail(decided.failure)
+  const use = decided.success
+  if (use === undefined) return Effect.succeed(undefined)
+  const credential = requestCredential(callerKey(ctx.req.headers), steps)
+  const scope: CacheScope = { section, projectId: project.projectId, credential }
+  const key = cacheKey({ projectId: project.projectId, credential, plan: resolved, overrides, format: "embeddings", body: input.scan.json })
+  return Effect.succeed({ scope, key, ttlSeconds: use.ttlSeconds, mode: use.mode })
+}

@@ -11,7 +11,6 @@ import type { ToolCallSummary } from "../../formats/summary.ts"
 import type { ChatResponse, ChatStreamEvent, StopReason, Usage } from "../../domain/index.ts"
 import { ResponseAssembler } from "../../formats/index.ts"
 import type { ChatSummary } from "../../formats/summary.ts"
-import type { Violation } from "../security/Guardrail.ts"
 
 export const TEXT_CAP = 64 * 1024
 
@@ -33,14 +32,6 @@ export class ResponseCollector {
   firstTokenAt: number | undefined
   /** The classification of a failure the stream reported or suffered after its head. */
   error: string | undefined
-  /** The output guardrail's verdict once taken (`null`: nothing found); the answer carries it, so it is taken once. */
-  private verdict: Violation | null | undefined
-
-  /** The output guardrail's verdict on the text, taken once: the first call comes when the answer is over. */
-  outputVerdict(scan: (text: string) => Violation | undefined): Violation | undefined {
-    if (this.verdict === undefined) this.verdict = (this.text === "" ? undefined : scan(this.text)) ?? null
-    return this.verdict ?? undefined
-  }
 
   private appendText(text: string): void {
     if (this.truncated || !this.keepText) return

@@ -11,27 +11,34 @@
 import { Effect, Exit, Result, Stream } from "effect"
 import type { Scope } from "effect"
 import { ECHO_LIMIT, GatewayError } from "../../domain/index.ts"
-import type { AnyGatewayFailure, CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
+import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { CALLER_CODECS, OpenAiChat, PROVIDER_CODECS } from "../../formats/index.ts"
 import type { DecodeFailure } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
 import { unauthenticatedCall } from "../../providers/adapter.ts"
 import type { CompiledProvider } from "../../providers/adapter.ts"
-import type { UpstreamCall } from "../../providers/transport.ts"
+import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
+import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
 import type { PlanStep } from "../../routing/plan.ts"
 import { servableSteps, speaksNatively } from "../../routing/servable.ts"
 import type { Project } from "../../tenancy/project.ts"
-import { answerFromCache, cachingOf, modelServices, resolveGuarded, runPlan, withOverrides } from "../model-request.ts"
-import type { ModelServices } from "../model-request.ts"
+import { cacheKey, cacheUse } from "../cache/index.ts"
+import type { CacheScope, ResponseCache } from "../cache/index.ts"
+import { choosePlan } from "../choose-plan.ts"
+import type { ChosenPlan } from "../choose-plan.ts"
+import { header } from "../context.ts"
 import { attemptScoped, isValueBody, JSON_CONTENT_TYPE, reply } from "../reply.ts"
 import type { Reply } from "../reply.ts"
 import { replayChat } from "./replay.ts"
 import { outputViolationError } from "../security/Guardrail.ts"
 import type { Violation } from "../security/Guardrail.ts"
 import { failureOf, ModelCallTrace } from "../model-call.ts"
+import type { TelemetryShape } from "../telemetry/index.ts"
 import type { Surface } from "../security/surfaces.ts"
 import type { RequestContext } from "../context.ts"
+import type { JsonLog } from "../../infra/log.ts"
+import { attemptLogger } from "../attempts.ts"
 import { ResponseCollector } from "./collector.ts"
 import { chatJsonInspector, chatStreamGate } from "./fast.ts"
 import {
@@ -41,6 +48,7 @@ import {
   forwardStream,
   isEventStream,
   passThroughHeaders,
+  requestCredential,
   translatedHeaders
 } from "../forward/index.ts"
 import type { Forwarded } from "../forward/index.ts"
@@ -59,8 +67,12 @@ export interface ChatInput {
   readonly stream: boolean
 }
 
-/** A chat request's program: its answer, whose upstream lives in the request's scope until the answer is read. */
-export type ChatProgram = (input: ChatInput) => Effect.Effect<Reply, AnyGatewayFailure, Scope.Scope>
+export interface ChatDependencies {
+  readonly client: ProviderClient["Service"]
+  readonly cache: ResponseCache["Service"]
+  readonly telemetry: TelemetryShape
+  readonly log: JsonLog
+}
 
 /**
  * Dropped field names are the caller's own keys: only those that can stand in
@@ -92,27 +104,6 @@ const SURFACE: Readonly<Record<CallerFormat, Surface>> = {
   responses: "responses"
 }
 
-/**
- * The steps with the targets that cannot serve `request` skipped (a non-chat
- * provider, one that cannot translate what the request asks); none left → the
- * 400 that says why.
- */
-const servableChatSteps = (
-  steps: ReadonlyArray<PlanStep>,
-  caller: CallerFormat,
-  request: ChatRequest,
-  hasNonChat: boolean
-): Result.Result<ReadonlyArray<PlanStep>, GatewayError> => {
-  if (!hasNonChat && request.responseFormat === undefined && request.untranslatable.length === 0) return Result.succeed(steps)
-  return servableSteps(steps, {
-    capability: "chat",
-    caller,
-    responseFormat: request.responseFormat?.type,
-    responseFormatParam: RESPONSE_FORMAT_PARAM[caller],
-    untranslatable: request.untranslatable
-  })
-}
-
 /** The caller's field that asks for a response format. */
 const RESPONSE_FORMAT_PARAM: Readonly<Record<CallerFormat, string>> = {
   openai: "response_format",
@@ -120,20 +111,21 @@ const RESPONSE_FORMAT_PARAM: Readonly<Record<CallerFormat, string>> = {
   responses: "text.format"
 }
 
-/**
- * The chat program, built from the services in the context (the gateway's live
- * layers, or a test's) once: a request reads none of them.
- */
-export const makeChatProgram: Effect.Effect<ChatProgram, never, ModelServices> = Effect.map(modelServices, ({ client, log, cache, telemetry }) =>
-  Effect.fnUntraced(function*(input: ChatInput) {
+export const makeChatProgram = (deps: ChatDependencies) => {
+  const { client, log, cache, telemetry } = deps
+
+  return Effect.fnUntraced(function*(input: ChatInput) {
     const { ctx, caller } = input
     const callerCodec = CALLER_CODECS[caller]
     const headers = ctx.req.headers
     const trace = new ModelCallTrace(telemetry, ctx, input.project.projectId)
+    const chosen = yield* trace.resolve(input.model, choosePlan(ctx, input.project, input.model, "chat"))
+    const plan = chosen.plan
     ctx.log.stream = input.stream
-    const chosen = yield* resolveGuarded(trace, input, "chat", SURFACE[caller], input.json)
+    let steps = chosen.steps
     const overridden = chosen.overrides !== undefined
-    const json = withOverrides(input.json, chosen.overrides)
+    const json = overridden ? { ...input.json, ...chosen.overrides } : input.json
+    yield* trace.guardInput(input.project.guard, SURFACE[caller], () => json)
 
     // The canonical request, decoded once and only if some attempt needs it.
     let canonical: Result.Result<ChatRequest, GatewayError> | undefined
@@ -143,19 +135,35 @@ export const makeChatProgram: Effect.Effect<ChatProgram, never, ModelServices> =
     // Skip targets that cannot serve this request; none left → say why. Only a plan with a
     // non-chat provider, or a target that needs translating, can have such targets.
     const { shape } = chosen
-    const servable = shape.allNative[caller] && !shape.hasNonChat
-      ? undefined
-      : Result.flatMap(canonicalRequest(), (request) => servableChatSteps(chosen.steps, caller, request, shape.hasNonChat))
-    if (servable !== undefined && Result.isFailure(servable)) return yield* servable.failure
-    const steps = servable === undefined ? chosen.steps : servable.success
+    if (!shape.allNative[caller] || shape.hasNonChat) {
+      const decoded = canonicalRequest()
+      if (Result.isFailure(decoded)) return yield* decoded.failure
+      const request = decoded.success
+      if (shape.hasNonChat || request.responseFormat !== undefined || request.untranslatable.length > 0) {
+        const servable = servableSteps(steps, {
+          capability: "chat",
+          caller,
+          responseFormat: request.responseFormat?.type,
+          responseFormatParam: RESPONSE_FORMAT_PARAM[caller],
+          untranslatable: request.untranslatable
+        })
+        if (Result.isFailure(servable)) return yield* servable.failure
+        steps = servable.success
+      }
+    }
 
     // The response cache: a hit answers here; a miss notes where the answer will be kept.
-    const caching = yield* cachingOf(input, "chat", caller, json, chosen, steps)
+    const caching = yield* planCaching(input, chosen, steps, json)
     if (caching !== undefined) {
+      const entry = yield* trace.cacheLookup(caching.mode, cache.lookup(caching.scope, caching.key))
       const request = () => Result.getOrUndefined(canonicalRequest())
-      const replayed = yield* answerFromCache(trace, cache, ctx, caching, (entry) =>
-        entry.kind === "chat" ? replayChat(ctx, caller, input.stream, entry, request) : undefined)
-      if (replayed !== undefined) return replayed
+      const replayed = entry?.kind === "chat" ? replayChat(ctx, caller, input.stream, entry, request) : undefined
+      if (replayed !== undefined) {
+        ctx.log.cache = "hit"
+        ctx.log.provider = entry?.provider
+        return replayed
+      }
+      ctx.log.cache = "miss"
     }
 
     const keyFor = callerKeyPolicy(callerKey(headers))
@@ -172,11 +180,14 @@ export const makeChatProgram: Effect.Effect<ChatProgram, never, ModelServices> =
       return body
     }
     const { guard } = input.project
-    // The output guardrail's verdict on an answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4), named in the log line.
+    // The output guardrail's verdict on an answer's text (up to 64 KB, docs/reference/gateway-spec.md §6.1.4), taken once.
+    let verdict: { readonly of: ResponseCollector; readonly violation: Violation | undefined } | undefined
     const outputViolation = (answer: ResponseCollector): Violation | undefined => {
-      const violation = answer.outputVerdict(guard.scanText)
-      if (violation !== undefined) ctx.log.guardrail_output = violation
-      return violation
+      if (verdict?.of !== answer) {
+        verdict = { of: answer, violation: answer.text === "" ? undefined : guard.scanText(answer.text) }
+        if (verdict.violation !== undefined) ctx.log.guardrail_output = verdict.violation
+      }
+      return verdict.violation
     }
     /**
      * A streamed answer is kept the moment its terminal event is decoded (the
@@ -300,7 +311,10 @@ export const makeChatProgram: Effect.Effect<ChatProgram, never, ModelServices> =
         error: failureOf(exit) ?? collector.error
       }), collector.firstTokenAt)
     }
-    const forwarded = yield* runPlan(ctx, log, chosen, steps, attempt, finish)
+    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(
+      // A stream's answer is over when its body ends: it is finished there.
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : finish(exit)))
+    )
     const { body } = forwarded
     if (!isValueBody(body)) {
       // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
@@ -328,4 +342,20 @@ export const makeChatProgram: Effect.Effect<ChatProgram, never, ModelServices> =
       }, caching.ttlSeconds)
     }
     return forwarded as Reply
-  }))
+  })
+}
+
+/** How a request uses the cache: its scope, key and lifetime, or undefined when it does not. */
+const planCaching = (input: ChatInput, chosen: ChosenPlan, steps: ReadonlyArray<PlanStep>, json: Readonly<Record<string, unknown>>) => {
+  const { ctx, project } = input
+  const section = project.settings.file.cache
+  if (!section.enabled) return Effect.succeed(undefined)
+  const decided = cacheUse(section, "chat", json, header(ctx, "x-gw-cache"), header(ctx, "x-gw-cache-ttl"))
+  if (Result.isFailure(decided)) return Effect.fail(decided.failure)
+  const use = decided.success
+  if (use === undefined) return Effect.succeed(undefined)
+  const credential = requestCredential(callerKey(ctx.req.headers), steps)
+  const scope: CacheScope = { section, projectId: project.projectId, credential }
+  const key = cacheKey({ projectId: project.projectId, credential, plan: chosen.resolved, overrides: chosen.overrides, format: input.caller, body: json })
+  return Effect.succeed({ scope, key, ttlSeconds: use.ttlSeconds, mode: use.mode })
+}
