@@ -11,7 +11,6 @@
  * for every model endpoint. The spooled copy is deleted when the request ends.
  */
 import { Effect } from "effect"
-import type { Scope } from "effect"
 import type { Readable } from "node:stream"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
@@ -81,7 +80,7 @@ const AUDIO_FORMS = [
 
 export const transcriptionRoutes = (
   projectOf: ProjectResolver,
-  runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope>,
+  runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure>,
   maxUploadBytes: number
 ): ReadonlyArray<RouteDef<never>> =>
   AUDIO_FORMS.map(({ path, operation }) => ({
