@@ -68,7 +68,6 @@ const result = await build({
   minifySyntax: true,
   legalComments: "none",
   logLevel: "warning",
-  metafile: true,
   plugins: [lazyHttp2],
   // CommonJS dependencies call require(); an ESM bundle gives them one.
   banner: { js: "import { createRequire as __gatewayRequire } from \"node:module\"; const require = __gatewayRequire(import.meta.url);" }
@@ -102,8 +101,6 @@ const link = join(outdir, "gateway.mjs")
 const nextLink = join(outdir, `.gateway.mjs-${process.pid}-${randomUUID()}`)
 symlinkSync(join("builds", id, "gateway.mjs"), nextLink)
 renameSync(nextLink, link)
-// What the single-directory layout of earlier builds left.
-rmSync(join(outdir, "chunks"), { recursive: true, force: true })
 
 const now = Date.now()
 const others = readdirSync(builds).filter((name) => name !== id).map((name) => ({ name, mtime: statSync(join(builds, name)).mtimeMs }))

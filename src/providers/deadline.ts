@@ -22,7 +22,8 @@
  * before its planned wake (a shorter `idle_timeout` than the open ones, or no
  * exchange open), so under steady traffic it wakes about once per timeout.
  *
- * The scripted test client times its head with `silence`.
+ * The scripted test client times its head with `Effect.timeoutOrElse` on the
+ * same `Clock`, and fails with the same `timedOut` error.
  */
 import { Effect, Latch } from "effect"
 import type { Clock } from "effect"
@@ -119,20 +120,6 @@ export class Watch {
     })
   )
 }
-
-/** No activity ever: `silence` of it is a plain timeout. */
-export const NO_ACTIVITY: Activity = { lastActivityAt: Number.NEGATIVE_INFINITY, holding: false, settled: false }
-
-/** Succeeds with true once `idleMs` pass without activity, with false once the activity settles first. */
-export const silence = (activity: Activity, idleMs: number): Effect.Effect<boolean> =>
-  Effect.clockWith((clock) => {
-    const check = (): Effect.Effect<boolean> => {
-      if (activity.settled) return Effect.succeed(false)
-      const left = activity.holding ? idleMs : activity.lastActivityAt + idleMs - clock.currentTimeMillisUnsafe()
-      return left > 0 ? Effect.flatMap(Effect.sleep(left), check) : Effect.succeed(true)
-    }
-    return Effect.flatMap(Effect.sleep(idleMs), check)
-  })
 
 /** The failure of an upstream that stayed silent: before its head, or between two chunks. */
 export const timedOut = (call: FailureSource & { readonly idleTimeoutMs: number }, phase: "head" | "idle"): UpstreamError =>

@@ -13,7 +13,7 @@
 import { Duration, Effect, Layer, Stream } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { UpstreamError } from "../domain/index.ts"
-import { NO_ACTIVITY, silence, timedOut } from "./deadline.ts"
+import { timedOut } from "./deadline.ts"
 import { parseRetryAfterMs } from "./retry-after.ts"
 import { ProviderClient } from "./transport.ts"
 import type { ChunkSink, UpstreamBody, UpstreamCall, UpstreamResponse } from "./transport.ts"
@@ -139,10 +139,9 @@ export const layerTest = (
       send: (call) =>
         Effect.suspend(() => {
           calls.push(call)
-          // The live transport's own deadline: a scripted reply gives no sign of life before its head.
-          return Effect.raceFirst(
-            respond(call, handler(call, calls.length - 1)),
-            Effect.flatMap(silence(NO_ACTIVITY, call.idleTimeoutMs), () => Effect.fail(timedOut(call, "head")))
+          // A scripted reply gives no sign of life before its head: its deadline is a plain timeout on the same Clock.
+          return respond(call, handler(call, calls.length - 1)).pipe(
+            Effect.timeoutOrElse({ duration: call.idleTimeoutMs, orElse: () => Effect.fail(timedOut(call, "head")) })
           )
         })
     })

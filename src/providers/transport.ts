@@ -143,7 +143,6 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
   private controller: Dispatcher.DispatchController | undefined
   private aborted = false
   private headResume: Resume<UpstreamResponse> | undefined
-  private headSettled = false
   lastActivityAt: number
   holding = false
   settled = false
@@ -192,11 +191,11 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
   }
 
   private settleHead(outcome: Effect.Effect<UpstreamResponse, UpstreamError>): void {
-    if (this.headSettled) return
-    this.headSettled = true
+    // Settled once: the head's resume is dropped as it is called.
     const resume = this.headResume
+    if (resume === undefined) return
     this.headResume = undefined
-    resume?.(outcome)
+    resume(outcome)
   }
 
   private touch(): void {
@@ -322,7 +321,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
   /** The upstream stayed silent too long (the watch's verdict). */
   expire(): void {
     if (this.settled) return
-    const failure = timedOut(this.call, this.headSettled ? "idle" : "head")
+    const failure = timedOut(this.call, this.headResume === undefined ? "idle" : "head")
     this.failure = failure
     this.aborted = true
     this.settled = true
