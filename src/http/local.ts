@@ -65,17 +65,9 @@ class MemoryResponse implements CallerResponse {
     this.offer = offer
   }
 
-  setHeader(name: string, value: string): void {
-    this.headers[name.toLowerCase()] = value
-  }
-
-  removeHeader(name: string): void {
-    delete this.headers[name.toLowerCase()]
-  }
-
   writeHead(status: number, headers: Array<string>): void {
     this.statusCode = status
-    // As Node does: the head's own headers replace those set before, and repeat among themselves.
+    // As Node does: a header given twice in the head repeats.
     const written: Record<string, string> = {}
     for (let i = 0; i + 1 < headers.length; i += 2) {
       const name = headers[i].toLowerCase()

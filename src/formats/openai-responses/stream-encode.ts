@@ -146,12 +146,8 @@ export const makeResponsesStreamEncoder = (options: ResponsesEncodeOptions = {})
   /** A new reasoning item, after settling the open item. */
   const addReasoning = (): { readonly out: string; readonly item: OpenReasoning } => {
     const out = settle("completed")
-    const item: OpenReasoning = {
-      kind: "reasoning",
-      ...openItem(reasoningItemId(id, output.length), output.length),
-      chunks: [],
-      encryptedContent: undefined
-    }
+    const opened = openItem(reasoningItemId(id, output.length), output.length)
+    const item: OpenReasoning = { kind: "reasoning", ...opened, summaryRef: `${opened.ref},"summary_index":0`, chunks: [], encryptedContent: undefined }
     open = item
     return { out: out + startReasoning(frames, item), item }
   }

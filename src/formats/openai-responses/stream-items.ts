@@ -61,6 +61,8 @@ export interface OpenText extends OpenItem {
 
 export interface OpenReasoning extends OpenItem {
   readonly kind: "reasoning"
+  /** `ref` with its one summary part's index, pre-serialized like `ref`. */
+  readonly summaryRef: string
   readonly chunks: Array<string>
   /** The signature, or redacted thinking's marked data; once set, the item takes no more text. */
   encryptedContent: string | undefined
@@ -115,7 +117,7 @@ export const startReasoning = (frames: ItemFrames, item: OpenReasoning): string 
 /** Thinking text into the reasoning item's summary. */
 export const summaryDelta = (frames: ItemFrames, item: OpenReasoning, text: string): string => {
   if (text === "") return ""
-  const ref = `${item.ref},"summary_index":0`
+  const ref = item.summaryRef
   const added = item.chunks.length === 0
     ? frames.emit("response.reasoning_summary_part.added", `${ref},"part":{"type":"summary_text","text":""}`)
     : ""
@@ -139,7 +141,7 @@ export const closeItem = (frames: ItemFrames, item: OpenOutputItem, status: Item
   }
   const text = item.chunks.join("")
   if (item.kind === "reasoning") {
-    const ref = `${item.ref},"summary_index":0`
+    const ref = item.summaryRef
     const summary = text === ""
       ? ""
       : frames.emit("response.reasoning_summary_text.done", `${ref},"text":${JSON.stringify(text)}`) +

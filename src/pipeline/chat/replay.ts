@@ -37,7 +37,6 @@ export const replayChat = (
     const encoder = codec.streamEncoder(decoded)
     let frames = ""
     for (const event of responseEvents(response)) frames += encoder.push(event)
-    ctx.streamFormat = caller
     return reply(200, { ...SSE_HEADERS, ...headers }, frames)
   }
   return bodyReply(ctx, 200, JSON.stringify(codec.encodeResponse(response, decoded)), JSON_CONTENT_TYPE, headers)
