@@ -19,7 +19,7 @@ import { parse } from "smol-toml"
 import { settingsFromDocument, snapshotFromDocument } from "./config/index.ts"
 import { conventionEnvFor, isProviderKind } from "./domain/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
-import { Gateway, readAnswer } from "./library/Gateway.ts"
+import { Gateway, parseText, readAnswer } from "./library/Gateway.ts"
 import type { GatewayRequestError, GatewayShape } from "./library/Gateway.ts"
 import { gatewayLayer, tenantsFromSnapshots } from "./library/layers.ts"
 import type { GatewayOptions } from "./library/layers.ts"
@@ -152,12 +152,7 @@ const DEFAULT_BODIES: Readonly<Record<string, Readonly<Record<string, unknown>>>
 
 const parseBody = (body: UpstreamCall["body"]): unknown => {
   const text = typeof body === "string" ? body : body instanceof Uint8Array ? Buffer.from(body).toString("utf8") : undefined
-  if (text === undefined) return undefined
-  try {
-    return JSON.parse(text)
-  } catch {
-    return text
-  }
+  return text === undefined ? undefined : parseText(text)
 }
 
 const recordedCall = (call: UpstreamCall, atMs: number): RoutedCall => {

@@ -54,6 +54,10 @@ export const unknownKeyFindings = (
 /** A document decoded: its value, or the schema's findings and what could be read of the rest. */
 export type DecodedDocument<A> = Result.Result<A, { readonly lines: ReadonlyArray<string>; readonly salvaged: Salvaged<A> | undefined }>
 
+/** What the cross-checks run on: the decoded value, or what could be read of the rest when the schema refused a value. */
+export const checkableOf = <A>(decoded: DecodedDocument<A>): A | undefined =>
+  Result.isSuccess(decoded) ? decoded.success : decoded.failure.salvaged?.value
+
 /** The cross-checks' findings that stand beside the schema's: all of them when the schema accepted the document. */
 export const findingsBeside = (
   decoded: DecodedDocument<unknown>,

@@ -11,7 +11,7 @@ import { Result } from "effect"
 import { readFileSync } from "node:fs"
 import { parse, TomlError } from "smol-toml"
 import { checkConfig } from "./checks.ts"
-import { ConfigError, configFailure as fail, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
+import { checkableOf, ConfigError, configFailure as fail, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
 import { applyEnvOverrides } from "./env.ts"
 import type { GatewaySettings } from "./resolved.ts"
 import { ConfigFile } from "./schema.ts"
@@ -45,7 +45,7 @@ export const settingsFromDocument = (
   const overridden = applyEnvOverrides(document as Record<string, unknown>, env)
   const decoded = decode(overridden.raw, overridden.provenance)
   // Every problem in one pass: when the schema refused a value, the checks still run on the rest.
-  const checkable = Result.isSuccess(decoded) ? decoded.success : decoded.failure.salvaged?.value
+  const checkable = checkableOf(decoded)
   const checked = checkable === undefined ? undefined : checkConfig(checkable, { kind: "environment", env })
   // A finding about a value an environment variable set names the variable, as schema errors do.
   const checkErrors = findingsBeside(decoded, checked?.errors ?? [], "error").map((line) => {

@@ -18,7 +18,7 @@ import { Redacted, Result, Schema } from "effect"
 import { checkConfig } from "./checks.ts"
 import { fingerprinted, NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
-import { ConfigError, configFailure, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
+import { checkableOf, ConfigError, configFailure, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
 import type { GatewaySettings } from "./resolved.ts"
 import { ConfigFile, GATEWAY_ONLY_SECTIONS, SnapshotFile } from "./schema.ts"
 import type { EndpointType } from "./schema.ts"
@@ -131,7 +131,7 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   const decoded = decode(rest)
   if (Result.isFailure(decoded)) errors.push(...decoded.failure.lines)
   // Every problem in one pass, as for the file: the checks run on what the schema accepted.
-  const checkable = Result.isSuccess(decoded) ? decoded.success : decoded.failure.salvaged?.value
+  const checkable = checkableOf(decoded)
   if (checkable === undefined) return refuse(source, errors, unknown.warnings)
   const { version, disabled_endpoints, ...sections } = checkable
   const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {

@@ -70,7 +70,7 @@ export interface GatewayShape {
 const decoder = new TextDecoder()
 
 /** JSON when it parses, else the text itself (a plain-text error body). */
-const parseText = (text: string): unknown => {
+export const parseText = (text: string): unknown => {
   try {
     return JSON.parse(text)
   } catch {
