@@ -20,6 +20,7 @@ export type {
   ResponsesResponse,
   StreamEvent
 } from "./library/types.ts"
+export type { ChatStreamEvent } from "./domain/index.ts"
 export { LocalResponseCut } from "./http/local.ts"
 export type { LocalRequest, LocalResponse } from "./http/local.ts"
 export { ConfigError, GatewayConfig } from "./config/index.ts"

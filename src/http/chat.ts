@@ -4,6 +4,7 @@
  * the endpoint implies; an unknown value is a 400.
  */
 import { Effect } from "effect"
+import type { Scope } from "effect"
 import { clip, familyOfSdk, GatewayError, isSdkFormat } from "../domain/index.ts"
 import type { AnyGatewayFailure, SdkFormat, WireFamily } from "../domain/index.ts"
 import type { CallerFormat } from "../formats/index.ts"
@@ -74,7 +75,7 @@ const familyOf = (sdk: SdkFormat | undefined): WireFamily => (sdk === undefined 
 
 export const chatRoutes = (
   projectOf: ProjectResolver,
-  runChat: (input: ChatInput) => Effect.Effect<Answer, AnyGatewayFailure>,
+  runChat: (input: ChatInput) => Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope>,
   maxBodyBytes: number
 ): ReadonlyArray<RouteDef<never>> => {
   const handler = (fallback: SdkFormat) => (ctx: HttpRequestContext) =>

@@ -1,12 +1,18 @@
 /**
- * The request context of a request that came over HTTP: the pipeline's
- * context with the Node request and response themselves, for what only the
- * edge and ingress do (reading and streaming bodies, sockets).
+ * The request context of a request that came in as HTTP (over a socket, or in
+ * memory for the library): the pipeline's context with the Node request
+ * itself, for what only ingress does (reading and streaming bodies). The
+ * edge's context adds the socket's response, which only the reply's writer
+ * and the edge touch.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { RequestContext } from "../pipeline/index.ts"
 
 export interface HttpRequestContext extends RequestContext {
   readonly req: IncomingMessage
+}
+
+/** A request served on a socket: the response the reply's writer writes. */
+export interface EdgeContext extends HttpRequestContext {
   readonly res: ServerResponse
 }

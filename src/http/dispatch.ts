@@ -9,10 +9,11 @@ import { Cause, Effect } from "effect"
 import type * as Http from "node:http"
 import { randomUUID } from "node:crypto"
 import { clip } from "../domain/index.ts"
+import type { Scope } from "effect"
 import { bodyReply, failureReply, JSON_CONTENT_TYPE, withServerSpan } from "../pipeline/index.ts"
-import type { JsonLog, RequestContext, TelemetryShape } from "../pipeline/index.ts"
-import type { HttpRequestContext } from "./context.ts"
-import type { Router } from "./router.ts"
+import type { JsonLog, Reply, RequestContext, TelemetryShape } from "../pipeline/index.ts"
+import type { EdgeContext, HttpRequestContext } from "./context.ts"
+import type { Match, Router } from "./router.ts"
 import { writeReply, writeWhole } from "./write-reply.ts"
 
 /** A gateway error body of the edge itself (no route, shutting down, a defect) in the caller's envelope. */
@@ -43,9 +44,12 @@ const callerOf = (headers: Http.IncomingHttpHeaders, path: string): "openai" | "
 
 /**
  * The context a request starts with, over HTTP or in memory: path and query
- * split from `url`, its id, and the envelope its errors get.
+ * split from `url`, its id, and the envelope its errors get. A request served
+ * on a socket has its response (`res`); one made in memory has none.
  */
-export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResponse, method: string, url: string): HttpRequestContext => {
+export function requestContextOf(req: Http.IncomingMessage, res: Http.ServerResponse, method: string, url: string): EdgeContext
+export function requestContextOf(req: Http.IncomingMessage, res: undefined, method: string, url: string): HttpRequestContext
+export function requestContextOf(req: Http.IncomingMessage, res: Http.ServerResponse | undefined, method: string, url: string): HttpRequestContext {
   const queryAt = url.indexOf("?")
   const path = queryAt === -1 ? url : url.slice(0, queryAt)
   return {
@@ -60,66 +64,78 @@ export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResp
     caller: callerOf(req.headers, path),
     replyHeaders: undefined,
     log: {}
-  }
+  } as HttpRequestContext
 }
 
 /** How the edge traces a request: the caller's trace context and the sampling decision. */
 export type EdgeTracing = Pick<TelemetryShape, "tracing" | "genAi" | "samples" | "parentOf">
 
 /**
- * The request's program: 404 or 405 when no route takes it, else its handler,
- * whose `Reply` (or failure, rendered) the edge's writer puts on the response.
- * It never fails; after it the response has an answer (or was cut, for a
- * failure in the middle of a stream).
- *
- * With telemetry on, the caller's trace is noted on `ctx.traceParent`; a
- * request the telemetry samples (`ctx.traced`) runs in its server span
- * (outermost, so the status it records is the one written) and must be run
- * with the telemetry's `requestContext`; any other with tracing off.
+ * The request's answer: 404 or 405 when no route takes it, else its handler's
+ * `Reply`, a failure rendered in the caller's envelope, an unexpected defect
+ * a logged 500. It never fails (a request interrupted stays interrupted); it
+ * runs in the request's `Scope`, which holds an answer's upstream until its
+ * body is read.
  */
-export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log: JsonLog, tracing?: EdgeTracing): Effect.Effect<void, never, R> => {
-  const { res, path } = ctx
-  const match = router.match(ctx.method, path)
+export const answerOf = <R>(match: Match<R>, ctx: HttpRequestContext, log: JsonLog): Effect.Effect<Reply, never, R | Scope.Scope> => {
+  const { path } = ctx
   if (match._tag === "NotFound") {
-    return Effect.sync(() => writeWhole(ctx, bodyReply(ctx, 404, errorBody(ctx, 404, "not_found", `no route for ${clip(ctx.method)} ${clip(path)}`), JSON_CONTENT_TYPE)))
+    return Effect.succeed(bodyReply(ctx, 404, errorBody(ctx, 404, "not_found", `no route for ${clip(ctx.method)} ${clip(path)}`), JSON_CONTENT_TYPE))
   }
   if (match._tag === "MethodNotAllowed") {
-    return Effect.sync(() =>
-      writeWhole(
-        ctx,
-        bodyReply(ctx, 405, errorBody(ctx, 405, "method_not_allowed", `${clip(ctx.method)} is not allowed on ${clip(path)}; allowed: ${match.allow}`), JSON_CONTENT_TYPE, {
-          allow: match.allow
-        })
-      )
-    )
+    return Effect.succeed(bodyReply(ctx, 405, errorBody(ctx, 405, "method_not_allowed", `${clip(ctx.method)} is not allowed on ${clip(path)}; allowed: ${match.allow}`), JSON_CONTENT_TYPE, {
+      allow: match.allow
+    }))
   }
   ctx.params = match.params
-  const program = match.handler(ctx).pipe(
-    Effect.matchCauseEffect({
-      onSuccess: (answer) => (answer._tag === "Sent" ? Effect.void : writeReply(ctx, answer)),
-      onFailure: (cause) =>
-        Effect.sync(() => {
-          const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
-          if (failure !== undefined) return writeWhole(ctx, failureReply(ctx, failure))
-          if (Cause.hasInterruptsOnly(cause)) return
-          log.log("error", "unhandled failure", { request_id: ctx.requestId, path: clip(path), cause: Cause.pretty(cause) })
-          if (!res.headersSent) {
-            writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "internal gateway error"), JSON_CONTENT_TYPE))
-          } else {
-            res.destroy()
-          }
-        })
-    }),
+  return Effect.catchCause(match.handler(ctx), (cause) => {
+    const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
+    if (failure !== undefined) return Effect.succeed(failureReply(ctx, failure))
+    if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+    log.log("error", "unhandled failure", { request_id: ctx.requestId, path: clip(path), cause: Cause.pretty(cause) })
+    return Effect.succeed(bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "internal gateway error"), JSON_CONTENT_TYPE))
+  })
+}
+
+/**
+ * Runs `program` as the edge traces a request: with telemetry on, the
+ * caller's trace is noted on `ctx.traceParent`; a request the telemetry
+ * samples (`ctx.traced`) runs in its server span (outermost, so the status it
+ * records is the one answered) and must be run with the telemetry's
+ * `requestContext`; any other with tracing off.
+ */
+export const traceRequest = <A, E, R>(
+  ctx: HttpRequestContext,
+  route: string | undefined,
+  tracing: EdgeTracing | undefined,
+  status: () => number,
+  program: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => {
+  if (route === undefined || tracing === undefined || !(tracing.tracing || tracing.genAi.enabled)) return program
+  const parent = tracing.parentOf(ctx.req.headers)
+  ctx.traceParent = parent
+  if (!tracing.samples(parent)) return program
+  ctx.traced = true
+  return withServerSpan({ method: ctx.method, route, path: ctx.path, requestId: ctx.requestId, parent, status })(program)
+}
+
+/**
+ * The request's program on a socket: its answer, put on the response by the
+ * edge's writer. It never fails; after it the response has an answer (or was
+ * cut, for a failure in the middle of a stream).
+ */
+export const routeProgram = <R>(router: Router<R>, ctx: EdgeContext, log: JsonLog, tracing?: EdgeTracing): Effect.Effect<void, never, Exclude<R, Scope.Scope>> => {
+  const { res } = ctx
+  const match = router.match(ctx.method, ctx.path)
+  const program = answerOf(match, ctx, log).pipe(
+    Effect.flatMap((reply) => writeReply(ctx, reply)),
+    // The request's scope: an attempt's upstream lives in it until the reply that reads it is written (or never is).
+    Effect.scoped,
     Effect.ensuring(Effect.sync(() => {
       if (!res.headersSent && !res.destroyed) {
         writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE))
       }
     }))
   )
-  if (tracing === undefined || !(tracing.tracing || tracing.genAi.enabled)) return program
-  const parent = tracing.parentOf(ctx.req.headers)
-  ctx.traceParent = parent
-  if (!tracing.samples(parent)) return program
-  ctx.traced = true
-  return withServerSpan({ method: ctx.method, route: match.route, path, requestId: ctx.requestId, parent, status: () => res.statusCode })(program)
+  return traceRequest(ctx, match._tag === "Found" ? match.route : undefined, tracing, () => res.statusCode, program)
 }

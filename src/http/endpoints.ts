@@ -5,6 +5,7 @@
  * the provider's own, forwarded as it arrives.
  */
 import { Effect } from "effect"
+import type { Scope } from "effect"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure, Capability } from "../domain/index.ts"
 import { jsonBody } from "../pipeline/index.ts"
@@ -45,7 +46,7 @@ const invalid = (message: string, param: string) => new GatewayError({ status: 4
 
 export const jsonEndpointRoutes = (
   projectOf: ProjectResolver,
-  runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure>,
+  runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope>,
   maxBodyBytes: number
 ): ReadonlyArray<RouteDef<never>> =>
   ENDPOINTS.map((spec) => ({

@@ -13,10 +13,11 @@
  * attempt, no retries: a consumed upload cannot be replayed.
  */
 import { Effect, Result } from "effect"
+import type { Scope } from "effect"
 import type { GatewaySettings } from "../config/index.ts"
 import { clip, GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import { callerKey, forwardHeld, header, passThroughHeaders } from "../pipeline/index.ts"
+import { attemptScoped, callerKey, forwardHeld, header, passThroughHeaders } from "../pipeline/index.ts"
 import type { Answer } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { isMultipartForm, uploadTooLarge } from "./multipart.ts"
@@ -76,7 +77,7 @@ type FileOperation = "upload" | "list" | "retrieve" | "content" | "delete"
 
 /** Routes for the five file operations. */
 export const fileRoutes = ({ project: projectOf, server, client }: FilesDependencies): ReadonlyArray<RouteDef<never>> => {
-  const run = (operation: FileOperation) => (ctx: HttpRequestContext): Effect.Effect<Answer, AnyGatewayFailure> =>
+  const run = (operation: FileOperation) => (ctx: HttpRequestContext): Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope> =>
     Effect.gen(function*() {
       const { table, settings } = yield* projectOf(ctx)
       const chosen = chooseFilesProvider(table.providers, header(ctx, "x-genai-provider"))
@@ -111,10 +112,10 @@ export const fileRoutes = ({ project: projectOf, server, client }: FilesDependen
         idleTimeoutMs: providerTimeoutMs(settings, provider.id),
         secret
       }).pipe(Effect.catchTag("UpstreamError", (error) => Effect.fail(body?.exceeded() === true ? uploadTooLarge(maxUpload) : error)))
-      return yield* forwardHeld(ctx, { providerId: provider.id, family: provider.family }, response, {
+      return yield* forwardHeld({ providerId: provider.id, family: provider.family }, response, {
         "x-gw-upstream-provider": provider.id
       })
-    }).pipe(Effect.scoped)
+    }).pipe(attemptScoped)
   return [
     { method: "POST", path: "/v1/files", handler: run("upload") },
     { method: "GET", path: "/v1/files", handler: run("list") },

@@ -14,14 +14,14 @@
  * encoding; errors also carry `x-gw-error-code` and `x-gw-upstream-provider`,
  * classified from the first 64 KB of the body. One attempt, no retries.
  */
-import { Effect, Result } from "effect"
-import type { Redacted } from "effect"
+import { Cause, Effect, Result, Stream } from "effect"
+import type { Redacted, Scope } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { GatewaySettings } from "../config/index.ts"
 import { classificationHeaders, clip, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/index.ts"
-import { callerKey, callerSink, commitHead, header, passThroughHeaders, responseHeaders, SENT } from "../pipeline/index.ts"
-import type { Sent } from "../pipeline/index.ts"
+import { attemptScoped, callerKey, header, passThroughHeaders, pullOf, reply, responseHeaders } from "../pipeline/index.ts"
+import type { Reply, ReplyStream } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import { unauthenticatedCall } from "../providers/adapter.ts"
@@ -29,7 +29,7 @@ import type { CompiledProvider } from "../providers/adapter.ts"
 import { decodeWhole, isEncoded } from "../providers/content-encoding.ts"
 import { parseRetryAfterMs } from "../providers/retry-after.ts"
 import { ERROR_BODY_LIMIT, maskSecret } from "../providers/transport.ts"
-import type { ChunkSink, ProviderClient, UpstreamResponse } from "../providers/transport.ts"
+import type { ProviderClient, UpstreamResponse } from "../providers/transport.ts"
 import { bodyTooLarge, hasBody, limitedBody } from "./limited-body.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
@@ -138,25 +138,23 @@ const classify = (source: FailureSource, response: UpstreamResponse, prefix: Uin
 /**
  * Forwards the response as it arrives, success or error. An error's head waits
  * for the first 64 KB of its body (or all of it), which classifies it; the
- * body then follows whole. A failure after the head ends the connection abruptly.
+ * body then follows whole. A failure after the head ends the connection
+ * abruptly (the reply's writer cuts it).
  */
 const forwardNative = (
   ctx: HttpRequestContext,
   source: FailureSource,
   response: UpstreamResponse,
   secret: Redacted.Redacted<string> | undefined
-): Effect.Effect<Sent, UpstreamError> =>
-  Effect.suspend(() => {
-    const caller = callerSink(ctx)
+): Effect.Effect<Reply, UpstreamError, Scope.Scope> =>
+  Effect.flatMap(pullOf(response.body.stream), (pull) => {
     const isError = response.status >= 400
-    let committed = false
-    let prefix: Array<Uint8Array> = []
+    const prefix: Array<Uint8Array> = []
     let prefixSize = 0
-    const commit = (): boolean => {
-      committed = true
+    /** The head, and the body: whole when the upstream already ended, else the held prefix then the rest. */
+    const commit = (ended: boolean): Reply => {
       const head = responseHeaders(response.headers, "verbatim")
       let held: Uint8Array = prefix.length === 1 ? prefix[0] : Buffer.concat(prefix, prefixSize)
-      prefix = []
       if (isError) {
         const error = classify(source, response, held)
         ctx.log.error_code = error.reason
@@ -170,42 +168,28 @@ const forwardNative = (
           }
         }
       }
-      commitHead(ctx, response.status, head)
-      return held.byteLength === 0 || caller.write(held)
+      if (ended) return reply(response.status, head, held)
+      const rest: ReplyStream = Stream.fromPull(Effect.succeed(pull))
+      return reply(response.status, head, held.byteLength === 0 ? rest : Stream.concat(Stream.succeed(held), rest))
     }
-    const sink: ChunkSink = {
-      write: (chunk) => {
-        if (committed) return caller.write(chunk)
-        prefix.push(chunk)
-        prefixSize += chunk.byteLength
-        return isError && prefixSize < ERROR_BODY_LIMIT ? true : commit()
-      },
-      onDrain: caller.onDrain
-    }
-    return response.body.pipe(sink).pipe(
-      Effect.matchEffect({
-        onSuccess: () =>
-          Effect.sync(() => {
-            if (!committed) commit()
-            ctx.res.end()
-          }),
-        onFailure: (error) => {
-          if (!committed) return Effect.fail(error)
-          return Effect.sync(() => {
-            ctx.log.error_code = error.reason
-            ctx.res.destroy()
-          })
+    const read: Effect.Effect<Reply, UpstreamError> = Effect.matchEffect(pull, {
+      onFailure: (error) => (Cause.isDone(error) ? Effect.succeed(commit(true)) : Effect.fail(error)),
+      onSuccess: (chunks) => {
+        for (const chunk of chunks) {
+          prefix.push(chunk)
+          prefixSize += chunk.byteLength
         }
-      }),
-      Effect.as(SENT)
-    )
+        return isError && prefixSize < ERROR_BODY_LIMIT ? read : Effect.succeed(commit(false))
+      }
+    })
+    return read
   })
 
 export const passthroughRoutes = ({ project: projectOf, server, client }: PassthroughDependencies): ReadonlyArray<RouteDef<never>> =>
   PASSTHROUGH_KINDS.map((kind) => ({
     method: "*" as const,
     path: `/v1/${kind}/*`,
-    handler: (ctx: HttpRequestContext): Effect.Effect<Sent, AnyGatewayFailure> =>
+    handler: (ctx: HttpRequestContext): Effect.Effect<Reply, AnyGatewayFailure, Scope.Scope> =>
       Effect.gen(function*() {
         const { table, settings } = yield* projectOf(ctx)
         const chosen = choosePassthroughProvider(table.providers, kind, header(ctx, "x-genai-provider"))
@@ -249,5 +233,5 @@ export const passthroughRoutes = ({ project: projectOf, server, client }: Passth
           )
         )
         return yield* forwardNative(ctx, { providerId: provider.id, family: provider.family }, response, secret)
-      }).pipe(Effect.scoped)
+      }).pipe(attemptScoped)
   }))

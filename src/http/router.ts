@@ -2,14 +2,15 @@
  * Route table: exact paths in a map (the chat endpoints are one lookup),
  * `{param}` patterns and `*` rests checked in order. Compiled once at start.
  */
-import type { Effect } from "effect"
+import type { Effect, Scope } from "effect"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import type { Answer } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "*"
 
-export type Handler<R> = (ctx: HttpRequestContext) => Effect.Effect<Answer, AnyGatewayFailure, R>
+/** A route's program: its `Reply`, in the request's `Scope` (closed when the request ends, the reply written or not). */
+export type Handler<R> = (ctx: HttpRequestContext) => Effect.Effect<Answer, AnyGatewayFailure, R | Scope.Scope>
 
 export interface RouteDef<R> {
   readonly method: Method

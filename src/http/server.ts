@@ -17,10 +17,9 @@ import { Context, Effect, References, Schema } from "effect"
 import type * as Http from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
-import { streamErrorFrame } from "../domain/index.ts"
 import { bodyReply, JSON_CONTENT_TYPE } from "../pipeline/index.ts"
 import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
-import type { HttpRequestContext } from "./context.ts"
+import type { EdgeContext } from "./context.ts"
 import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
 import { writeWhole } from "./write-reply.ts"
 import type { EdgeTracing } from "./dispatch.ts"
@@ -50,7 +49,7 @@ type RequestLine = RequestLogFields & {
 
 /** A request being served: its context and how to stop its program. */
 interface ActiveRequest {
-  readonly ctx: HttpRequestContext
+  readonly ctx: EdgeContext
   interrupt: (() => void) | undefined
 }
 
@@ -158,8 +157,11 @@ const endAtShutdown = ({ ctx, interrupt }: ActiveRequest): void => {
   const { res } = ctx
   if (!res.headersSent) {
     writeWhole(ctx, bodyReply(ctx, 503, errorBody(ctx, 503, "shutting_down", "the gateway shut down before the answer was complete"), JSON_CONTENT_TYPE, { connection: "close" }))
-  } else if (ctx.streamFormat !== undefined && !res.writableEnded) {
-    res.end(streamErrorFrame(ctx.streamFormat, "upstream", "the gateway shut down before the stream was complete", 503))
+  } else if (ctx.stopStream !== undefined && !res.writableEnded) {
+    // The stream's own stage writes the frame through the reply's writer, then the program ends by itself.
+    ctx.log.error_code ??= "shutdown"
+    ctx.stopStream()
+    return
   }
   ctx.log.error_code ??= "shutdown"
   interrupt?.()

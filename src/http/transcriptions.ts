@@ -11,6 +11,7 @@
  * for every model endpoint. The spooled copy is deleted when the request ends.
  */
 import { Effect } from "effect"
+import type { Scope } from "effect"
 import type { Readable } from "node:stream"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
@@ -80,7 +81,7 @@ const AUDIO_FORMS = [
 
 export const transcriptionRoutes = (
   projectOf: ProjectResolver,
-  runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure>,
+  runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope>,
   maxUploadBytes: number
 ): ReadonlyArray<RouteDef<never>> =>
   AUDIO_FORMS.map(({ path, operation }) => ({

@@ -18,7 +18,9 @@ import { Effect, Stream } from "effect"
 import type { Socket } from "node:net"
 import { isValueBody, logFailure, pushHeaders } from "../pipeline/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import type { CallerResponse, Reply, ReplyStream, RequestContext } from "../pipeline/index.ts"
+import type { Reply, ReplyStream } from "../pipeline/index.ts"
+import type { ServerResponse } from "node:http"
+import type { EdgeContext } from "./context.ts"
 
 /** How long, and how many more bytes, a connection closed after a refusal lingers. */
 const LINGER_MS = 1000
@@ -51,14 +53,14 @@ const lingerThenClose = (socket: Socket | null | undefined): void => {
 }
 
 /** A request body is declared and not yet all received. */
-const bodyPending = (ctx: RequestContext): boolean => {
+const bodyPending = (ctx: EdgeContext): boolean => {
   const { req } = ctx
   if (req.complete) return false
   return req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")
 }
 
 /** Writes the head, with `head` already holding the framing headers; false when the response cannot take one. */
-const writeHead = (ctx: RequestContext, reply: Reply, head: Array<string>): boolean => {
+const writeHead = (ctx: EdgeContext, reply: Reply, head: Array<string>): boolean => {
   const { res } = ctx
   if (res.headersSent || res.destroyed) return false
   head.push("x-request-id", ctx.requestId)
@@ -74,14 +76,14 @@ const writeHead = (ctx: RequestContext, reply: Reply, head: Array<string>): bool
 }
 
 /** Writes a reply whose body is a value: one head, one write. */
-export const writeWhole = (ctx: RequestContext, reply: Reply<string | Uint8Array>): void => {
+export const writeWhole = (ctx: EdgeContext, reply: Reply<string | Uint8Array>): void => {
   const { body } = reply
   const head = ["content-length", String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength)]
   if (writeHead(ctx, reply, head)) ctx.res.end(body)
 }
 
 /** Waits until the response can take more (or is gone). */
-const drained = (res: CallerResponse): Effect.Effect<void> =>
+const drained = (res: ServerResponse): Effect.Effect<void> =>
   Effect.callback<void>((resume) => {
     const done = () => {
       res.off("drain", done)
@@ -96,7 +98,7 @@ const drained = (res: CallerResponse): Effect.Effect<void> =>
     })
   })
 
-const writeStream = (ctx: RequestContext, reply: Reply, body: ReplyStream): Effect.Effect<void> => {
+const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.Effect<void> => {
   const { res } = ctx
   if (!writeHead(ctx, reply, [])) return Effect.void
   return body.pipe(
@@ -118,7 +120,7 @@ const writeStream = (ctx: RequestContext, reply: Reply, body: ReplyStream): Effe
 }
 
 /** Writes a reply to the caller; a stream body as it comes. */
-export const writeReply = (ctx: RequestContext, reply: Reply): Effect.Effect<void> => {
+export const writeReply = (ctx: EdgeContext, reply: Reply): Effect.Effect<void> => {
   const { body } = reply
   return isValueBody(body) ? Effect.sync(() => writeWhole(ctx, reply as Reply<string | Uint8Array>)) : writeStream(ctx, reply, body)
 }

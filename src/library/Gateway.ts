@@ -17,6 +17,7 @@
 import { Context, Effect, Layer, Schema, Stream } from "effect"
 import { makeRouter, readLocal, runLocal } from "../http/index.ts"
 import type { LocalRequest, LocalResponse } from "../http/index.ts"
+import type { ChatStreamEvent } from "../domain/index.ts"
 import { Log, Telemetry } from "../pipeline/index.ts"
 import { SseParser } from "../providers/sse.ts"
 import type {
@@ -55,6 +56,13 @@ export interface GatewayShape {
   readonly chat: (body: ChatCompletionRequest, options?: RequestOptions) => Effect.Effect<ChatCompletion, GatewayRequestError>
   /** `POST /v1/chat/completions` streamed: the `chat.completion.chunk` objects, up to `[DONE]`. */
   readonly chatStream: (body: ChatCompletionRequest, options?: RequestOptions) => Stream.Stream<StreamEvent, GatewayRequestError>
+  /**
+   * `POST /v1/chat/completions` streamed, as the gateway's canonical events
+   * (`message_start`, `text_delta`, `tool_call_*`, `message_delta`,
+   * `message_stop`), decoded from the provider's stream whatever its format;
+   * an error the stream reports fails it.
+   */
+  readonly chatEvents: (body: ChatCompletionRequest, options?: RequestOptions) => Stream.Stream<ChatStreamEvent, GatewayRequestError>
   /** `POST /v1/messages` (Anthropic), not streamed. */
   readonly messages: (body: AnthropicMessageRequest, options?: RequestOptions) => Effect.Effect<AnthropicMessage, GatewayRequestError>
   /** `POST /v1/messages` streamed: the typed events, up to `message_stop`. */
@@ -170,10 +178,25 @@ export class Gateway extends Context.Service<Gateway, GatewayShape>()("gateway/l
           ))
         }))
 
+      const chatEvents = (body: object, options?: RequestOptions): Stream.Stream<ChatStreamEvent, GatewayRequestError> =>
+        Stream.unwrap(Effect.flatMap(request(jsonRequest("/v1/chat/completions", body, options, true)), (response) => {
+          if (!isSuccess(response.status)) return Effect.flatMap(readAnswer(response), failWith)
+          // An answer without canonical events (a provider that is not a chat provider) has none to give.
+          if (response.events === undefined) return Effect.fail(requestError(response.status, response.headers, "the answer has no chat events"))
+          return Effect.succeed(response.events.pipe(
+            Stream.mapError(() => cutError(response.status, response.headers)),
+            Stream.mapEffect((event) =>
+              // As on the other streams: status 200 (the head went out), the error as the stream reported it.
+              event.type === "error" ? Effect.fail(requestError(response.status, response.headers, { error: event.error })) : Effect.succeed(event)
+            )
+          ))
+        }))
+
       return Gateway.of({
         request,
         chat: json<ChatCompletion>("/v1/chat/completions"),
         chatStream: events("/v1/chat/completions", openAiTerminal),
+        chatEvents,
         messages: json<AnthropicMessage>("/v1/messages"),
         messagesStream: events("/v1/messages", typedTerminal),
         responses: json<ResponsesResponse>("/v1/responses"),

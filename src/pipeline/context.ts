@@ -1,11 +1,12 @@
 /**
- * Per-request state shared by the HTTP edge and the handlers: the raw Node
- * request/response, the request id, the caller's wire family (for error
- * envelopes) and the fields of the one log line written when the response ends.
+ * Per-request state shared by the HTTP edge and the handlers: the request as
+ * the pipeline reads it, the request id, the caller's wire family (for error
+ * envelopes) and the fields of the one log line written when the response
+ * ends. No response: a program answers with a `Reply` (./reply.ts), which the
+ * edge writes, or the library hands to its caller.
  */
 import type { IncomingHttpHeaders } from "node:http"
-import type { Socket } from "node:net"
-import type { CallerFormat, WireFamily } from "../domain/index.ts"
+import type { WireFamily } from "../domain/index.ts"
 import type { Tracer } from "effect"
 import type { ExportCredential } from "./telemetry/settings.ts"
 
@@ -40,28 +41,8 @@ export interface CallerRequest {
   readonly complete: boolean
 }
 
-/**
- * The response as the pipeline writes it: a Node `ServerResponse`, or the
- * in-memory response of a request run without HTTP (`MemoryResponse`).
- */
-export interface CallerResponse {
-  readonly headersSent: boolean
-  readonly destroyed: boolean
-  readonly writableEnded: boolean
-  readonly writableFinished: boolean
-  statusCode: number
-  readonly socket?: Socket | null
-  writeHead(status: number, headers: Array<string>): unknown
-  write(chunk: string | Uint8Array): boolean
-  end(chunk?: string | Uint8Array): unknown
-  destroy(): unknown
-  once(event: "drain" | "close", listener: () => void): unknown
-  off(event: "drain" | "close", listener: () => void): unknown
-}
-
 export interface RequestContext {
   readonly req: CallerRequest
-  readonly res: CallerResponse
   readonly requestId: string
   /** `performance.now()` when the request arrived. */
   readonly startedAt: number
@@ -74,8 +55,13 @@ export interface RequestContext {
   params: Readonly<Record<string, string>>
   /** Decides the error envelope; handlers set it once the caller's format is known. */
   caller: WireFamily
-  /** The format of the event stream being written, once one is committed (its error frame's format). */
-  streamFormat?: CallerFormat | undefined
+  /** A reader wants a streamed chat answer's canonical events (the library): the reply carries them (`Reply.events`). */
+  tapEvents?: boolean | undefined
+  /**
+   * Ends the committed event stream being written with its error frame (a
+   * draining shutdown): set by the commit operator when a stream commits.
+   */
+  stopStream?: (() => void) | undefined
   /** The platform token of the request (`[auth]`): the credential its GenAI telemetry is exported with. */
   exportCredential?: ExportCredential | undefined
   /** The caller's trace (W3C `traceparent`), when telemetry is on and it sent one. */

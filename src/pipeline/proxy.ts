@@ -4,13 +4,13 @@
  * timeouts and error mapping as chat, with the upstream body forwarded to the
  * caller byte for byte (JSON or binary audio): held until complete (a JSON
  * body must parse) and sent once the plan succeeded; a body past the hold
- * limit, or an event stream, is streamed as it arrives.
+ * limit, or an event stream, is a reply whose body streams as it arrives.
  *
  * The request body is either a JSON object (its `model` replaced by the
  * target's) or a body builder called per attempt (multipart uploads, which
  * are re-streamed from a spooled copy on every attempt).
  */
-import { Effect, Result } from "effect"
+import { Effect, Exit, Result, Stream } from "effect"
 import type { Readable } from "node:stream"
 import type { Capability, WireFamily } from "../domain/index.ts"
 import { replaceTopLevelModel } from "../formats/splice.ts"
@@ -39,7 +39,8 @@ import {
   requestCredential
 } from "./forward/index.ts"
 import { failureOf, ModelCallTrace } from "./model-call.ts"
-import { bodyReply } from "./reply.ts"
+import { attemptScoped, bodyReply, isValueBody, reply } from "./reply.ts"
+import type { Reply } from "./reply.ts"
 import type { Surface } from "./security/index.ts"
 import type { JsonLog } from "../infra/log.ts"
 import { attemptLogger } from "./attempts.ts"
@@ -147,7 +148,7 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
     const inspect = genAiOperation === undefined ? undefined : (json: unknown): undefined => {
       summary = bodySummary(json)
     }
-    const forwarded = yield* executePlan(plan, steps, (info) => {
+    const attempts = executePlan(plan, steps, (info) => {
       const { target } = info
       const provider = target.provider
       const providerRequest = provider.request(input.operation, target.model, keyFor(provider.origin))
@@ -177,34 +178,39 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
           const extra = { "x-gw-upstream-provider": provider.id }
           return isEventStream(response)
             ? forwardStream(ctx, input.family, source, response, extra, OPEN_GATE)
-            : forwardHeld(ctx, source, response, extra, isJson(response) && response.status < 300 ? inspect : undefined)
+            : forwardHeld(source, response, extra, isJson(response) && response.status < 300 ? inspect : undefined)
         }),
-        Effect.scoped,
+        attemptScoped,
         trace.attempt(info, undefined, () => ctx.log.error_code)
       )
-    }, attemptLogger(ctx, log)).pipe(
-      Effect.onExit((exit) =>
-        genAiOperation === undefined ? Effect.void : trace.record(() => ({
-          operation: genAiOperation,
-          requestedModel: input.model,
-          requestAttributes: genAiOperation === "embeddings" && input.scan !== undefined ? embeddingsRequestAttributes(input.scan.json) : undefined,
-          stream: false,
-          response: summary,
-          error: failureOf(exit)
-        })))
+    }, attemptLogger(ctx, log))
+    const record = (exit: Exit.Exit<unknown, unknown>) =>
+      genAiOperation === undefined ? Effect.void : trace.record(() => ({
+        operation: genAiOperation,
+        requestedModel: input.model,
+        requestAttributes: genAiOperation === "embeddings" && input.scan !== undefined ? embeddingsRequestAttributes(input.scan.json) : undefined,
+        stream: false,
+        response: summary,
+        error: failureOf(exit)
+      }))
+    const forwarded = yield* attempts.pipe(
+      // A streamed body is over when it ends: recorded there.
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : record(exit)))
     )
+    const { body } = forwarded
+    if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, Stream.onExit(body, record))
     // The store returns at once (it writes in the background): the answer is not held up by it.
-    if (forwarded._tag === "Reply" && caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
+    if (caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
       yield* cache.store(caching.scope, caching.key, {
         kind: "body",
         status: forwarded.status,
         contentType: String(forwarded.headers["content-type"] ?? "application/json"),
-        bytes: forwarded.body,
+        bytes: body,
         storedAt: Date.now(),
         provider: ctx.log.provider ?? ""
       }, caching.ttlSeconds)
     }
-    return forwarded
+    return forwarded as Reply
   })
 
 /** How an embeddings request uses the cache, or undefined (another endpoint, the cache off, mode never). */

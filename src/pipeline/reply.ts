@@ -3,13 +3,10 @@
  * body that is a value or a stream of bytes. Programs build replies; only the
  * HTTP edge's writer (`src/http/write-reply.ts`) puts one on a socket, so the
  * same program can answer a library call or a batch line.
- *
- * `SENT` is the answer of a program that wrote its own stream (the forwarded
- * and translated event streams, until they become reply bodies too).
  */
-import type { Stream } from "effect"
+import { Effect, Exit, Scope, Stream } from "effect"
 import { renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
-import type { AnyGatewayFailure, RenderedError } from "../domain/index.ts"
+import type { AnyGatewayFailure, ChatStreamEvent, RenderedError } from "../domain/index.ts"
 import type { RequestContext } from "./context.ts"
 
 export const JSON_CONTENT_TYPE = "application/json"
@@ -20,7 +17,7 @@ export type ReplyHeaders = Readonly<Record<string, string | number | ReadonlyArr
 /**
  * A body sent as it is produced. A failure after the head cuts the
  * connection (the caller cannot mistake it for a whole answer); an event
- * stream writes its own error frame before it ends instead.
+ * stream ends with its own error frame instead (../forward/commit.ts).
  */
 export type ReplyStream = Stream.Stream<Uint8Array, AnyGatewayFailure>
 
@@ -30,16 +27,20 @@ export interface Reply<Body extends string | Uint8Array | ReplyStream = string |
   /** Lower-case names; the writer adds `x-request-id`, and `content-length` for a value body. */
   readonly headers: ReplyHeaders
   readonly body: Body
+  /**
+   * A streamed chat answer's canonical events, as its stages decoded them
+   * (only when the request asked, `RequestContext.tapEvents`): after each
+   * pull of the body, `take` hands over the events that pull produced.
+   */
+  readonly events: EventTap | undefined
 }
 
-export interface Sent {
-  readonly _tag: "Sent"
+export interface EventTap {
+  readonly take: () => ReadonlyArray<ChatStreamEvent>
 }
 
 /** What a request program answers with. */
-export type Answer = Reply | Sent
-
-export const SENT: Sent = { _tag: "Sent" }
+export type Answer = Reply
 
 export const isValueBody = (body: string | Uint8Array | ReplyStream): body is string | Uint8Array =>
   typeof body === "string" || body instanceof Uint8Array
@@ -66,11 +67,12 @@ export const pushHeaders = (
 
 const NO_HEADERS: ReplyHeaders = {}
 
-export const reply = <Body extends string | Uint8Array | ReplyStream>(status: number, headers: ReplyHeaders, body: Body): Reply<Body> => ({
+export const reply = <Body extends string | Uint8Array | ReplyStream>(status: number, headers: ReplyHeaders, body: Body, events?: EventTap): Reply<Body> => ({
   _tag: "Reply",
   status,
   headers,
-  body
+  body,
+  events
 })
 
 /**
@@ -120,3 +122,23 @@ export const failureReply = (ctx: RequestContext, failure: AnyGatewayFailure): R
   logFailure(ctx, failure)
   return bodyReply(ctx, rendered.status, rendered.body, rendered.contentType, rendered.headers)
 }
+
+/**
+ * Runs an attempt in a scope of its own, forked from the request's (the edge
+ * closes that one when the request ends): a failed attempt or a whole body
+ * closes it at once (its upstream request released), a stream body when the
+ * stream ends; a reply never written is released with the request.
+ */
+export const attemptScoped = <B extends string | Uint8Array | ReplyStream, E, R>(
+  attempt: Effect.Effect<Reply<B>, E, R>
+): Effect.Effect<Reply<B>, E, Exclude<R, Scope.Scope> | Scope.Scope> =>
+  Effect.flatMap(Effect.scope, (request) =>
+    Effect.flatMap(Scope.fork(request), (scope) =>
+      Scope.provide(attempt, scope).pipe(
+        Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : Scope.close(scope, exit))),
+        Effect.map((answer) => {
+          const { body } = answer
+          if (isValueBody(body)) return answer
+          return reply(answer.status, answer.headers, Stream.ensuring(body, Scope.close(scope, Exit.void)) as B, answer.events)
+        })
+      )))

@@ -66,6 +66,12 @@ export class ResponseCollector {
    */
   private readonly keepText: boolean
 
+  /**
+   * Every canonical event of the answer, in order, when a reader asked for
+   * them (the library's canonical stream); taken as the reply's body is read.
+   */
+  readonly tapped: Array<ChatStreamEvent> | undefined
+
   /** Called with the collector when a stream's terminal event arrived (its answer is whole then). */
   private readonly onComplete: ((collector: ResponseCollector) => void) | undefined
 
@@ -73,8 +79,9 @@ export class ResponseCollector {
    * `keepUpTo`: assemble the whole answer (for the cache), up to this many
    * bytes of it. `keepText`: see the field. `onComplete`: see the field.
    */
-  constructor(keepUpTo: number | undefined, keepText: boolean, onComplete?: (collector: ResponseCollector) => void) {
+  constructor(keepUpTo: number | undefined, keepText: boolean, onComplete?: (collector: ResponseCollector) => void, tap = false) {
     this.assembler = keepUpTo === undefined ? undefined : new ResponseAssembler(keepUpTo)
+    this.tapped = tap ? [] : undefined
     this.keepText = keepText
     this.onComplete = onComplete
   }
@@ -85,6 +92,7 @@ export class ResponseCollector {
   }
 
   event(event: ChatStreamEvent): void {
+    this.tapped?.push(event)
     this.assembler?.event(event)
     switch (event.type) {
       case "message_start":

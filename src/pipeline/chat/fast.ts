@@ -52,7 +52,9 @@ export const chatStreamGate = (format: CallerFormat, collector: ResponseCollecto
         if (event.type === "error") return { error: event.error, eventsBefore: last.length, committed }
       }
       return undefined
-    }
+    },
+    // Only a reader of the canonical events hears of it: the log line and the record have the stop already.
+    stopped: (error) => collector.tapped?.push({ type: "error", error })
   }
 }
 

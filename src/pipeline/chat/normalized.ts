@@ -4,22 +4,23 @@
  * re-encoded in the caller's format, chunk by chunk as an Effect Stream for
  * streams. Nothing waits for the whole response.
  *
- * The response head is committed with the first translated content (or the
- * finish), not with the upstream's head: an upstream that fails before
- * producing any (a 200, `message_start`, then `overloaded_error`; a dropped
- * connection) is still retried or failed over.
+ * The answer commits with the first translated content (or the finish), not
+ * with the upstream's head (the commit operator, ../forward/commit.ts): an
+ * upstream that fails before producing any (a 200, `message_start`, then
+ * `overloaded_error`; a dropped connection) is still retried or failed over.
  */
-import { Effect, Result, Stream } from "effect"
+import { Effect, Result } from "effect"
+import type { Scope } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
-import type { CallerFormat, ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily } from "../../domain/index.ts"
+import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily, StreamError } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
-import { commitHead, inBandFailure, responseHeaders, SSE_HEADERS, writeText } from "../forward/index.ts"
-import { reply, SENT } from "../reply.ts"
-import type { Forwarded } from "../forward/index.ts"
+import { commitStream, inBandFailure, responseHeaders, SSE_HEADERS, stopFrame } from "../forward/index.ts"
+import { reply } from "../reply.ts"
+import type { Forwarded, StreamStage } from "../forward/index.ts"
 
 const RESPONSE_LIMIT = 32 * 1024 * 1024
 
@@ -29,8 +30,6 @@ export interface Translation {
   readonly providerFamily: ProviderFamily
   readonly provider: ProviderCodec
   readonly caller: CallerCodec
-  /** The caller's format (its stream's error frame at shutdown). */
-  readonly format: CallerFormat
   readonly request: ChatRequest
   readonly headers: Readonly<Record<string, string>>
   readonly collector: ResponseCollector
@@ -42,7 +41,7 @@ const invalid = (t: Translation, message: string, status: number): UpstreamError
   UpstreamError.fault(sourceOf(t), message, { status })
 
 /** Reads, decodes and re-encodes a JSON answer; the attempt resolves with it unsent (a `Reply`). */
-export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>
+export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> =>
   Effect.flatMap(response.body.readAll(RESPONSE_LIMIT), (bytes) => {
     let json: unknown
     try {
@@ -60,77 +59,60 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
     ))
   })
 
-export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>
-  Effect.suspend(() => {
-    const { ctx } = t
-    const parser = new SseParser()
-    const decoder = t.provider.streamDecoder()
-    const encoder = t.caller.streamEncoder(t.request)
-    const head = { ...SSE_HEADERS, ...responseHeaders(response.headers, "own"), ...t.headers }
-    let committed = false
-    /** Frames encoded before the head is committed (the stream's preamble). */
-    let pending = ""
-
-    /**
-     * Encodes events. The head is committed with the first event that carries
-     * content or the finish (`commitsResponse`, the rule of every path): the
-     * preamble alone commits nothing, so an upstream that sends
-     * `message_start` and then `overloaded_error` is still a failed attempt.
-     */
-    const emit = (events: ReadonlyArray<ChatStreamEvent>): Effect.Effect<void, UpstreamError> => {
-      for (const event of events) {
-        t.collector.event(event)
-        if (!committed && event.type === "error") return Effect.fail(inBandFailure(sourceOf(t), event.error))
-        pending += encoder.push(event)
-        if (!committed && commitsResponse(event)) {
-          committed = true
-          ctx.streamFormat = t.format
-          commitHead(ctx, 200, head)
-        }
-      }
-      if (!committed || pending === "") return Effect.void
-      const out = pending
-      pending = ""
-      return writeText(ctx, out)
+/**
+ * The stage of a translated stream: SSE decode, canonical events, encoded in
+ * the caller's format, one pull's chunks at a time. The answer commits with
+ * the first event that carries content or the finish (`commitsResponse`, the
+ * rule of every path): the preamble alone commits nothing, so an upstream
+ * that sends `message_start` and then `overloaded_error` is still a failed
+ * attempt.
+ */
+export const translateStage = (t: Translation): StreamStage => {
+  const parser = new SseParser()
+  const decoder = t.provider.streamDecoder()
+  const encoder = t.caller.streamEncoder(t.request)
+  let committed = false
+  const emit = (events: ReadonlyArray<ChatStreamEvent>, out: Array<Uint8Array>): "hold" | "commit" | StreamError => {
+    let frames = ""
+    for (const event of events) {
+      t.collector.event(event)
+      if (!committed && event.type === "error") return event.error
+      frames += encoder.push(event)
+      if (!committed && commitsResponse(event)) committed = true
     }
+    if (frames !== "") out.push(Buffer.from(frames))
+    return committed ? "commit" : "hold"
+  }
+  return {
+    push: (chunks, out) => {
+      const events: Array<ChatStreamEvent> = []
+      for (const chunk of chunks) for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
+      if (parser.overflowed) {
+        events.push({ type: "error", error: { type: "api_error", message: `upstream sent a stream event over ${MAX_EVENT_MIB} MiB`, status: 502, malformed: true } })
+      }
+      return emit(events, out)
+    },
+    end: (out) => {
+      const events: Array<ChatStreamEvent> = []
+      for (const sse of parser.end()) for (const event of decoder.push(sse)) events.push(event)
+      for (const event of decoder.end()) events.push(event)
+      const verdict = emit(events, out)
+      return typeof verdict === "object" ? verdict : "end"
+    },
+    stop: (reason, out) => {
+      const stop = stopFrame(reason)
+      if (reason !== "shutdown") t.collector.error = stop.reason
+      emit([{ type: "error", error: { type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status } }], out)
+    }
+  }
+}
 
-    const pump = response.body.stream.pipe(
-      // Whole arrays of chunks at a time: one Effect per pull, not per chunk.
-      Stream.runForEachArray((chunks) => {
-        const events: Array<ChatStreamEvent> = []
-        for (const chunk of chunks) for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
-        if (parser.overflowed) {
-          events.push({ type: "error", error: { type: "api_error", message: `upstream sent a stream event over ${MAX_EVENT_MIB} MiB`, status: 502, malformed: true } })
-        }
-        return emit(events)
-      }),
-      Effect.flatMap(() => {
-        const events: Array<ChatStreamEvent> = []
-        for (const sse of parser.end()) for (const event of decoder.push(sse)) events.push(event)
-        for (const event of decoder.end()) events.push(event)
-        return emit(events)
-      })
-    )
-
-    return pump.pipe(
-      Effect.catch((error: UpstreamError) => {
-        if (!committed) return Effect.fail(error)
-        t.collector.error = error.reason
-        return emit([{
-          type: "error",
-          error: {
-            type: error.timedOut ? "timeout_error" : "api_error",
-            message: error.timedOut ? "upstream stream timed out" : "upstream stream failed",
-            status: error.timedOut ? 504 : 502
-          }
-        }])
-      }),
-      Effect.ensuring(Effect.sync(() => {
-        if (committed && !ctx.res.writableEnded) ctx.res.end()
-      })),
-      Effect.as(SENT)
-    )
-  })
+/** A translated stream under the commit rule: fails only before the commit; after it a reply whose body is the stream. */
+export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> =>
+  Effect.map(
+    commitStream(t.ctx, response.body, translateStage(t), (error) => inBandFailure(sourceOf(t), error)),
+    (body) => reply(200, { ...SSE_HEADERS, ...responseHeaders(response.headers, "own"), ...t.headers }, body)
+  )
 
 /** The largest single event the translated path reads (the SSE parser's line limit). */
 const MAX_EVENT_MIB = 16

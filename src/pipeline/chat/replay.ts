@@ -6,6 +6,7 @@
  * non-streaming request, and the reverse). The canonical request and the
  * stored canonical answer are only decoded for the latter.
  */
+import { Stream } from "effect"
 import type { CallerFormat, ChatRequest } from "../../domain/index.ts"
 import { CALLER_CODECS, responseEvents } from "../../formats/index.ts"
 import { hitHeaders } from "../cache/index.ts"
@@ -18,7 +19,7 @@ import type { Reply } from "../reply.ts"
 /**
  * The answer from the entry; undefined when there is none (the request or the
  * stored answer does not decode), and the request goes upstream instead. A
- * replayed stream is whole: it goes out as one body.
+ * replayed stream is whole: its body is a stream of one chunk.
  */
 export const replayChat = (
   ctx: RequestContext,
@@ -26,7 +27,7 @@ export const replayChat = (
   stream: boolean,
   entry: CacheEntry & CachedChat,
   request: () => ChatRequest | undefined
-): Reply<string | Uint8Array> | undefined => {
+): Reply | undefined => {
   const headers = hitHeaders(entry)
   if (!stream && entry.body !== undefined) return bodyReply(ctx, entry.body.status, entry.body.bytes, entry.body.contentType, headers)
   const decoded = request()
@@ -36,8 +37,10 @@ export const replayChat = (
   if (stream) {
     const encoder = codec.streamEncoder(decoded)
     let frames = ""
-    for (const event of responseEvents(response)) frames += encoder.push(event)
-    return reply(200, { ...SSE_HEADERS, ...headers }, frames)
+    const events = responseEvents(response)
+    for (const event of events) frames += encoder.push(event)
+    const tap = ctx.tapEvents === true ? { take: () => events.splice(0) } : undefined
+    return reply(200, { ...SSE_HEADERS, ...headers }, Stream.succeed(Buffer.from(frames)), tap)
   }
   return bodyReply(ctx, 200, JSON.stringify(codec.encodeResponse(response, decoded)), JSON_CONTENT_TYPE, headers)
 }

@@ -8,7 +8,8 @@
  * the plan succeeded; a stream commits with its first content (one rule for
  * both paths), so everything before that is an attempt routing may retry.
  */
-import { Effect, Result } from "effect"
+import { Effect, Exit, Result, Stream } from "effect"
+import type { Scope } from "effect"
 import { ECHO_LIMIT, GatewayError } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { CALLER_CODECS, OpenAiChat, PROVIDER_CODECS } from "../../formats/index.ts"
@@ -27,7 +28,8 @@ import type { CacheScope, ResponseCache } from "../cache/index.ts"
 import { choosePlan } from "../choose-plan.ts"
 import type { ChosenPlan } from "../choose-plan.ts"
 import { header } from "../context.ts"
-import { JSON_CONTENT_TYPE } from "../reply.ts"
+import { attemptScoped, isValueBody, JSON_CONTENT_TYPE, reply } from "../reply.ts"
+import type { Reply } from "../reply.ts"
 import { replayChat } from "./replay.ts"
 import { outputViolationError } from "../security/Guardrail.ts"
 import type { Violation } from "../security/Guardrail.ts"
@@ -204,17 +206,18 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const keepUpTo = caching?.scope.section.max_entry_size_bytes
     // The answer's text is read only by the output guardrail and GenAI content capture.
     const keepText = guard.output || telemetry.genAi.captureContent
-    let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
+    const tap = ctx.tapEvents === true
+    let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
 
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
-        Effect.flatMap((response): Effect.Effect<Forwarded, UpstreamError> => {
+        Effect.flatMap((response): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> => {
           trace.responded()
           const source = { providerId: provider.id, family: provider.family }
           if (fast) {
             return isEventStream(response)
               ? forwardStream(ctx, caller, source, response, extra, chatStreamGate(caller, collector))
-              : forwardHeld(ctx, source, response, extra, chatJsonInspector(caller, collector))
+              : forwardHeld(source, response, extra, chatJsonInspector(caller, collector))
           }
           const translation = {
             ctx,
@@ -222,21 +225,20 @@ export const makeChatProgram = (deps: ChatDependencies) => {
             providerFamily: provider.family,
             provider: PROVIDER_CODECS[provider.family as WireFamily],
             caller: callerCodec,
-            format: caller,
             request: Result.getOrThrow(canonicalRequest()),
             headers: extra,
             collector
           }
           return input.stream ? translateStream(translation, response) : translateJson(translation, response)
         }),
-        Effect.scoped
+        attemptScoped
       )
 
-    const attempt = (info: AttemptInfo): Effect.Effect<Forwarded, UpstreamError> => {
+    const attempt = (info: AttemptInfo): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> => {
       const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
-      collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
+      collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
       const operation = fast && caller === "responses" ? "responses" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
@@ -282,7 +284,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       }, fast, extra).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
     }
 
-    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.onExit((exit) => {
+    /** What the log line and the GenAI record say of the answer, once it is over (a stream: once it ended). */
+    const finish = (exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> => {
       // One vocabulary for every family (OpenAI Chat's), as docs/operations.md says.
       if (collector.stopReason !== undefined) ctx.log.finish_reason = OpenAiChat.finishReasonOf(collector.stopReason)
       if (collector.usage !== undefined) {
@@ -307,25 +310,38 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         },
         error: failureOf(exit) ?? collector.error
       }), collector.firstTokenAt)
-    }))
-    if (guard.output) {
-      // A held answer is withheld; a stream already went out, so it is recorded (its verdict may be taken already, keepStreamed).
-      const violation = collector.text === "" ? undefined : yield* trace.guardrail("output", () => outputViolation(collector))
-      if (violation !== undefined && forwarded._tag === "Reply") return yield* outputViolationError(violation)
     }
-    if (forwarded._tag !== "Reply") return forwarded
+    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(
+      // A stream's answer is over when its body ends: it is finished there.
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : finish(exit)))
+    )
+    const { body } = forwarded
+    if (!isValueBody(body)) {
+      // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
+      const recordOutput = guard.output
+        ? Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector))))
+        : Effect.void
+      const { tapped } = collector
+      const events = tapped === undefined ? undefined : { take: () => tapped.splice(0) }
+      return reply(forwarded.status, forwarded.headers, Stream.ensuring(body, Effect.andThen(recordOutput, Effect.suspend(() => finish(Exit.void)))), events)
+    }
+    if (guard.output) {
+      // A held answer is withheld when its text violates the guardrail.
+      const violation = collector.text === "" ? undefined : yield* trace.guardrail("output", () => outputViolation(collector))
+      if (violation !== undefined) return yield* outputViolationError(violation)
+    }
     // Kept (the store returns at once; it writes in the background): only a whole, good answer (a violating one was refused above).
     const response = forwarded.status === 200 ? collector.final : undefined
     if (caching !== undefined && response !== undefined) {
       yield* cache.store(caching.scope, caching.key, {
         kind: "chat",
         response: () => response,
-        body: { status: forwarded.status, contentType: String(forwarded.headers["content-type"] ?? JSON_CONTENT_TYPE), bytes: forwarded.body },
+        body: { status: forwarded.status, contentType: String(forwarded.headers["content-type"] ?? JSON_CONTENT_TYPE), bytes: body },
         storedAt: Date.now(),
         provider: ctx.log.provider ?? ""
       }, caching.ttlSeconds)
     }
-    return forwarded
+    return forwarded as Reply
   })
 }
 

@@ -1,13 +1,16 @@
 /**
  * Forwarding between caller and upstream, shared by every program: which
- * headers cross, the caller's key policy, writing heads and bodies, and the
- * verbatim body forwarder.
+ * headers cross, the caller's key policy, the commit rule of streamed
+ * answers, and the verbatim body forwarder.
  */
 export { callerKey, callerKeyPolicy, passThroughHeaders, requestCredential, responseHeaders, translatedHeaders } from "./headers.ts"
-export { callerSink, commitHead, SSE_HEADERS, writeText } from "./sink.ts"
+export { commitStream, pullOf, stopFrame } from "./commit.ts"
+export type { StageVerdict, StreamStage, StreamStop } from "./commit.ts"
+export { SSE_HEADERS } from "./sink.ts"
 export {
   EVENT_HOLD_CAP,
   forwardHeld,
+  forwardStage,
   forwardStream,
   HOLD_LIMIT,
   inBandFailure,

@@ -10,10 +10,11 @@
  *   resolves with it unsent (a `Reply`), so the program can still look at it
  *   before it goes out. An upstream that stalls, resets or sends garbage
  *   before the end is a failed attempt, never a truncated 200. A body larger
- *   than the limit is streamed from there on (`Sent`).
+ *   than the limit is streamed from there on (a reply with a stream body).
  * - An event stream is held until its first content or finish (the one commit
  *   rule, `commitsResponse`, applied by the stream gate that decodes each
- *   chunk before it is written); an error event before that fails the
+ *   chunk before it is passed on, under the commit operator of ./commit.ts);
+ *   an error event before that fails the
  *   attempt. After it, events are forwarded whole as they arrive: bytes after
  *   the last complete event wait for the rest of it, so an error frame can
  *   always follow cleanly; a single event larger than `EVENT_HOLD_CAP` is
@@ -27,21 +28,22 @@
  *   the stream's error frame (SSE) or ends the connection abruptly (other
  *   bodies), so the caller cannot mistake it for success.
  */
-import { Effect } from "effect"
-import type { OutgoingHttpHeaders } from "node:http"
+import { Effect, Pull, Stream } from "effect"
+import type { Scope } from "effect"
 import { streamErrorFrame, UpstreamError } from "../../domain/index.ts"
 import type { CallerFormat, FailureSource, StreamError } from "../../domain/index.ts"
 import { decodeWhole } from "../../providers/content-encoding.ts"
 import { SseParser } from "../../providers/sse.ts"
-import type { ChunkSink, UpstreamResponse } from "../../providers/transport.ts"
+import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
-import { reply, SENT } from "../reply.ts"
-import type { Reply, Sent } from "../reply.ts"
+import { reply } from "../reply.ts"
+import type { Reply, ReplyHeaders, ReplyStream } from "../reply.ts"
+import { commitStream, pullOf, stopFrame } from "./commit.ts"
+import type { StreamStage } from "./commit.ts"
 import { responseHeaders } from "./headers.ts"
-import { callerSink, commitHead } from "./sink.ts"
 
-/** What a forwarding attempt achieved: a complete body not yet sent (the reply), or a body already (being) sent. */
-export type Forwarded = Reply<Uint8Array> | Sent
+/** What a forwarding attempt achieved: a complete body, or a committed stream; not yet sent. */
+export type Forwarded = Reply<Uint8Array | ReplyStream>
 
 /** Where a chat stream failed (an error event, or an event that stopped parsing), as its gate saw it. */
 export interface StreamBreak {
@@ -65,6 +67,8 @@ export interface StreamGate {
   readonly push: (chunk: Uint8Array) => "hold" | "commit" | StreamBreak
   /** At the end of the body: the break when the stream ended before its terminal event (or its last event failed). */
   readonly end: () => StreamBreak | undefined
+  /** The committed stream was cut (the upstream failed, the gateway shut down): the error its frame reports. */
+  readonly stopped?: ((error: StreamError) => void) | undefined
 }
 
 /** The gate of a stream the gateway does not read (a non-chat endpoint's events): it commits with its first byte. */
@@ -139,58 +143,56 @@ export const eventsEnd = (unsent: Uint8Array, chunk: Uint8Array, count: number):
   return -1
 }
 
-interface AlignedSink extends ChunkSink {
-  /** Bytes of an event the upstream never finished, taken out of the sink. */
-  readonly takeHeld: () => Uint8Array | undefined
-}
-
 /**
  * Passes whole events on. Held bytes are kept as a list and each new chunk is
  * scanned once (with a 3-byte look-back for a boundary that straddles two
  * chunks), so an event spread over many chunks costs linear time.
  */
-const eventAlignedSink = (sink: ChunkSink): AlignedSink => {
-  let held: Array<Uint8Array> = []
-  let heldSize = 0
-  const release = (parts: Array<Uint8Array>): boolean => sink.write(parts.length === 1 ? parts[0] : Buffer.concat(parts))
-  return {
-    write: (chunk) => {
-      let end: number
-      if (heldSize === 0) {
-        end = lastEventEnd(chunk)
-      } else {
-        const last = held[held.length - 1]
-        const lookBack = last.subarray(Math.max(0, last.length - 3))
-        const at = lastEventEnd(Buffer.concat([lookBack, chunk]))
-        end = at === -1 ? -1 : at - lookBack.length
-      }
-      if (end === -1) {
-        held.push(chunk)
-        heldSize += chunk.length
-        if (heldSize <= EVENT_HOLD_CAP) return true
-        const parts = held
-        held = []
-        heldSize = 0
-        return release(parts)
-      }
-      const parts = held
-      held = []
-      heldSize = 0
-      if (end < chunk.length) {
-        held.push(chunk.subarray(end))
-        heldSize = chunk.length - end
-      }
-      parts.push(end === chunk.length ? chunk : chunk.subarray(0, end))
-      return release(parts)
-    },
-    onDrain: sink.onDrain,
-    takeHeld: () => {
-      if (heldSize === 0) return undefined
-      const rest = held.length === 1 ? held[0] : Buffer.concat(held)
-      held = []
-      heldSize = 0
-      return rest
+class EventAligner {
+  private held: Array<Uint8Array> = []
+  private heldSize = 0
+
+  /** Appends to `out` the bytes of `chunk` up to its last complete event (and those held before it). */
+  write(chunk: Uint8Array, out: Array<Uint8Array>): void {
+    let end: number
+    if (this.heldSize === 0) {
+      end = lastEventEnd(chunk)
+    } else {
+      const last = this.held[this.held.length - 1]
+      const lookBack = last.subarray(Math.max(0, last.length - 3))
+      const at = lastEventEnd(Buffer.concat([lookBack, chunk]))
+      end = at === -1 ? -1 : at - lookBack.length
     }
+    if (end === -1) {
+      this.held.push(chunk)
+      this.heldSize += chunk.length
+      if (this.heldSize > EVENT_HOLD_CAP) this.release(out)
+      return
+    }
+    const parts = this.held
+    this.held = []
+    this.heldSize = 0
+    if (end < chunk.length) {
+      this.held.push(chunk.subarray(end))
+      this.heldSize = chunk.length - end
+    }
+    parts.push(end === chunk.length ? chunk : chunk.subarray(0, end))
+    out.push(parts.length === 1 ? parts[0] : Buffer.concat(parts))
+  }
+
+  private release(out: Array<Uint8Array>): void {
+    out.push(this.held.length === 1 ? this.held[0] : Buffer.concat(this.held))
+    this.held = []
+    this.heldSize = 0
+  }
+
+  /** Bytes of an event the upstream never finished, taken out of the aligner. */
+  takeHeld(): Uint8Array | undefined {
+    if (this.heldSize === 0) return undefined
+    const rest = this.held.length === 1 ? this.held[0] : Buffer.concat(this.held)
+    this.held = []
+    this.heldSize = 0
+    return rest
   }
 }
 
@@ -204,10 +206,87 @@ export const inBandFailure = (source: FailureSource, error: StreamError): Upstre
 }
 
 /**
- * Forwards a chat event stream: held until the gate commits it, then event by
- * event. Fails only before the commit. A break ends the stream where it is:
- * the good events before it (in its chunk too) go out, then the error frame,
- * and nothing after it.
+ * The stage of a forwarded event stream: held until the gate commits it, then
+ * event by event. A break ends the stream where it is: the good events before
+ * it (in its chunk too) go out, then the error frame, and nothing after it.
+ */
+export const forwardStage = (ctx: RequestContext, family: CallerFormat, gate: StreamGate): StreamStage => {
+  let committed = false
+  let preamble: Array<Uint8Array> = []
+  let preambleSize = 0
+  const aligned = new EventAligner()
+  const frame = (error: StreamError): string => {
+    ctx.log.error_code = "upstream"
+    return streamErrorFrame(family, "upstream", error.message, error.status ?? 502)
+  }
+  /**
+   * The stream broke in `chunk` (`EVENT_END` at the end of the body). With
+   * nothing that commits, the attempt fails; otherwise the bytes not yet
+   * passed on, up to the events before the break, go out, then the error
+   * frame: the upstream's own error event as it came (same format,
+   * docs/reference/gateway-spec.md §6.1.5), or the gateway's for a stream
+   * that stopped parsing. Then the stream ends: nothing after the break (a
+   * `[DONE]`) reaches the caller.
+   */
+  const breakOff = (cut: StreamBreak, chunk: Uint8Array, out: Array<Uint8Array>): "end" | StreamError => {
+    if (!committed && !cut.committed) return cut.error
+    let unsent: Uint8Array
+    if (committed) {
+      unsent = aligned.takeHeld() ?? EMPTY
+    } else {
+      unsent = preamble.length === 1 ? preamble[0] : Buffer.concat(preamble)
+      preamble = []
+      committed = true
+    }
+    const inBand = cut.error.malformed !== true
+    const end = eventsEnd(unsent, chunk, inBand ? cut.eventsBefore + 1 : cut.eventsBefore)
+    if (end > 0) out.push(Buffer.concat([unsent, chunk]).subarray(0, end))
+    if (!inBand || end === -1) out.push(Buffer.from(frame(cut.error)))
+    return "end"
+  }
+  return {
+    push: (chunks, out) => {
+      for (const chunk of chunks) {
+        const verdict = gate.push(chunk)
+        if (typeof verdict === "object") return breakOff(verdict, chunk, out)
+        if (committed) {
+          aligned.write(chunk, out)
+          continue
+        }
+        preamble.push(chunk)
+        preambleSize += chunk.byteLength
+        if (verdict === "hold" && preambleSize <= PREAMBLE_CAP) continue
+        committed = true
+        aligned.write(preamble.length === 1 ? preamble[0] : Buffer.concat(preamble), out)
+        preamble = []
+      }
+      return committed ? "commit" : "hold"
+    },
+    end: (out) => {
+      const cut = gate.end()
+      if (cut !== undefined) return breakOff(cut, EVENT_END, out)
+      if (!committed) {
+        committed = true
+        for (const chunk of preamble) aligned.write(chunk, out)
+        preamble = []
+      }
+      // A last event the upstream did not close with a blank line is still an event.
+      const rest = aligned.takeHeld()
+      if (rest !== undefined) out.push(rest, EVENT_END)
+      return "end"
+    },
+    stop: (reason, out) => {
+      const stop = stopFrame(reason)
+      if (reason !== "shutdown") ctx.log.error_code = stop.reason
+      gate.stopped?.({ type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status })
+      out.push(Buffer.from(streamErrorFrame(family, stop.reason, stop.message, stop.status)))
+    }
+  }
+}
+
+/**
+ * Forwards an event stream under the commit rule: fails only before the
+ * commit; after it the answer is a reply whose body is the stream.
  */
 export const forwardStream = (
   ctx: RequestContext,
@@ -216,106 +295,13 @@ export const forwardStream = (
   response: UpstreamResponse,
   extraHeaders: Readonly<Record<string, string>>,
   gate: StreamGate
-): Effect.Effect<Forwarded, UpstreamError> =>
-  Effect.suspend(() => {
-    let committed = false
-    let preamble: Array<Uint8Array> = []
-    let preambleSize = 0
-    /** Set when the stream broke: before the commit it fails the attempt, after it the stream has ended. */
-    let broken: StreamBreak | undefined
-    const aligned = eventAlignedSink(callerSink(ctx))
-    const commit = () => {
-      committed = true
-      ctx.streamFormat = family
-      // The stream may end with bytes of the gateway's own (an error frame, a closing blank line):
-      // the upstream's length would leave the caller waiting for bytes that never come.
-      commitHead(ctx, response.status, { ...responseHeaders(response.headers, "events"), ...extraHeaders })
-    }
-    const endWith = (error: StreamError): void => {
-      ctx.log.error_code = "upstream"
-      if (!ctx.res.destroyed) ctx.res.end(streamErrorFrame(family, "upstream", error.message, error.status ?? 502))
-    }
-    /**
-     * The stream broke in `chunk` (`EVENT_END` at the end of the body). With
-     * nothing sent and nothing that commits, the attempt fails; otherwise the
-     * bytes not yet written, up to the events before the break, go out, then
-     * the error frame: the upstream's own error event as it came (same format,
-     * docs/reference/gateway-spec.md §6.1.5), or the gateway's for a stream
-     * that stopped parsing. Then the stream ends: nothing after the break (a
-     * `[DONE]`) reaches the caller.
-     */
-    const breakOff = (cut: StreamBreak, chunk: Uint8Array): void => {
-      broken = cut
-      if (committed || cut.committed) {
-        let unsent: Uint8Array
-        if (committed) {
-          unsent = aligned.takeHeld() ?? EMPTY
-        } else {
-          unsent = preamble.length === 1 ? preamble[0] : Buffer.concat(preamble)
-          preamble = []
-          commit()
-        }
-        const inBand = cut.error.malformed !== true
-        const end = eventsEnd(unsent, chunk, inBand ? cut.eventsBefore + 1 : cut.eventsBefore)
-        if (end > 0 && !ctx.res.destroyed) ctx.res.write(Buffer.concat([unsent, chunk]).subarray(0, end))
-        if (inBand && end !== -1) ctx.res.end()
-        else endWith(cut.error)
-      }
-      // Last: it settles the body's pipe, which may go on at once.
-      response.body.abort()
-    }
-    const sink: ChunkSink = {
-      write: (chunk) => {
-        if (broken !== undefined) return true
-        const verdict = gate.push(chunk)
-        if (typeof verdict === "object") {
-          breakOff(verdict, chunk)
-          return true
-        }
-        if (committed) return aligned.write(chunk)
-        preamble.push(chunk)
-        preambleSize += chunk.byteLength
-        if (verdict === "hold" && preambleSize <= PREAMBLE_CAP) return true
-        commit()
-        const held = preamble.length === 1 ? preamble[0] : Buffer.concat(preamble)
-        preamble = []
-        return aligned.write(held)
-      },
-      onDrain: aligned.onDrain
-    }
-    return response.body.pipe(sink).pipe(
-      Effect.catch((error: UpstreamError) => {
-        if (broken !== undefined) return Effect.void // our own abort after the gate said no
-        if (!committed) return Effect.fail(error)
-        return Effect.sync(() => {
-          ctx.log.error_code = error.reason
-          if (!ctx.res.destroyed) {
-            ctx.res.end(streamErrorFrame(family, error.reason, error.timedOut ? "upstream stream timed out" : "upstream stream failed", error.timedOut ? 504 : 502))
-          }
-        })
-      }),
-      Effect.flatMap(() => {
-        if (broken === undefined && !ctx.res.writableEnded) {
-          const cut = gate.end()
-          if (cut !== undefined) {
-            breakOff(cut, EVENT_END)
-          } else {
-            if (!committed) {
-              commit()
-              for (const chunk of preamble) aligned.write(chunk)
-            }
-            // A last event the upstream did not close with a blank line is still an event.
-            const rest = aligned.takeHeld()
-            if (rest !== undefined) ctx.res.write(rest)
-            ctx.res.end(rest === undefined ? undefined : "\n\n")
-          }
-        }
-        // Nothing reached the caller: the break is the attempt's failure.
-        if (broken !== undefined && !committed) return Effect.fail(inBandFailure(source, broken.error))
-        return Effect.succeed(SENT)
-      })
-    )
-  })
+): Effect.Effect<Reply<ReplyStream>, UpstreamError, Scope.Scope> =>
+  Effect.map(
+    commitStream(ctx, response.body, forwardStage(ctx, family, gate), (error) => inBandFailure(source, error)),
+    // The stream may end with bytes of the gateway's own (an error frame, a closing blank line):
+    // the upstream's length would leave the caller waiting for bytes that never come.
+    (body) => reply(response.status, { ...responseHeaders(response.headers, "events"), ...extraHeaders }, body)
+  )
 
 /** A held body is decoded (for its check) to at most this many bytes. */
 const MAX_DECODED = 8 * HOLD_LIMIT
@@ -331,51 +317,37 @@ export const isJson = (response: UpstreamResponse): boolean => {
  * checked, then handed back unsent. A body declared JSON must parse; with
  * `inspect` (chat) the body must be JSON whatever its type, and `inspect` sees
  * the parsed value (it may reject it with the reason). Past `HOLD_LIMIT` the
- * body is streamed as it comes, unchecked.
+ * body is streamed as it comes, unchecked: a failure after that cuts the
+ * connection (the reply's writer does it).
  */
 export const forwardHeld = (
-  ctx: RequestContext,
   source: FailureSource,
   response: UpstreamResponse,
   extraHeaders: Readonly<Record<string, string>>,
   inspect?: (json: unknown) => string | undefined
-): Effect.Effect<Forwarded, UpstreamError> =>
-  Effect.suspend(() => {
-    const head = (): OutgoingHttpHeaders => ({ ...responseHeaders(response.headers, "verbatim"), ...extraHeaders })
-    const caller = callerSink(ctx)
+): Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError, Scope.Scope> =>
+  Effect.flatMap(pullOf(response.body.stream), (pull) => {
+    const head = (): ReplyHeaders => ({ ...responseHeaders(response.headers, "verbatim"), ...extraHeaders })
     const chunks: Array<Uint8Array> = []
     let size = 0
-    let streaming = false
-    const sink: ChunkSink = {
-      write: (chunk) => {
-        if (streaming) return caller.write(chunk)
-        chunks.push(chunk)
-        size += chunk.byteLength
-        if (size <= HOLD_LIMIT) return true
-        streaming = true
-        commitHead(ctx, response.status, head())
-        return caller.write(Buffer.concat(chunks, size))
-      },
-      onDrain: caller.onDrain
-    }
-    return response.body.pipe(sink).pipe(
-      Effect.matchEffect({
-        onFailure: (error) => {
-          if (!streaming) return Effect.fail(error)
-          return Effect.sync(() => {
-            ctx.log.error_code = error.reason
-            ctx.res.destroy()
-          }).pipe(Effect.as(SENT))
-        },
-        onSuccess: () => {
-          if (streaming) return Effect.sync(() => ctx.res.end()).pipe(Effect.as(SENT))
-          const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
-          const problem = checkBody(response, body, inspect)
-          if (problem !== undefined) return Effect.fail(UpstreamError.fault(source, problem, { status: response.status }))
-          return Effect.succeed<Forwarded>(reply(response.status, head(), body))
+    const read: Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError> = pull.pipe(
+      Effect.flatMap((got) => {
+        for (const chunk of got) {
+          chunks.push(chunk)
+          size += chunk.byteLength
         }
+        if (size <= HOLD_LIMIT) return read
+        const rest: ReplyStream = Stream.fromPull(Effect.succeed(pull))
+        return Effect.succeed(reply(response.status, head(), Stream.concat(Stream.succeed(Buffer.concat(chunks, size)), rest)))
+      }),
+      Pull.catchDone(() => {
+        const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
+        const problem = checkBody(response, body, inspect)
+        if (problem !== undefined) return Effect.fail(UpstreamError.fault(source, problem, { status: response.status }))
+        return Effect.succeed(reply(response.status, head(), body))
       })
     )
+    return read
   })
 
 /** Why a complete body cannot be a success, or undefined. */
