@@ -14,14 +14,14 @@
  * encoding; errors also carry `x-gw-error-code` and `x-gw-upstream-provider`,
  * classified from the first 64 KB of the body. One attempt, no retries.
  */
-import { Cause, Effect, Result, Stream } from "effect"
+import { Effect, Result } from "effect"
 import type { Redacted, Scope } from "effect"
-import type { IncomingHttpHeaders } from "node:http"
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import type { GatewaySettings } from "../config/index.ts"
 import { classificationHeaders, clip, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/index.ts"
-import { attemptScoped, callerKey, header, passThroughHeaders, pullOf, reply, responseHeaders } from "../pipeline/index.ts"
-import type { Reply, ReplyStream } from "../pipeline/index.ts"
+import { attemptScoped, callerKey, header, heldStage, holdBody, inBandFailure, passThroughHeaders, reply, responseHeaders } from "../pipeline/index.ts"
+import type { Reply, StreamStage } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import { unauthenticatedCall } from "../providers/adapter.ts"
@@ -136,6 +136,57 @@ const classify = (source: FailureSource, response: UpstreamResponse, prefix: Uin
   })
 
 /**
+ * The stage of an error response's body: its first 64 KB (or all of it) are
+ * held to classify it, and sent with the key it echoes masked; the rest
+ * follows as it comes.
+ */
+const errorStage = (
+  ctx: HttpRequestContext,
+  source: FailureSource,
+  response: UpstreamResponse,
+  secret: Redacted.Redacted<string> | undefined,
+  head: OutgoingHttpHeaders
+): StreamStage => {
+  const prefix: Array<Uint8Array> = []
+  let prefixSize = 0
+  let committed = false
+  const classified = (out: Array<Uint8Array>): void => {
+    committed = true
+    let held: Uint8Array = prefix.length === 1 ? prefix[0] : Buffer.concat(prefix, prefixSize)
+    const error = classify(source, response, held)
+    ctx.log.error_code = error.reason
+    Object.assign(head, classificationHeaders(error))
+    // An error that echoes the key it was sent gets it masked; its length changes with it.
+    if (!isEncoded(response.headers["content-encoding"])) {
+      const masked = maskSecret(held, secret)
+      if (masked !== held) {
+        held = masked
+        delete head["content-length"]
+      }
+    }
+    if (held.byteLength > 0) out.push(held)
+  }
+  return {
+    push: (chunk, out) => {
+      if (committed) {
+        out.push(chunk)
+        return "commit"
+      }
+      prefix.push(chunk)
+      prefixSize += chunk.byteLength
+      if (prefixSize < ERROR_BODY_LIMIT) return "hold"
+      classified(out)
+      return "commit"
+    },
+    end: (out) => {
+      if (!committed) classified(out)
+      return "end"
+    },
+    stop: undefined
+  }
+}
+
+/**
  * Forwards the response as it arrives, success or error. An error's head waits
  * for the first 64 KB of its body (or all of it), which classifies it; the
  * body then follows whole. A failure after the head ends the connection
@@ -146,44 +197,14 @@ const forwardNative = (
   source: FailureSource,
   response: UpstreamResponse,
   secret: Redacted.Redacted<string> | undefined
-): Effect.Effect<Reply, UpstreamError, Scope.Scope> =>
-  Effect.flatMap(pullOf(response.body.stream), (pull) => {
-    const isError = response.status >= 400
-    const prefix: Array<Uint8Array> = []
-    let prefixSize = 0
-    /** The head, and the body: whole when the upstream already ended, else the held prefix then the rest. */
-    const commit = (ended: boolean): Reply => {
-      const head = responseHeaders(response.headers, "verbatim")
-      let held: Uint8Array = prefix.length === 1 ? prefix[0] : Buffer.concat(prefix, prefixSize)
-      if (isError) {
-        const error = classify(source, response, held)
-        ctx.log.error_code = error.reason
-        Object.assign(head, classificationHeaders(error))
-        // An error that echoes the key it was sent gets it masked; its length changes with it.
-        if (!isEncoded(response.headers["content-encoding"])) {
-          const masked = maskSecret(held, secret)
-          if (masked !== held) {
-            held = masked
-            delete head["content-length"]
-          }
-        }
-      }
-      if (ended) return reply(response.status, head, held)
-      const rest: ReplyStream = Stream.fromPull(Effect.succeed(pull))
-      return reply(response.status, head, held.byteLength === 0 ? rest : Stream.concat(Stream.succeed(held), rest))
-    }
-    const read: Effect.Effect<Reply, UpstreamError> = Effect.matchEffect(pull, {
-      onFailure: (error) => (Cause.isDone(error) ? Effect.succeed(commit(true)) : Effect.fail(error)),
-      onSuccess: (chunks) => {
-        for (const chunk of chunks) {
-          prefix.push(chunk)
-          prefixSize += chunk.byteLength
-        }
-        return isError && prefixSize < ERROR_BODY_LIMIT ? read : Effect.succeed(commit(false))
-      }
-    })
-    return read
-  })
+): Effect.Effect<Reply, UpstreamError> => {
+  const head = responseHeaders(response.headers, "verbatim")
+  const stage = response.status >= 400 ? errorStage(ctx, source, response, secret, head) : heldStage(0)
+  return Effect.map(
+    holdBody(undefined, response.body, stage, (error) => inBandFailure(source, error)),
+    (body): Reply => reply(response.status, head, body)
+  )
+}
 
 export const passthroughRoutes = ({ project: projectOf, server, client }: PassthroughDependencies): ReadonlyArray<RouteDef<never>> =>
   PASSTHROUGH_KINDS.map((kind) => ({

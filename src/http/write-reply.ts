@@ -16,9 +16,9 @@
  */
 import { Effect, Stream } from "effect"
 import type { Socket } from "node:net"
-import { isValueBody, logFailure, pushHeaders } from "../pipeline/index.ts"
+import { isValueBody, logFailure, pushHeaders, pushSourceOf } from "../pipeline/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import type { Reply, ReplyStream } from "../pipeline/index.ts"
+import type { PushSource, Reply, ReplyStream } from "../pipeline/index.ts"
 import type { ServerResponse } from "node:http"
 import type { EdgeContext } from "./context.ts"
 
@@ -98,9 +98,45 @@ const drained = (res: ServerResponse): Effect.Effect<void> =>
     })
   })
 
+/** How a stream body ends on the socket: `end` after the last byte; a failure cuts the connection. */
+const finishStream = (ctx: EdgeContext) =>
+  Effect.matchEffect({
+    onFailure: (failure: AnyGatewayFailure) =>
+      Effect.sync(() => {
+        logFailure(ctx, failure)
+        ctx.res.destroy()
+      }),
+    onSuccess: () => Effect.sync(() => ctx.res.end())
+  })
+
+/**
+ * The fast lane of a push body: its source writes each chunk to the socket in
+ * the callback that produced it (one Effect for the whole body, none per
+ * chunk); a full socket pauses the source until `drain`. Interrupted (the
+ * caller hung up), the source is stopped.
+ */
+const pushToSocket = (res: ServerResponse, source: PushSource): Effect.Effect<void, AnyGatewayFailure> =>
+  Effect.callback<void, AnyGatewayFailure>((resume) => {
+    source.start({
+      write: (chunk) => res.write(chunk) || res.destroyed,
+      onDrain: (go) => {
+        if (res.writableNeedDrain) res.once("drain", go)
+        else queueMicrotask(go)
+      },
+      end: () => resume(Effect.void),
+      fail: (failure) => resume(Effect.fail(failure))
+    })
+    return Effect.sync(source.stop)
+  })
+
 const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.Effect<void> => {
   const { res } = ctx
   if (!writeHead(ctx, reply, [])) return Effect.void
+  const push = pushSourceOf(body)
+  if (push !== undefined) {
+    const { onExit } = push
+    return finishStream(ctx)(onExit === undefined ? pushToSocket(res, push.source) : Effect.onExit(pushToSocket(res, push.source), onExit))
+  }
   return body.pipe(
     // Whole arrays of chunks at a time: one Effect per pull, not per chunk.
     Stream.runForEachArray((chunks) => {
@@ -108,14 +144,7 @@ const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.
       for (const chunk of chunks) room = res.write(chunk)
       return room || res.destroyed ? Effect.void : drained(res)
     }),
-    Effect.matchEffect({
-      onFailure: (failure: AnyGatewayFailure) =>
-        Effect.sync(() => {
-          logFailure(ctx, failure)
-          res.destroy()
-        }),
-      onSuccess: () => Effect.sync(() => res.end())
-    })
+    finishStream(ctx)
   )
 }
 

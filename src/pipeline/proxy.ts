@@ -10,7 +10,7 @@
  * target's) or a body builder called per attempt (multipart uploads, which
  * are re-streamed from a spooled copy on every attempt).
  */
-import { Effect, Exit, Result, Stream } from "effect"
+import { Effect, Exit, Result } from "effect"
 import type { Readable } from "node:stream"
 import type { Capability, WireFamily } from "../domain/index.ts"
 import { replaceTopLevelModel } from "../formats/splice.ts"
@@ -39,7 +39,7 @@ import {
   requestCredential
 } from "./forward/index.ts"
 import { failureOf, ModelCallTrace } from "./model-call.ts"
-import { attemptScoped, bodyReply, isValueBody, reply } from "./reply.ts"
+import { attemptScoped, bodyReply, isValueBody, onBodyExit, reply } from "./reply.ts"
 import type { Reply } from "./reply.ts"
 import type { Surface } from "./security/index.ts"
 import type { JsonLog } from "../infra/log.ts"
@@ -198,7 +198,7 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
       Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : record(exit)))
     )
     const { body } = forwarded
-    if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, Stream.onExit(body, record))
+    if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, onBodyExit(body, record))
     // The store returns at once (it writes in the background): the answer is not held up by it.
     if (caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
       yield* cache.store(caching.scope, caching.key, {

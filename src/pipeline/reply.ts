@@ -4,9 +4,11 @@
  * HTTP edge's writer (`src/http/write-reply.ts`) puts one on a socket, so the
  * same program can answer a library call or a batch line.
  */
-import { Effect, Exit, Scope, Stream } from "effect"
+import { Cause, Effect, Exit, Scope, Stream } from "effect"
+import type { Array as Arr } from "effect"
 import { renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, ChatStreamEvent, RenderedError } from "../domain/index.ts"
+import type { ByteSink } from "../providers/transport.ts"
 import type { RequestContext } from "./context.ts"
 
 export const JSON_CONTENT_TYPE = "application/json"
@@ -66,6 +68,118 @@ export const pushHeaders = (
 }
 
 const NO_HEADERS: ReplyHeaders = {}
+
+/**
+ * A body that pushes itself: `start` hands its bytes to a sink as they come
+ * (backpressure through the sink's `write` and `onDrain`), then ends or fails
+ * it; `stop` abandons it (the reader is gone: its upstream is aborted).
+ */
+export interface PushSource {
+  readonly start: (sink: ByteSink<AnyGatewayFailure>) => void
+  readonly stop: () => void
+}
+
+const PUSH = "~gateway/PushSource"
+
+/** What runs once a body is done with, told how it ended. */
+export type BodyExit = (exit: Exit.Exit<unknown, AnyGatewayFailure>) => Effect.Effect<void>
+
+interface PushStream extends ReplyStream {
+  readonly [PUSH]: PushSource
+  readonly onExit: BodyExit | undefined
+}
+
+/** Chunks a `Stream` reader of a push source lets pile up before the source is paused. */
+const VIEW_HIGH_WATER = 16
+
+/** A push source read as a pulled `Stream` (one run: a source starts once). */
+const viewOf = (source: PushSource): ReplyStream =>
+  Stream.fromPull(Effect.sync(() => {
+    let chunks: Array<Uint8Array> = []
+    let ended = false
+    let failure: AnyGatewayFailure | undefined
+    let waiter: (() => void) | undefined
+    let drain: (() => void) | undefined
+    let started = false
+    const wake = (): void => {
+      const go = waiter
+      waiter = undefined
+      go?.()
+    }
+    const sink: ByteSink<AnyGatewayFailure> = {
+      write: (chunk) => {
+        chunks.push(chunk)
+        wake()
+        return chunks.length < VIEW_HIGH_WATER
+      },
+      onDrain: (resume) => {
+        // The reader may have taken the chunks already (between the write that said wait and this call).
+        if (chunks.length < VIEW_HIGH_WATER) queueMicrotask(resume)
+        else drain = resume
+      },
+      end: () => {
+        ended = true
+        wake()
+      },
+      fail: (error) => {
+        failure = error
+        wake()
+      }
+    }
+    return Effect.callback<Arr.NonEmptyReadonlyArray<Uint8Array>, AnyGatewayFailure | Cause.Done>((resume) => {
+      const settle = (): void => {
+        if (chunks.length > 0) {
+          const got = chunks as unknown as Arr.NonEmptyReadonlyArray<Uint8Array>
+          chunks = []
+          resume(Effect.succeed(got))
+          const go = drain
+          drain = undefined
+          go?.()
+        } else if (failure !== undefined) {
+          resume(Effect.fail(failure))
+        } else if (ended) {
+          resume(Cause.done())
+        } else {
+          waiter = settle
+        }
+      }
+      if (!started) {
+        started = true
+        source.start(sink)
+      }
+      settle()
+    })
+  })).pipe(Stream.onExit(() => Effect.sync(source.stop)))
+
+const makePushStream = (source: PushSource, onExit: BodyExit | undefined): ReplyStream => {
+  const view = viewOf(source)
+  return Object.assign(onExit === undefined ? view : Stream.onExit(view, onExit), { [PUSH]: source, onExit })
+}
+
+/**
+ * A body stream with a fast lane: the reply's writer pushes it to the socket
+ * in the callbacks its source calls (no Effect per chunk); every other reader
+ * (the library, a batch job, a test) reads it as the ordinary `Stream` it is.
+ * A transformed copy (`Stream.map`…) is an ordinary stream.
+ */
+export const pushStream = (source: PushSource): ReplyStream => makePushStream(source, undefined)
+
+/** The push source of a `pushStream` body, with what runs when it is done; undefined for any other stream. */
+export const pushSourceOf = (body: ReplyStream): { readonly source: PushSource; readonly onExit: BodyExit | undefined } | undefined => {
+  const source = (body as Partial<PushStream>)[PUSH]
+  return source === undefined ? undefined : { source, onExit: (body as PushStream).onExit }
+}
+
+/** `body`, running `onExit` once it is done with, told how it ended (its fast lane kept). */
+export const onBodyExit = (body: ReplyStream, onExit: BodyExit): ReplyStream => {
+  const push = pushSourceOf(body)
+  if (push === undefined) return Stream.onExit(body, onExit)
+  const before = push.onExit
+  return makePushStream(push.source, before === undefined ? onExit : (exit) => Effect.andThen(before(exit), onExit(exit)))
+}
+
+/** `body`, running `release` once it is done with, however it ended (its fast lane kept). */
+export const ensuringBody = (body: ReplyStream, release: Effect.Effect<void>): ReplyStream => onBodyExit(body, () => release)
 
 export const reply = <Body extends string | Uint8Array | ReplyStream>(status: number, headers: ReplyHeaders, body: Body, events?: EventTap): Reply<Body> => ({
   _tag: "Reply",
@@ -139,6 +253,6 @@ export const attemptScoped = <B extends string | Uint8Array | ReplyStream, E, R>
         Effect.map((answer) => {
           const { body } = answer
           if (isValueBody(body)) return answer
-          return reply(answer.status, answer.headers, Stream.ensuring(body, Scope.close(scope, Exit.void)) as B, answer.events)
+          return reply(answer.status, answer.headers, ensuringBody(body, Scope.close(scope, Exit.void)) as B, answer.events)
         })
       )))

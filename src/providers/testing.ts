@@ -10,13 +10,13 @@
  * const layer = layerTest((call) => call.providerId === "openai" ? TestReply.error(429) : TestReply.json(200, {...}), calls)
  * ```
  */
-import { Duration, Effect, Layer, Stream } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { UpstreamError } from "../domain/index.ts"
 import { timedOut } from "./deadline.ts"
 import { parseRetryAfterMs } from "./retry-after.ts"
 import { ProviderClient } from "./transport.ts"
-import type { ChunkSink, UpstreamBody, UpstreamCall, UpstreamResponse } from "./transport.ts"
+import type { ByteSink, UpstreamBody, UpstreamCall, UpstreamResponse } from "./transport.ts"
 
 export type TestReply =
   | { readonly _tag: "Respond"; readonly status: number; readonly headers: IncomingHttpHeaders; readonly chunks: ReadonlyArray<Uint8Array>; readonly failAfter?: number | undefined }
@@ -88,24 +88,29 @@ const anthropicFrames = (pieces: ReadonlyArray<string>): Array<string> => [
 /** A scripted network failure: its message is the error code (`ECONNRESET`). */
 const failure = (call: UpstreamCall, message: string): UpstreamError => UpstreamError.fault(call, message, { networkCode: message })
 
+/** A scripted body, pushed chunk by chunk with the sink's backpressure; it stops when aborted. */
 const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, failAfter: number | undefined): UpstreamBody => {
   const delivered = failAfter === undefined ? chunks : chunks.slice(0, failAfter)
   const broken = failAfter !== undefined
-  const stream: Stream.Stream<Uint8Array, UpstreamError> = Stream.fromIterable(delivered).pipe(
-    Stream.concat(broken ? Stream.fail(failure(call, "ECONNRESET")) : Stream.empty)
-  )
+  let aborted = false
   return {
-    stream,
-    pipe: (sink: ChunkSink, tap?: (chunk: Uint8Array) => void) =>
-      Effect.suspend(() => {
-        for (const chunk of delivered) {
-          sink.write(chunk)
-          tap?.(chunk)
+    attach: (sink: ByteSink<UpstreamError>) => {
+      let next = 0
+      const go = (): void => {
+        while (next < delivered.length) {
+          if (aborted) return
+          if (!sink.write(delivered[next++])) return sink.onDrain(go)
         }
-        return broken ? Effect.fail(failure(call, "ECONNRESET")) : Effect.void
-      }),
-    readAll: () => Effect.map(Stream.runCollect(stream), (all) => Buffer.concat([...all])),
-    abort: () => {}
+        if (aborted) return
+        if (broken) sink.fail(failure(call, "ECONNRESET"))
+        else sink.end()
+      }
+      go()
+    },
+    readAll: () => Effect.sync(() => Buffer.concat([...delivered])).pipe(Effect.flatMap((all) => (broken ? Effect.fail(failure(call, "ECONNRESET")) : Effect.succeed(all)))),
+    abort: () => {
+      aborted = true
+    }
   }
 }
 

@@ -6,8 +6,8 @@
  * An `Exchange` is one upstream request. `send` resolves at the response head:
  * a status of 300 or more becomes an `UpstreamError` (its body read, bounded,
  * for classification); a 2xx gives an `UpstreamBody` that is consumed exactly
- * once, by `pipe` (chunks straight to a sink with backpressure), `stream` (an
- * Effect `Stream` for the normalized path) or `readAll`.
+ * once, by `attach` (chunks pushed straight to a sink with backpressure, the
+ * stream stages' source) or `readAll`.
  *
  * Details
  * - Ownership: an exchange is a resource of the `Scope` of the attempt that
@@ -32,7 +32,7 @@
  * - `errorBodies: "stream"` (native passthrough) hands a 4xx/5xx over like a
  *   success, so its whole body can be forwarded byte for byte.
  */
-import { Cause, Context, Effect, Layer, Redacted, Scope, Stream } from "effect"
+import { Context, Effect, Layer, Redacted, Scope } from "effect"
 import type { Clock } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
@@ -73,11 +73,20 @@ export interface ChunkSink {
   onDrain(resume: () => void): void
 }
 
+/** Where a body is pushed: its chunks with backpressure, then exactly one of `end` or `fail`. */
+export interface ByteSink<E> extends ChunkSink {
+  end(): void
+  fail(error: E): void
+}
+
 export interface UpstreamBody {
-  /** Forwards every chunk to `sink`; `tap` sees each chunk after it was written. */
-  readonly pipe: (sink: ChunkSink, tap?: (chunk: Uint8Array) => void) => Effect.Effect<void, UpstreamError>
-  /** The chunks as a stream (the normalized path). */
-  readonly stream: Stream.Stream<Uint8Array, UpstreamError>
+  /**
+   * Pushes every chunk to `sink` as it arrives (those that came before first),
+   * pausing the upstream while the sink asks to wait, then ends or fails it.
+   * No Effect runs per chunk: the chunk goes from undici's callback to the
+   * sink in the same call.
+   */
+  readonly attach: (sink: ByteSink<UpstreamError>) => void
   /** The whole body; past `limit` bytes the download is aborted and the read fails. */
   readonly readAll: (limit: number) => Effect.Effect<Uint8Array, UpstreamError>
   readonly abort: () => void
@@ -157,8 +166,7 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
   private buffered: Array<Uint8Array> = []
   private ended = false
   private failure: UpstreamError | undefined
-  private sink: ChunkSink | undefined
-  private tap: ((chunk: Uint8Array) => void) | undefined
+  private sink: ByteSink<UpstreamError> | undefined
   private waiter: (() => void) | undefined
   private readonly call: UpstreamCall
   readonly idleTimeoutMs: number
@@ -277,9 +285,8 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
     if (sink !== undefined) {
       if (!sink.write(chunk)) {
         this.pauseForCaller()
-        sink.onDrain(() => this.resumeForCaller())
+        sink.onDrain(this.resumeForCaller)
       }
-      this.tap?.(chunk)
       return
     }
     this.buffered.push(chunk)
@@ -296,6 +303,24 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
     this.failure ??= failure
     this.settleHead(Effect.fail(this.failure))
     this.wake()
+  }
+
+  /** Tells the attached sink (once) that the body ended or failed; or a waiting reader. */
+  private wake(): void {
+    const sink = this.sink
+    if (sink !== undefined) {
+      if (this.failure !== undefined) {
+        this.sink = undefined
+        sink.fail(this.failure)
+      } else if (this.ended) {
+        this.sink = undefined
+        sink.end()
+      }
+      return
+    }
+    const waiter = this.waiter
+    this.waiter = undefined
+    waiter?.()
   }
 
   // --- errors ---------------------------------------------------------------
@@ -342,18 +367,12 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
     this.holding = true
   }
 
-  private resumeForCaller(): void {
+  private readonly resumeForCaller = (): void => {
     const controller = this.controller
     if (controller === undefined || !controller.paused || this.ended || this.failure !== undefined || this.aborted) return
     this.holding = false
     this.touch()
     controller.resume()
-  }
-
-  private wake(): void {
-    const waiter = this.waiter
-    this.waiter = undefined
-    waiter?.()
   }
 
   // --- body -----------------------------------------------------------------
@@ -370,48 +389,20 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
     this.fail(UpstreamError.fault(this.call, "aborted by the gateway"))
   }
 
-  pipe(sink: ChunkSink, tap?: (chunk: Uint8Array) => void): Effect.Effect<void, UpstreamError> {
-    return Effect.callback<void, UpstreamError>((resume) => {
-      for (const chunk of this.buffered) {
-        sink.write(chunk)
-        tap?.(chunk)
-      }
-      this.buffered = []
-      this.sink = sink
-      this.tap = tap
-      const settle = () => {
-        if (this.failure !== undefined) resume(Effect.fail(this.failure))
-        else if (this.ended) resume(Effect.void)
-        else this.waiter = settle
-      }
+  readonly attach = (sink: ByteSink<UpstreamError>): void => {
+    const buffered = this.buffered
+    this.buffered = []
+    this.sink = sink
+    let room = true
+    for (const chunk of buffered) if (!this.aborted) room = sink.write(chunk)
+    if (this.failure !== undefined || this.ended) {
+      this.wake()
+    } else if (room) {
       this.resumeForCaller()
-      settle()
-      return Effect.sync(this.abort)
-    })
-  }
-
-  private pullChunks(): Effect.Effect<readonly [Uint8Array, ...Array<Uint8Array>], UpstreamError | Cause.Done> {
-    return Effect.callback((resume) => {
-      const settle = () => {
-        if (this.buffered.length > 0) {
-          const chunks = this.buffered as unknown as readonly [Uint8Array, ...Array<Uint8Array>]
-          this.buffered = []
-          this.resumeForCaller()
-          resume(Effect.succeed(chunks))
-        } else if (this.failure !== undefined) {
-          resume(Effect.fail(this.failure))
-        } else if (this.ended) {
-          resume(Cause.done())
-        } else {
-          this.waiter = settle
-        }
-      }
-      settle()
-    })
-  }
-
-  get stream(): Stream.Stream<Uint8Array, UpstreamError> {
-    return Stream.fromPull(Effect.succeed(this.pullChunks())).pipe(Stream.onExit(() => Effect.sync(this.abort)))
+    } else {
+      this.pauseForCaller()
+      sink.onDrain(this.resumeForCaller)
+    }
   }
 
   readAll(limit: number): Effect.Effect<Uint8Array, UpstreamError> {

@@ -13,6 +13,7 @@ import type { Server, ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll } from "vitest"
 import { UpstreamError } from "../../src/domain/index.ts"
+import { pushStream } from "../../src/pipeline/index.ts"
 import { ProviderClient } from "../../src/providers/transport.ts"
 import type { UpstreamCall } from "../../src/providers/transport.ts"
 
@@ -95,7 +96,7 @@ describe("live transport timeouts on Effect's clock", () => {
       const fiber = yield* Effect.forkChild(
         Effect.scoped(
           Effect.flatMap(client.send(call()), (response) =>
-            Stream.runForEach(response.body.stream, (chunk) => Queue.offer(chunks, Buffer.from(chunk).toString()))
+            Stream.runForEach(pushStream({ start: response.body.attach, stop: response.body.abort }), (chunk) => Queue.offer(chunks, Buffer.from(chunk).toString()))
           )
         )
       )

@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net"
 import { gzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parseRetryAfterMs } from "../../src/providers/retry-after.ts"
+import { pushStream } from "../../src/pipeline/index.ts"
 import { ProviderClient } from "../../src/providers/transport.ts"
 import type { UpstreamCall } from "../../src/providers/transport.ts"
 
@@ -120,7 +121,7 @@ describe("transport", () => {
     const zipped = gzipSync("data: {\"a\":1}\n\n")
     handler = (_req, res) => res.writeHead(200, { "content-type": "text/event-stream", "content-encoding": "gzip" }).end(zipped)
     const decoded = await run(Effect.flatMap(send({ decode: true }), (response) =>
-      Effect.map(Stream.runCollect(response.body.stream), (chunks) => [response.headers["content-encoding"], Buffer.concat([...chunks]).toString()])))
+      Effect.map(Stream.runCollect(pushStream({ start: response.body.attach, stop: response.body.abort })), (chunks) => [response.headers["content-encoding"], Buffer.concat([...chunks]).toString()])))
     expect(decoded).toEqual(Exit.succeed([undefined, "data: {\"a\":1}\n\n"]))
     const raw = await run(Effect.flatMap(send(), (response) =>
       Effect.map(response.body.readAll(1024), (body) => [response.headers["content-encoding"], Buffer.from(body).equals(zipped)])))

@@ -84,9 +84,9 @@ export const translateStage = (t: Translation): StreamStage => {
     return committed ? "commit" : "hold"
   }
   return {
-    push: (chunks, out) => {
+    push: (chunk, out) => {
       const events: Array<ChatStreamEvent> = []
-      for (const chunk of chunks) for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
+      for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
       if (parser.overflowed) {
         events.push({ type: "error", error: { type: "api_error", message: `upstream sent a stream event over ${MAX_EVENT_MIB} MiB`, status: 502, malformed: true } })
       }

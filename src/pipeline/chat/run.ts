@@ -8,7 +8,7 @@
  * the plan succeeded; a stream commits with its first content (one rule for
  * both paths), so everything before that is an attempt routing may retry.
  */
-import { Effect, Exit, Result, Stream } from "effect"
+import { Effect, Exit, Result } from "effect"
 import type { Scope } from "effect"
 import { ECHO_LIMIT, GatewayError } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
@@ -28,7 +28,7 @@ import type { CacheScope, ResponseCache } from "../cache/index.ts"
 import { choosePlan } from "../choose-plan.ts"
 import type { ChosenPlan } from "../choose-plan.ts"
 import { header } from "../context.ts"
-import { attemptScoped, isValueBody, JSON_CONTENT_TYPE, reply } from "../reply.ts"
+import { attemptScoped, ensuringBody, isValueBody, JSON_CONTENT_TYPE, reply } from "../reply.ts"
 import type { Reply } from "../reply.ts"
 import { replayChat } from "./replay.ts"
 import { outputViolationError } from "../security/Guardrail.ts"
@@ -323,7 +323,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         : Effect.void
       const { tapped } = collector
       const events = tapped === undefined ? undefined : { take: () => tapped.splice(0) }
-      return reply(forwarded.status, forwarded.headers, Stream.ensuring(body, Effect.andThen(recordOutput, Effect.suspend(() => finish(Exit.void)))), events)
+      return reply(forwarded.status, forwarded.headers, ensuringBody(body, Effect.andThen(recordOutput, Effect.suspend(() => finish(Exit.void)))), events)
     }
     if (guard.output) {
       // A held answer is withheld when its text violates the guardrail.

@@ -1,31 +1,41 @@
 /**
  * The commit rule of every streamed answer, as one operator both chat paths
- * (and every forwarded event stream) run: the upstream is read until its
- * answer commits (its first content or its finish, as the stage judges);
- * before that a failure is the attempt's, so routing may retry or fail over;
- * after it the answer is a `Reply` whose body is the held start followed by
- * the rest, and a failure becomes the stage's in-band error frame.
+ * (and every forwarded body) run: the upstream is read until its answer
+ * commits (its first content or its finish, as the stage judges); before that
+ * a failure is the attempt's, so routing may retry or fail over; after it the
+ * answer is a `Reply` whose body is the held start followed by the rest, and a
+ * failure becomes the stage's in-band error frame (or, for a stage without
+ * one, cuts the body).
  *
  * Details
- * - A stage is a plain per-chunk function (no Effect per chunk): the operator
- *   hands it each array of chunks a pull gave, and it appends the caller's
- *   bytes to `out`. Taps (telemetry, the output guardrail's record, the
- *   cache) ride inside the stage's decoding, never in the operator.
- * - The body belongs to the attempt's scope: the upstream is read through a
- *   pull opened in it, and whoever closes that scope (the reply's end, or the
- *   request's end when the reply is never written) aborts the upstream.
+ * - Push, not pull: the operator is the sink the upstream body is attached to
+ *   (`UpstreamBody.attach`), and a stage is a plain per-chunk function that
+ *   appends the caller's bytes to `out`. Each chunk goes from undici's
+ *   callback through the stage to the reader in the same call, with no Effect
+ *   and no fiber switch per chunk (a pulled `Stream` cost 1.6 to 1.9 times
+ *   the CPU per stream, see docs/architecture.md). The body is a
+ *   `pushStream`: the edge's writer takes its push source; any other reader
+ *   (the library, a batch job) reads it as an ordinary `Stream`.
+ * - Between the commit and the reader's start the upstream is paused (its
+ *   bytes wait in `held`), so a reply not yet written buffers nothing more.
+ * - Taps (telemetry, the output guardrail's record, the cache) ride inside
+ *   the stage's decoding, never in the operator.
+ * - The body belongs to the attempt's scope: whoever closes that scope (the
+ *   reply's end, or the request's end when the reply is never written) aborts
+ *   the upstream; a reader that stops (the caller gone) aborts it at once.
  * - A draining shutdown stops a committed stream through the request context
  *   (`stopStream`): the upstream is aborted and the stage writes its error
  *   frame, so the caller's stream ends cleanly, written by the reply's writer.
  */
-import { Cause, Channel, Effect, Pull, Stream } from "effect"
-import type { Array as Arr, Scope } from "effect"
-import type { ErrorClass, StreamError, UpstreamError } from "../../domain/index.ts"
-import type { UpstreamBody } from "../../providers/transport.ts"
+import { Effect } from "effect"
+import type { AnyGatewayFailure, ErrorClass, StreamError, UpstreamError } from "../../domain/index.ts"
+import type { ByteSink, UpstreamBody } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
+import { pushStream } from "../reply.ts"
+import type { ReplyStream } from "../reply.ts"
 
 /**
- * What a stage says of the chunks it read: keep holding; the answer commits
+ * What a stage says of the chunk it read: keep holding; the answer commits
  * (or was committed); the stream ends here (its last bytes, an error frame
  * perhaps, are in `out`); or it failed before committing anything.
  */
@@ -35,24 +45,158 @@ export type StageVerdict = "hold" | "commit" | "end" | StreamError
 export type StreamStop = UpstreamError | "shutdown"
 
 export interface StreamStage {
-  /** Reads upstream chunks, appending what the caller gets to `out`. */
-  readonly push: (chunks: ReadonlyArray<Uint8Array>, out: Array<Uint8Array>) => StageVerdict
+  /** Reads an upstream chunk, appending what the caller gets to `out`. */
+  readonly push: (chunk: Uint8Array, out: Array<Uint8Array>) => StageVerdict
   /** The upstream ended: the rest of the answer to `out`; "end", or the failure when nothing was committed. */
   readonly end: (out: Array<Uint8Array>) => "end" | StreamError
-  /** A committed stream is cut: its error frame to `out`. */
-  readonly stop: (reason: StreamStop, out: Array<Uint8Array>) => void
+  /**
+   * A committed stream is cut: its error frame to `out`. A stage without one
+   * (a body that is not an event stream) fails its body instead, and the
+   * writer cuts the connection: the caller cannot mistake it for a whole answer.
+   */
+  readonly stop: ((reason: StreamStop, out: Array<Uint8Array>) => void) | undefined
 }
 
-type Chunks = readonly [Uint8Array, ...Array<Uint8Array>]
+const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
 
 /**
- * The pull of a stream read by one reader in the current scope: what
- * `Stream.toPull` gives, less the lock and the context it wraps every pull in
- * (per chunk on the hottest path; a body has one reader, and needs no
- * context). The stream's finalizers run when the scope closes.
+ * Reads `body` through `stage` until the answer commits. Fails with the
+ * upstream's failure, or `failed(error)` for a stream that reported an error
+ * before any content; succeeds with the caller's body stream, or with
+ * `whole`, the whole body as a value when the upstream ended before the
+ * stage committed.
  */
-export const pullOf = <A, E>(stream: Stream.Stream<A, E>): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E>, never, Scope.Scope> =>
-  Effect.flatMap(Effect.scope, (scope) => Channel.toTransform(stream.channel)(Cause.done(), scope))
+const commitBody = (
+  /** Where a committed event stream registers its stop for a draining shutdown. */
+  ctx: RequestContext | undefined,
+  body: UpstreamBody,
+  stage: StreamStage,
+  failed: (error: StreamError) => UpstreamError,
+  whole: boolean
+): Effect.Effect<Uint8Array | ReplyStream, UpstreamError> =>
+  Effect.callback<Uint8Array | ReplyStream, UpstreamError>((resume) => {
+    /** The caller's bytes not yet handed on: before the commit the held start, after it what the reader has not had. */
+    let held: Array<Uint8Array> = []
+    let committed = false
+    /** Nothing more of the upstream is read: it ended, failed, was cut by the stage or stopped by the reader. */
+    let finished = false
+    /** How the body ends once `held` is handed on. */
+    let ending: "end" | AnyGatewayFailure | undefined
+    let reader: ByteSink<AnyGatewayFailure> | undefined
+    /** The reader took the bytes it was last handed without asking to wait. */
+    let readerRoom = true
+    /** The upstream's resume, while it waits for the reader to start. */
+    let paused: (() => void) | undefined
+    let stopping = false
+
+    const handOn = (to: ByteSink<AnyGatewayFailure>): boolean => {
+      if (held.length === 0) return true
+      const chunks = held
+      held = []
+      let room = true
+      for (const chunk of chunks) room = to.write(chunk)
+      readerRoom = room
+      return room
+    }
+    const close = (to: ByteSink<AnyGatewayFailure>): void => {
+      const how = ending
+      ending = undefined
+      if (how === "end") to.end()
+      else if (how !== undefined) to.fail(how)
+    }
+    const source = {
+      start: (sink: ByteSink<AnyGatewayFailure>): void => {
+        reader = sink
+        const room = handOn(sink)
+        if (finished) return close(sink)
+        const go = paused
+        paused = undefined
+        if (go === undefined) return
+        if (room) go()
+        else sink.onDrain(go)
+      },
+      stop: (): void => {
+        if (finished) return
+        finished = true
+        body.abort()
+      }
+    }
+    const commit = (): void => {
+      committed = true
+      if (ctx !== undefined && stage.stop !== undefined) {
+        ctx.stopStream = () => {
+          stopping = true
+          body.abort()
+        }
+      }
+      resume(Effect.succeed(whole && ending === "end" ? concat(held) : pushStream(source)))
+    }
+    const fail = (error: UpstreamError): void => {
+      finished = true
+      body.abort()
+      resume(Effect.fail(error))
+    }
+
+    body.attach({
+      write: (chunk) => {
+        if (finished) return true
+        const verdict = stage.push(chunk, held)
+        if (typeof verdict === "object") {
+          fail(failed(verdict))
+          return true
+        }
+        if (verdict === "end") {
+          finished = true
+          ending = "end"
+          // The upstream may still be sending (events after a break): nothing more of it is read.
+          body.abort()
+        }
+        if (!committed) {
+          if (verdict === "hold") return true
+          commit()
+          // Paused until the reader starts, unless it started already (the program may
+          // run on to the writer inside `resume`) and has room.
+          return finished || (reader !== undefined && readerRoom)
+        }
+        if (reader === undefined) return finished
+        const room = handOn(reader)
+        if (finished) close(reader)
+        return room
+      },
+      onDrain: (go) => {
+        if (reader !== undefined) reader.onDrain(go)
+        else paused = go
+      },
+      end: () => {
+        if (finished) return
+        const verdict = stage.end(held)
+        if (typeof verdict === "object") return fail(failed(verdict))
+        finished = true
+        ending = "end"
+        if (!committed) return commit()
+        if (reader === undefined) return
+        handOn(reader)
+        close(reader)
+      },
+      fail: (error) => {
+        if (finished) return
+        if (!committed) return fail(error)
+        finished = true
+        if (stage.stop !== undefined) {
+          stage.stop(stopping ? "shutdown" : error, held)
+          ending = "end"
+        } else {
+          ending = error
+        }
+        if (reader === undefined) return
+        handOn(reader)
+        close(reader)
+      }
+    })
+    return Effect.sync(() => {
+      if (!committed) source.stop()
+    })
+  })
 
 /**
  * Reads `body` through `stage` until the answer commits. Fails with the
@@ -64,67 +208,18 @@ export const commitStream = (
   body: UpstreamBody,
   stage: StreamStage,
   failed: (error: StreamError) => UpstreamError
-): Effect.Effect<Stream.Stream<Uint8Array>, UpstreamError, Scope.Scope> =>
-  Effect.flatMap(pullOf(body.stream), (pull) => {
-    const held: Array<Uint8Array> = []
-    /** Set once the answer ended (or was cut): the next pull is the last. */
-    let done = false
-    let stopping = false
+): Effect.Effect<ReplyStream, UpstreamError> => commitBody(ctx, body, stage, failed, false) as Effect.Effect<ReplyStream, UpstreamError>
 
-    /** One pull through the stage after the commit: the caller's bytes (maybe none); a failure becomes the error frame. */
-    const step = Effect.matchEffect(pull, {
-      onFailure: (error) => {
-        const out: Array<Uint8Array> = []
-        if (Cause.isDone(error)) stage.end(out)
-        else stage.stop(stopping ? "shutdown" : error, out)
-        done = true
-        return Effect.succeed(out)
-      },
-      onSuccess: (chunks) => {
-        const out: Array<Uint8Array> = []
-        if (stage.push(chunks, out) === "end") finish()
-        return Effect.succeed(out)
-      }
-    })
-    const next: Pull.Pull<Chunks> = Effect.suspend(() => {
-      if (held.length > 0) return Effect.succeed(held.splice(0) as unknown as Chunks)
-      if (done) return Cause.done()
-      return Effect.flatMap(step, (out) => (out.length > 0 ? Effect.succeed(out as unknown as Chunks) : next))
-    })
-
-    const finish = (): void => {
-      done = true
-      // The upstream may still be sending (events after a break): nothing more of it is read.
-      body.abort()
-    }
-
-    const committed = (): Stream.Stream<Uint8Array> => {
-      ctx.stopStream = () => {
-        stopping = true
-        body.abort()
-      }
-      return Stream.fromPull(Effect.succeed(next))
-    }
-
-    /** Before the commit: pull, hold, and decide. */
-    const read: Effect.Effect<Stream.Stream<Uint8Array>, UpstreamError> = Effect.matchEffect(pull, {
-      onFailure: (error) => {
-        if (!Cause.isDone(error)) return Effect.fail(error)
-        const verdict = stage.end(held)
-        if (typeof verdict === "object") return Effect.fail(failed(verdict))
-        done = true
-        return Effect.succeed(committed())
-      },
-      onSuccess: (chunks) => {
-        const verdict = stage.push(chunks, held)
-        if (verdict === "hold") return read
-        if (typeof verdict === "object") return Effect.fail(failed(verdict))
-        if (verdict === "end") finish()
-        return Effect.succeed(committed())
-      }
-    })
-    return read
-  })
+/**
+ * As `commitStream`, but a body the upstream ended before the stage committed
+ * comes whole, as a value (it can still be checked, and is sent with its length).
+ */
+export const holdBody = (
+  ctx: RequestContext | undefined,
+  body: UpstreamBody,
+  stage: StreamStage,
+  failed: (error: StreamError) => UpstreamError
+): Effect.Effect<Uint8Array | ReplyStream, UpstreamError> => commitBody(ctx, body, stage, failed, true)
 
 /** The error frame's terms for a stop: the gateway shutting down, or the upstream timed out or failed. */
 export const stopFrame = (reason: StreamStop): { readonly reason: ErrorClass; readonly message: string; readonly status: number; readonly timedOut: boolean } =>

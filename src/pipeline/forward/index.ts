@@ -4,7 +4,7 @@
  * answers, and the verbatim body forwarder.
  */
 export { callerKey, callerKeyPolicy, passThroughHeaders, requestCredential, responseHeaders, translatedHeaders } from "./headers.ts"
-export { commitStream, pullOf, stopFrame } from "./commit.ts"
+export { commitStream, holdBody, stopFrame } from "./commit.ts"
 export type { StageVerdict, StreamStage, StreamStop } from "./commit.ts"
 export { SSE_HEADERS } from "./sink.ts"
 export {
@@ -12,6 +12,7 @@ export {
   forwardHeld,
   forwardStage,
   forwardStream,
+  heldStage,
   HOLD_LIMIT,
   inBandFailure,
   isEventStream,

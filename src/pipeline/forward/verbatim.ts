@@ -28,7 +28,7 @@
  *   the stream's error frame (SSE) or ends the connection abruptly (other
  *   bodies), so the caller cannot mistake it for success.
  */
-import { Effect, Pull, Stream } from "effect"
+import { Effect } from "effect"
 import type { Scope } from "effect"
 import { streamErrorFrame, UpstreamError } from "../../domain/index.ts"
 import type { CallerFormat, FailureSource, StreamError } from "../../domain/index.ts"
@@ -38,7 +38,7 @@ import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import { reply } from "../reply.ts"
 import type { Reply, ReplyHeaders, ReplyStream } from "../reply.ts"
-import { commitStream, pullOf, stopFrame } from "./commit.ts"
+import { commitStream, holdBody, stopFrame } from "./commit.ts"
 import type { StreamStage } from "./commit.ts"
 import { responseHeaders } from "./headers.ts"
 
@@ -245,22 +245,20 @@ export const forwardStage = (ctx: RequestContext, family: CallerFormat, gate: St
     return "end"
   }
   return {
-    push: (chunks, out) => {
-      for (const chunk of chunks) {
-        const verdict = gate.push(chunk)
-        if (typeof verdict === "object") return breakOff(verdict, chunk, out)
-        if (committed) {
-          aligned.write(chunk, out)
-          continue
-        }
-        preamble.push(chunk)
-        preambleSize += chunk.byteLength
-        if (verdict === "hold" && preambleSize <= PREAMBLE_CAP) continue
-        committed = true
-        aligned.write(preamble.length === 1 ? preamble[0] : Buffer.concat(preamble), out)
-        preamble = []
+    push: (chunk, out) => {
+      const verdict = gate.push(chunk)
+      if (typeof verdict === "object") return breakOff(verdict, chunk, out)
+      if (committed) {
+        aligned.write(chunk, out)
+        return "commit"
       }
-      return committed ? "commit" : "hold"
+      preamble.push(chunk)
+      preambleSize += chunk.byteLength
+      if (verdict === "hold" && preambleSize <= PREAMBLE_CAP) return "hold"
+      committed = true
+      aligned.write(preamble.length === 1 ? preamble[0] : Buffer.concat(preamble), out)
+      preamble = []
+      return "commit"
     },
     end: (out) => {
       const cut = gate.end()
@@ -325,30 +323,32 @@ export const forwardHeld = (
   response: UpstreamResponse,
   extraHeaders: Readonly<Record<string, string>>,
   inspect?: (json: unknown) => string | undefined
-): Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError, Scope.Scope> =>
-  Effect.flatMap(pullOf(response.body.stream), (pull) => {
-    const head = (): ReplyHeaders => ({ ...responseHeaders(response.headers, "verbatim"), ...extraHeaders })
-    const chunks: Array<Uint8Array> = []
-    let size = 0
-    const read: Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError> = pull.pipe(
-      Effect.flatMap((got) => {
-        for (const chunk of got) {
-          chunks.push(chunk)
-          size += chunk.byteLength
-        }
-        if (size <= HOLD_LIMIT) return read
-        const rest: ReplyStream = Stream.fromPull(Effect.succeed(pull))
-        return Effect.succeed(reply(response.status, head(), Stream.concat(Stream.succeed(Buffer.concat(chunks, size)), rest)))
-      }),
-      Pull.catchDone(() => {
-        const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)
-        const problem = checkBody(response, body, inspect)
-        if (problem !== undefined) return Effect.fail(UpstreamError.fault(source, problem, { status: response.status }))
-        return Effect.succeed(reply(response.status, head(), body))
-      })
-    )
-    return read
+): Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError> =>
+  Effect.flatMap(holdBody(undefined, response.body, heldStage(HOLD_LIMIT), (error) => inBandFailure(source, error)), (body): Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError> => {
+    const head: ReplyHeaders = { ...responseHeaders(response.headers, "verbatim"), ...extraHeaders }
+    if (!(body instanceof Uint8Array)) return Effect.succeed(reply(response.status, head, body))
+    const problem = checkBody(response, body, inspect)
+    if (problem !== undefined) return Effect.fail(UpstreamError.fault(source, problem, { status: response.status }))
+    return Effect.succeed(reply(response.status, head, body))
   })
+
+/**
+ * The stage of a body held until `limit` bytes: below it nothing commits (the
+ * body comes whole when the upstream ends); past it, it streams from there on.
+ * A failure after that cuts the body.
+ */
+export const heldStage = (limit: number): StreamStage => {
+  let size = 0
+  return {
+    push: (chunk, out) => {
+      out.push(chunk)
+      size += chunk.byteLength
+      return size <= limit ? "hold" : "commit"
+    },
+    end: () => "end",
+    stop: undefined
+  }
+}
 
 /** Why a complete body cannot be a success, or undefined. */
 const checkBody = (response: UpstreamResponse, body: Uint8Array, inspect?: (json: unknown) => string | undefined): string | undefined => {
