@@ -79,15 +79,8 @@ export interface PushSource {
   readonly stop: () => void
 }
 
-const PUSH = "~gateway/PushSource"
-
 /** What runs once a body is done with, told how it ended. */
 export type BodyExit = (exit: Exit.Exit<unknown, AnyGatewayFailure>) => Effect.Effect<void>
-
-interface PushStream extends ReplyStream {
-  readonly [PUSH]: PushSource
-  readonly onExit: BodyExit | undefined
-}
 
 /** Chunks a `Stream` reader of a push source lets pile up before the source is paused. */
 const VIEW_HIGH_WATER = 16
@@ -151,10 +144,31 @@ const viewOf = (source: PushSource): ReplyStream =>
     })
   })).pipe(Stream.onExit(() => Effect.sync(source.stop)))
 
-const makePushStream = (source: PushSource, onExit: BodyExit | undefined): ReplyStream => {
-  const view = viewOf(source)
-  return Object.assign(onExit === undefined ? view : Stream.onExit(view, onExit), { [PUSH]: source, onExit })
+/** The prototype Effect gives its streams (their `pipe`, and what marks them streams). */
+const StreamPrototype: object = Object.getPrototypeOf(Stream.empty)
+
+/**
+ * A body stream with a push source. It is an Effect `Stream` whose channel
+ * (the pulled form) is built only when something reads it as one: the
+ * edge's writer never does, so a streamed reply costs no stream machinery.
+ */
+class PushBody {
+  readonly source: PushSource
+  readonly onExit: BodyExit | undefined
+  #channel: ReplyStream["channel"] | undefined
+  constructor(source: PushSource, onExit: BodyExit | undefined) {
+    this.source = source
+    this.onExit = onExit
+  }
+  get channel(): ReplyStream["channel"] {
+    if (this.#channel === undefined) {
+      const view = viewOf(this.source)
+      this.#channel = (this.onExit === undefined ? view : Stream.onExit(view, this.onExit)).channel
+    }
+    return this.#channel
+  }
 }
+Object.setPrototypeOf(PushBody.prototype, StreamPrototype)
 
 /**
  * A body stream with a fast lane: the reply's writer pushes it to the socket
@@ -162,20 +176,17 @@ const makePushStream = (source: PushSource, onExit: BodyExit | undefined): Reply
  * (the library, a batch job, a test) reads it as the ordinary `Stream` it is.
  * A transformed copy (`Stream.map`…) is an ordinary stream.
  */
-export const pushStream = (source: PushSource): ReplyStream => makePushStream(source, undefined)
+export const pushStream = (source: PushSource): ReplyStream => new PushBody(source, undefined) as unknown as ReplyStream
 
 /** The push source of a `pushStream` body, with what runs when it is done; undefined for any other stream. */
-export const pushSourceOf = (body: ReplyStream): { readonly source: PushSource; readonly onExit: BodyExit | undefined } | undefined => {
-  const source = (body as Partial<PushStream>)[PUSH]
-  return source === undefined ? undefined : { source, onExit: (body as PushStream).onExit }
-}
+export const pushSourceOf = (body: ReplyStream): { readonly source: PushSource; readonly onExit: BodyExit | undefined } | undefined =>
+  body instanceof PushBody ? body : undefined
 
 /** `body`, running `onExit` once it is done with, told how it ended (its fast lane kept). */
 export const onBodyExit = (body: ReplyStream, onExit: BodyExit): ReplyStream => {
-  const push = pushSourceOf(body)
-  if (push === undefined) return Stream.onExit(body, onExit)
-  const before = push.onExit
-  return makePushStream(push.source, before === undefined ? onExit : (exit) => Effect.andThen(before(exit), onExit(exit)))
+  if (!(body instanceof PushBody)) return Stream.onExit(body, onExit)
+  const before = body.onExit
+  return new PushBody(body.source, before === undefined ? onExit : (exit) => Effect.andThen(before(exit), onExit(exit))) as unknown as ReplyStream
 }
 
 /** `body`, running `release` once it is done with, however it ended (its fast lane kept). */

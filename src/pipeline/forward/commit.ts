@@ -91,6 +91,12 @@ const commitBody = (
 
     const handOn = (to: ByteSink<AnyGatewayFailure>): boolean => {
       if (held.length === 0) return true
+      if (held.length === 1) {
+        // The usual case, a chunk in and a chunk out: no new array per chunk.
+        const chunk = held[0]
+        held.length = 0
+        return (readerRoom = to.write(chunk))
+      }
       const chunks = held
       held = []
       let room = true
