@@ -16,8 +16,8 @@
  *   the CPU per stream, see docs/architecture.md). The body is a
  *   `pushStream`: the edge's writer takes its push source; any other reader
  *   (the library, a batch job) reads it as an ordinary `Stream`.
- * - Between the commit and the reader's start the upstream is paused (its
- *   bytes wait in `held`), so a reply not yet written buffers nothing more.
+ * - Between the commit and the reader's start a few chunks wait in `held`,
+ *   then the upstream is paused, so a reply not yet read buffers no more.
  * - Taps (telemetry, the output guardrail's record, the cache) ride inside
  *   the stage's decoding, never in the operator.
  * - The body belongs to the attempt's scope: whoever closes that scope (the
@@ -56,6 +56,9 @@ export interface StreamStage {
    */
   readonly stop: ((reason: StreamStop, out: Array<Uint8Array>) => void) | undefined
 }
+
+/** Chunks held between the commit and the reader's start before the upstream is paused. */
+const HELD_BEFORE_READER = 16
 
 const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))
 
@@ -160,11 +163,12 @@ const commitBody = (
         if (!committed) {
           if (verdict === "hold") return true
           commit()
-          // Paused until the reader starts, unless it started already (the program may
-          // run on to the writer inside `resume`) and has room.
-          return finished || (reader !== undefined && readerRoom)
+          // The reader may have started already (the program can run on to the writer inside
+          // `resume`); until it does, a few chunks are held rather than pausing the upstream
+          // (a pause and resume per stream costs more than the wait it saves).
+          return finished || (reader === undefined ? held.length < HELD_BEFORE_READER : readerRoom)
         }
-        if (reader === undefined) return finished
+        if (reader === undefined) return finished || held.length < HELD_BEFORE_READER
         const room = handOn(reader)
         if (finished) close(reader)
         return room
