@@ -8,10 +8,10 @@ import type { Scope } from "effect"
 import type * as Http from "node:http"
 import { GatewayConfig } from "./config/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
-import { listen, makeInFlight, makeRequestListener, makeRouter } from "./http/index.ts"
+import { listen, listenMetrics, makeInFlight, makeRequestListener, makeRouter, openStreams } from "./http/index.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./infra/log.ts"
-import { Guardrail, ResponseCache, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
+import { Guardrail, Metrics, ResponseCache, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
 import { ProviderClient } from "./providers/transport.ts"
 import { PlatformAuth } from "./tenancy/auth-exchange.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
@@ -20,7 +20,7 @@ import { servingSummary } from "./startup-summary.ts"
 import { isClusterWorker } from "./workers.ts"
 
 /** The services the running gateway needs. */
-export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth
+export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth | Metrics
 
 /**
  * Where projects come from, compiled with the stages' own compilers: the
@@ -43,6 +43,8 @@ export interface LayerOverrides {
   readonly auth?: Layer.Layer<PlatformAuth, never, Log> | undefined
   /** Where projects come from; the stages' compilers (Guardrail) and the log are provided. */
   readonly tenants?: Layer.Layer<TenantStore, StartError, Guardrail | Log> | undefined
+  /** The metrics stage; the library's gateway, which listens nowhere, has it off. */
+  readonly metrics?: Layer.Layer<Metrics> | undefined
 }
 
 /**
@@ -64,7 +66,8 @@ export const liveLayer = (
     (overrides?.cache ?? (settings.file.cache.enabled || settings.file.tenant_routing.enabled ? ResponseCache.layer : ResponseCache.layerOff)).pipe(Layer.provide(logLayer)),
     (overrides?.telemetry ?? Telemetry.layer(telemetrySettingsOf(settings.file))).pipe(Layer.provide(logLayer)),
     (overrides?.auth ?? PlatformAuth.layer(settings.file.auth)).pipe(Layer.provide(logLayer)),
-    (overrides?.tenants ?? projects(settings)).pipe(Layer.provide([guardrail, logLayer]))
+    (overrides?.tenants ?? projects(settings)).pipe(Layer.provide([guardrail, logLayer])),
+    overrides?.metrics ?? (settings.file.metrics.enabled ? Metrics.layer : Metrics.layerOff)
   )
 }
 
@@ -74,13 +77,18 @@ export const serveGateway: Effect.Effect<Http.Server, StartError, GatewayService
   for (const warning of settings.warnings) log.log("warn", "config warning", { source: settings.source, warning })
   const router = yield* makeRouter
   const telemetry = yield* Telemetry
+  const metrics = yield* Metrics
   const { server } = settings.file
   const inFlight = makeInFlight()
+  metrics.watchOpenStreams(() => openStreams(inFlight))
   const listener = makeRequestListener(router, telemetry.requestContext, log, inFlight, {
     bodyIdleMs: server.body_idle_timeout_secs * 1000,
     bodyMinBytesPerSec: server.body_min_bytes_per_sec,
-    tracing: telemetry
+    tracing: telemetry,
+    metrics: metrics.record
   })
+  const metricsPort = settings.file.metrics.port
+  if (settings.file.metrics.enabled && metricsPort !== undefined) yield* listenMetrics(settings.file.metrics.host, metricsPort, metrics, log)
   const listening = yield* listen(
     {
       host: server.host,

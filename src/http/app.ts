@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
-import { Log, makeChatProgram, makeProxyProgram, ResponseCache, Telemetry } from "../pipeline/index.ts"
+import { Log, makeChatProgram, makeProxyProgram, Metrics, ResponseCache, Telemetry } from "../pipeline/index.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { PlatformAuth } from "../tenancy/auth-exchange.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
@@ -12,6 +12,7 @@ import { chatRoutes } from "./chat.ts"
 import { jsonEndpointRoutes } from "./endpoints.ts"
 import { fileRoutes } from "./files.ts"
 import { healthRoutes } from "./health.ts"
+import { metricsRoutes } from "./metrics.ts"
 import { modelRoutes } from "./models.ts"
 import { passthroughRoutes } from "./passthrough.ts"
 import { makeProjectResolver } from "./project.ts"
@@ -29,8 +30,15 @@ export const makeRouter = Effect.gen(function*() {
   const telemetry = yield* Telemetry
   const runChat = makeChatProgram({ client, log, cache, telemetry })
   const runProxy = makeProxyProgram({ client, log, cache, telemetry })
+  const metrics = yield* Metrics
+  const { metrics: metricsSection } = settings.file
+  metrics.watchDependencies([
+    ...(settings.file.cache.enabled ? [{ name: "cache_redis", up: () => Effect.runPromise(cache.ready(settings.file.cache)) }] : []),
+    ...(settings.file.tenant_routing.enabled ? [{ name: store.readinessName, up: () => Effect.runPromise(store.ready) }] : [])
+  ])
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }]),
+    ...(metricsSection.enabled && metricsSection.port === undefined ? metricsRoutes(metrics) : []),
     ...modelRoutes(project),
     ...chatRoutes(project, runChat, server.max_body_bytes),
     ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes),

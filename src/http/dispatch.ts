@@ -56,6 +56,7 @@ export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResp
     method,
     path,
     query: queryAt === -1 ? "" : url.slice(queryAt),
+    endpoint: undefined,
     params: {},
     caller: callerOf(req.headers, path),
     replyHeaders: undefined,
@@ -94,6 +95,7 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
     )
   }
   ctx.params = match.params
+  ctx.endpoint = match.route
   const program = match.handler(ctx).pipe(
     Effect.matchCauseEffect({
       onSuccess: (answer) => (answer._tag === "Sent" ? Effect.void : writeReply(ctx, answer)),

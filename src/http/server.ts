@@ -19,7 +19,7 @@ import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
 import { streamErrorFrame } from "../domain/index.ts"
 import { bodyReply, JSON_CONTENT_TYPE } from "../pipeline/index.ts"
-import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
+import type { JsonLog, RecordRequest, RequestLogFields } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
 import { writeWhole } from "./write-reply.ts"
@@ -66,6 +66,13 @@ export interface InFlight {
 
 export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], draining: false })
 
+/** Event streams being written to callers now: requests in flight whose stream committed and has not ended. */
+export const openStreams = (inFlight: InFlight): number => {
+  let open = 0
+  for (const { ctx } of inFlight.active) if (ctx.streamFormat !== undefined && !ctx.res.writableEnded) open++
+  return open
+}
+
 export interface EdgeOptions {
   /** A request body that makes no progress this long is answered 408 and its connection closed. */
   readonly bodyIdleMs: number
@@ -73,6 +80,8 @@ export interface EdgeOptions {
   readonly bodyMinBytesPerSec: number
   /** The server span of each request (the `Telemetry` service); untraced without it. */
   readonly tracing?: EdgeTracing | undefined
+  /** Records each finished request in the metrics (`[metrics]`); nothing when they are off. */
+  readonly metrics?: RecordRequest | undefined
 }
 
 export const makeRequestListener = <R>(
@@ -83,6 +92,7 @@ export const makeRequestListener = <R>(
   options: EdgeOptions = { bodyIdleMs: 30_000, bodyMinBytesPerSec: 1024 }
 ): Http.RequestListener => {
   const bodyWatch = { idleMs: options.bodyIdleMs, minBytesPerSec: options.bodyMinBytesPerSec }
+  const record = options.metrics
   const runTraced = Effect.runCallbackWith(context)
   // A request the telemetry does not sample runs with tracing off from its first step.
   const runUntraced = Effect.runCallbackWith(Context.add(context, References.TracerEnabled, false))
@@ -112,13 +122,15 @@ export const makeRequestListener = <R>(
       const aborted = !res.writableFinished
       if (aborted && active.interrupt !== undefined) active.interrupt()
       finished(active)
+      const durationMs = performance.now() - ctx.startedAt
+      if (record !== undefined) record(ctx.endpoint ?? "unmatched", ctx.caller, res.statusCode, durationMs, ctx.log)
       if (log.enabled("info")) {
         const line: RequestLine = ctx.log
         line.request_id = ctx.requestId
         line.method = ctx.method
         line.path = ctx.path
         line.status = res.statusCode
-        line.duration_ms = Math.round((performance.now() - ctx.startedAt) * 1000) / 1000
+        line.duration_ms = Math.round(durationMs * 1000) / 1000
         if (aborted) line.aborted = true
         log.log("info", "request", line)
       }
