@@ -9,6 +9,9 @@
  * - SIGTERM or SIGINT is passed to every worker, which drains within
  *   `shutdown_grace_secs` like a single gateway; the primary exits 0 once they
  *   have, or kills what is left a few seconds after the grace period.
+ * - SIGHUP is passed to every worker, which reloads its configuration as a
+ *   single gateway does (src/gateway.ts); the primary keeps its own (the
+ *   worker count and the grace period change on restart).
  *
  * Every log line carries the worker number; the primary logs starts, deaths
  * and restarts.
@@ -89,6 +92,12 @@ export const superviseWorkers = async (settings: GatewaySettings, log: JsonLog):
   }
   process.on("SIGTERM", () => stop("SIGTERM"))
   process.on("SIGINT", () => stop("SIGINT"))
+  // A reload is each worker's own: it reads the file and logs what it did.
+  process.on("SIGHUP", () => {
+    if (stopping) return
+    log.log("info", "reloading", { workers: started.size })
+    for (const worker of started.keys()) worker.process.kill("SIGHUP")
+  })
 
   log.log("info", "workers", { count })
   log.log("info", "serving", servingSummary(settings))

@@ -11,3 +11,5 @@ export { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } 
 export { snapshotFromDocument } from "./snapshot.ts"
 export type { SnapshotRefusal, SnapshotValidation, ValidatedSnapshot } from "./snapshot.ts"
 export { redactedView } from "./view.ts"
+export { applicableReload, configVersionOf } from "./reload.ts"
+export type { ConfigVersion } from "./reload.ts"

@@ -62,9 +62,26 @@ export interface InFlight {
   readonly idle: Array<() => void>
   /** Set when shutdown began: new requests are answered 503 and their connection closed. */
   draining: boolean
+  /** Requests a callback waits for (`whenSettled`): what was in flight when it was made. */
+  readonly settling: Array<{ readonly pending: Set<ActiveRequest>; readonly done: () => void }>
 }
 
-export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], draining: false })
+export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], draining: false, settling: [] })
+
+/** Calls `done` once every request in flight now has finished (at once when none is). */
+export const whenSettled = (inFlight: InFlight, done: () => void): void => {
+  if (inFlight.active.size === 0) return done()
+  inFlight.settling.push({ pending: new Set(inFlight.active), done })
+}
+
+const settle = (inFlight: InFlight, active: ActiveRequest): void => {
+  for (let i = inFlight.settling.length - 1; i >= 0; i--) {
+    const { pending, done } = inFlight.settling[i]
+    if (!pending.delete(active) || pending.size > 0) continue
+    inFlight.settling.splice(i, 1)
+    done()
+  }
+}
 
 /** Event streams being written to callers now: requests in flight whose stream committed and has not ended. */
 export const openStreams = (inFlight: InFlight): number => {
@@ -98,6 +115,7 @@ export const makeRequestListener = <R>(
   const runUntraced = Effect.runCallbackWith(Context.add(context, References.TracerEnabled, false))
   const finished = (active: ActiveRequest) => {
     inFlight.active.delete(active)
+    if (inFlight.settling.length > 0) settle(inFlight, active)
     if (inFlight.active.size === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
   }
   return (req, res) => {

@@ -10,7 +10,7 @@ import { Agent, request } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { slowStream, startCli } from "./process.ts"
+import { slowStream, startCli, waitFor } from "./process.ts"
 
 let fake: FakeUpstream
 let dir: string
@@ -23,14 +23,6 @@ afterAll(async () => {
   await fake.close()
   rmSync(dir, { recursive: true, force: true })
 })
-
-const waitFor = async (check: () => boolean, what: string, timeoutMs = 15_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-}
 
 describe("workers mode", () => {
   it("serves from every worker, replaces a killed one, and drains all of them on SIGTERM", async () => {
