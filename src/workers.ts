@@ -20,16 +20,13 @@
  * loaded only by a primary that forks: a single gateway never loads it.
  */
 import type { Worker } from "node:cluster"
-import { availableParallelism } from "node:os"
+import { workerCountOf } from "./config/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
 import type { JsonLog } from "./infra/log.ts"
 import { servingSummary } from "./startup-summary.ts"
 
 /** How many workers a configuration asks for. */
-export const workerCount = (settings: GatewaySettings): number => {
-  const workers = settings.file.server.workers
-  return workers === "auto" ? availableParallelism() : workers
-}
+export const workerCount = (settings: GatewaySettings): number => workerCountOf(settings.file)
 
 /**
  * This process is a worker the primary forked: it carries the worker number

@@ -6,7 +6,7 @@
  */
 import { Effect } from "effect"
 import { Counter, Gauge, Histogram, Registry } from "prom-client"
-import type { DependencyCheck, MetricsShape, RecordRequest } from "./Metrics.ts"
+import type { DependencyCheck, MetricsShape, RecordRequest } from "./shape.ts"
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
 const NONE = "none"
