@@ -19,7 +19,7 @@ import { configPath, loadSettings, redactedView } from "./config/index.ts"
 import type { ConfigError, GatewaySettings } from "./config/index.ts"
 import { keptLayer, serveReloading } from "./gateway.ts"
 import { StartError } from "./http/server.ts"
-import { JsonLog } from "./infra/log.ts"
+import { JsonLog, logFormatFor } from "./infra/log.ts"
 import { isClusterWorker, superviseWorkers, workerCount, workerNumber } from "./workers.ts"
 
 const SERVE_USAGE = `usage: gateway [serve] [--config PATH | PATH] [--port N] [--host H]
@@ -94,12 +94,13 @@ const serve = (path: string | undefined, flags: ServerFlags): void => {
     return
   }
   const settings = loaded.success
-  const level = settings.file.telemetry.log_level
+  const { log_level: level, log_format } = settings.file.telemetry
+  const format = logFormatFor(log_format, process.stdout, process.env)
   if (!isClusterWorker() && workerCount(settings) > 1) {
-    void superviseWorkers(settings, new JsonLog(level))
+    void superviseWorkers(settings, new JsonLog(level, process.stdout, { format }))
     return
   }
-  const log = new JsonLog(level, process.stdout, { worker: workerNumber() })
+  const log = new JsonLog(level, process.stdout, { worker: workerNumber(), format })
   Layer.launch(Layer.effectDiscard(serveReloading(settings, { load })).pipe(Layer.provide(keptLayer(settings, log)))).pipe(
     NodeRuntime.runMain({
       disableErrorReporting: true,
