@@ -61,7 +61,7 @@ export const keptLayer = (settings: GatewaySettings, log: JsonLog, overrides?: L
   Layer.mergeAll(
     Layer.succeed(Log, log),
     overrides?.client ?? ProviderClient.layer,
-    overrides?.metrics ?? (settings.file.metrics.enabled ? Metrics.layer : Metrics.layerOff)
+    overrides?.metrics ?? (settings.file.metrics.enabled ? Metrics.layer({ clusterWorker: isClusterWorker() }) : Metrics.layerOff)
   )
 
 /** The layers a configuration determines (live ones, or `overrides`), on the given log. */

@@ -14,7 +14,8 @@
  *   worker count and the grace period change on restart).
  *
  * Every log line carries the worker number; the primary logs starts, deaths
- * and restarts.
+ * and restarts. With `[metrics]` on, the primary sums the workers' metrics
+ * for whichever worker a scrape reaches (src/infra/metrics-cluster.ts).
  *
  * `node:cluster` (and `child_process` under it, ~3 MiB of resident memory) is
  * loaded only by a primary that forks: a single gateway never loads it.
@@ -96,6 +97,8 @@ export const superviseWorkers = async (settings: GatewaySettings, log: JsonLog):
     for (const worker of started.keys()) worker.process.kill("SIGHUP")
   })
 
+  // Metrics: a scrape reaching any worker answers the sum over all of them.
+  if (settings.file.metrics.enabled) (await import("./infra/metrics-cluster.ts")).servePrimaryMetrics(cluster)
   log.log("info", "workers", { count })
   log.log("info", "serving", servingSummary(settings))
   for (let id = 1; id <= count; id++) fork(id)

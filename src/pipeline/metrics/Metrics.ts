@@ -26,11 +26,15 @@ import type { MetricsShape } from "./shape.ts"
 export type { DependencyCheck, MetricsShape, RecordRequest, RequestFields } from "./shape.ts"
 
 export class Metrics extends Context.Service<Metrics, MetricsShape>()("gateway/pipeline/metrics/Metrics") {
-  /** Metrics on: a registry of its own (never prom-client's global one), loaded with the layer. */
-  static readonly layer: Layer.Layer<Metrics> = Layer.effect(
-    Metrics,
-    Effect.map(Effect.promise(() => import("./live.ts")), ({ makeLiveMetrics }) => makeLiveMetrics())
-  )
+  /**
+   * Metrics on: a registry of its own (never prom-client's global one), loaded
+   * with the layer; `clusterWorker`: a scrape answers the sum over every worker.
+   */
+  static readonly layer = (options: { readonly clusterWorker: boolean } = { clusterWorker: false }): Layer.Layer<Metrics> =>
+    Layer.effect(
+      Metrics,
+      Effect.map(Effect.promise(() => import("./live.ts")), ({ makeLiveMetrics }) => makeLiveMetrics(options))
+    )
 
   /** Metrics off: nothing recorded, nothing loaded, `/metrics` not served. */
   static readonly layerOff: Layer.Layer<Metrics> = Layer.succeed(Metrics, {

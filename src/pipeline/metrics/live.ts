@@ -6,6 +6,7 @@
  */
 import { Effect } from "effect"
 import { Counter, Gauge, Histogram, Registry } from "prom-client"
+import { workerScrape } from "../../infra/metrics-cluster.ts"
 import type { DependencyCheck, MetricsShape, RecordRequest } from "./shape.ts"
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
@@ -98,8 +99,11 @@ const makeRecorder = (registry: Registry) => {
   return record
 }
 
-/** The live metrics on a registry of their own. */
-export const makeLiveMetrics = (): MetricsShape => {
+/**
+ * The live metrics on a registry of their own. A cluster worker's scrape
+ * answers the sum over every worker (src/infra/metrics-cluster.ts).
+ */
+export const makeLiveMetrics = (options: { readonly clusterWorker: boolean }): MetricsShape => {
   const registry = new Registry()
   const record = makeRecorder(registry)
   let openStreams = (): number => 0
@@ -117,6 +121,8 @@ export const makeLiveMetrics = (): MetricsShape => {
     help: "Whether a dependency (Redis of the cache or the tenant store) answers: 1 up, 0 down.",
     labelNames: ["dependency"],
     registers: [registry],
+    // Across workers: down when any worker finds it down.
+    aggregator: "min",
     async collect() {
       const checks = dependencies
       const results = await Promise.all(checks.map(({ up }) => up()))
@@ -124,9 +130,10 @@ export const makeLiveMetrics = (): MetricsShape => {
       checks.forEach(({ name }, i) => this.set({ dependency: name }, results[i] ? 1 : 0))
     }
   })
+  const text = options.clusterWorker ? workerScrape(registry) : () => registry.metrics()
   return {
     record,
-    scrape: Effect.map(Effect.promise(() => registry.metrics()), (body) => ({ contentType: registry.contentType, body })),
+    scrape: Effect.map(Effect.promise(text), (body) => ({ contentType: registry.contentType, body })),
     watchOpenStreams: (count) => void (openStreams = count),
     watchDependencies: (checks) => void (dependencies = checks)
   }
