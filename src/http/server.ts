@@ -141,7 +141,8 @@ export const makeRequestListener = <R>(
       if (aborted && active.interrupt !== undefined) active.interrupt()
       finished(active)
       const durationMs = performance.now() - ctx.startedAt
-      if (record !== undefined) record(ctx.endpoint ?? "unmatched", ctx.caller, res.statusCode, durationMs, ctx.log)
+      // A caller gone before any answer was written is counted as nginx does: 499.
+      if (record !== undefined) record(ctx.endpoint ?? "unmatched", ctx.caller, aborted && !res.headersSent ? 499 : res.statusCode, durationMs, ctx.log)
       if (log.enabled("info")) {
         const line: RequestLine = ctx.log
         line.request_id = ctx.requestId

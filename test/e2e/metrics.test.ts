@@ -130,6 +130,43 @@ describe("GET /metrics", () => {
     expect(firstToken).toBeLessThan(5)
   })
 
+  it("counts retries, an upstream 429 and a caller that left before the answer (499)", async () => {
+    const openai = client()
+    const before = gateway.requestLogs().length
+    const scraped = async () => parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text())
+    const start = await scraped()
+    const delta = (now: ReturnType<typeof parsePrometheus>, name: string, labels: Record<string, string>) => sampleOf(now, name, labels) - sampleOf(start, name, labels)
+    // A 503, then an answer from the same target: one retry.
+    fakes.primary.script({ kind: "error", status: 503 }, { kind: "json", body: completion("gpt-4o", { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }) })
+    await openai.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "retry me" }] })
+    // A 429 on the route with no retries and the spare refusing too: the caller gets the 429.
+    fakes.primary.script({ kind: "error", status: 429 })
+    fakes.backup.script({ kind: "error", status: 429 })
+    await expect(openai.chat.completions.create({ model: "smart", messages: [{ role: "user", content: "limited" }] })).rejects.toMatchObject({ status: 429 })
+    // A caller that leaves while the upstream has not answered.
+    fakes.primary.script({ kind: "hang" })
+    const abort = new AbortController()
+    const pending = fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "never mind" }] }),
+      signal: abort.signal
+    }).catch(() => undefined)
+    const deadline = Date.now() + 3000
+    while (!fakes.primary.requests.some((r) => (r.json as { messages?: Array<{ content: string }> }).messages?.[0]?.content === "never mind") && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    abort.abort()
+    await pending
+    await waitForRequestLogs(gateway, before + 3)
+
+    const now = await scraped()
+    expect(delta(now, "gateway_retries_total", { provider: "primary" })).toBe(1)
+    expect(delta(now, "gateway_upstream_attempts_total", { provider: "primary" })).toBe(2)
+    expect(delta(now, "gateway_rate_limit_refusals_total", { source: "upstream" })).toBe(1)
+    expect(delta(now, "gateway_requests_total", { endpoint: "/v1/chat/completions", model: "gpt-4o", status: "499" })).toBe(1)
+  })
+
   it("reports a stream while it is open, and a cache Redis that went away", async () => {
     fakes.primary.script({ kind: "slowStream", chunks: 4, intervalMs: 150 })
     const response = await fetch(`${gateway.url}/v1/chat/completions`, {
