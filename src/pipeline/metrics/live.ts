@@ -5,33 +5,20 @@
  * Loaded only when metrics are on.
  */
 import { Effect } from "effect"
-import { Counter, Gauge, Histogram, Registry } from "prom-client"
+import { Gauge, Registry } from "prom-client"
 import { workerScrape } from "../../infra/metrics-cluster.ts"
+import { CounterFamily, HistogramFamily } from "./families.ts"
 import type { DependencyCheck, MetricsShape, RecordRequest } from "./shape.ts"
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
 const NONE = "none"
 
-/** A label child per distinct combination, made on first use. */
-const children = <C>(make: (...labels: Array<string>) => C) => {
-  const made = new Map<string, C>()
-  return (key: string, ...labels: Array<string>): C => {
-    let child = made.get(key)
-    if (child === undefined) {
-      child = make(...labels)
-      made.set(key, child)
-    }
-    return child
-  }
-}
-
 /** The caller format of a request: the Responses API by its path, else the caller's wire family. */
 const callerFormatOf = (endpoint: string, caller: string): string => (endpoint === "/v1/responses" ? "responses" : caller)
 
 const makeRecorder = (registry: Registry) => {
-  const counter = (name: string, help: string, labelNames: Array<string> = []) => new Counter({ name, help, labelNames, registers: [registry] })
-  const histogram = (name: string, help: string, labelNames: Array<string>) =>
-    new Histogram({ name, help, labelNames, buckets: SECONDS_BUCKETS, registers: [registry] })
+  const counter = (name: string, help: string, labelNames: ReadonlyArray<string>) => new CounterFamily(name, help, labelNames, registry)
+  const histogram = (name: string, help: string, labelNames: ReadonlyArray<string>) => new HistogramFamily(name, help, labelNames, SECONDS_BUCKETS, registry)
 
   const requests = counter("gateway_requests_total", "Requests answered, by endpoint, caller format, provider, model, route, status and error class.", [
     "endpoint",
@@ -52,17 +39,14 @@ const makeRecorder = (registry: Registry) => {
   const guardrail = counter("gateway_guardrail_refusals_total", "Requests a guardrail refused, by category.", ["category"])
   const rateLimited = counter("gateway_rate_limit_refusals_total", "Requests answered 429, by who refused (upstream or gateway).", ["source"])
 
-  const requestChild = children((...labels) => requests.labels(...labels))
-  const durationChild = children((...labels) => duration.labels(...labels))
-  const firstTokenChild = children((...labels) => firstToken.labels(...labels))
-  const tokenChild = children((...labels) => tokens.labels(...labels))
-  const attemptChild = children((provider) => ({ attempts: attempts.labels(provider), retries: retries.labels(provider), failovers: failovers.labels(provider) }))
-  const cacheChild = children((result) => cache.labels(result))
-  const guardrailChild = children((category) => guardrail.labels(category))
-  const rateLimitChild = children((source) => rateLimited.labels(source))
-
-  const addTokens = (type: string, provider: string, model: string, count: number | undefined) => {
-    if (count !== undefined && count > 0) tokenChild(`${type}\0${provider}\0${model}`, type, provider, model).inc(count)
+  /** Adds `amount` to the one-label counter's `value`. */
+  const count = (family: CounterFamily, value: string, amount = 1) => {
+    ;(family.at(value) ?? family.create(value, [value])).value += amount
+  }
+  const addTokens = (type: string, provider: string, model: string, amount: number | undefined) => {
+    if (amount === undefined || amount <= 0) return
+    const key = `${type}\0${provider}\0${model}`
+    ;(tokens.at(key) ?? tokens.create(key, [type, provider, model])).value += amount
   }
 
   const record: RecordRequest = (endpoint, caller, status, durationMs, fields) => {
@@ -71,11 +55,12 @@ const makeRecorder = (registry: Registry) => {
     const route = fields.route ?? NONE
     const errorClass = fields.error_code ?? NONE
     const format = callerFormatOf(endpoint, caller)
-    requestChild(`${endpoint}\0${format}\0${provider}\0${model}\0${route}\0${status}\0${errorClass}`, endpoint, format, provider, model, route, String(status), errorClass)
-      .inc()
+    const requestKey = `${endpoint}\0${format}\0${provider}\0${model}\0${route}\0${status}\0${errorClass}`
+    ;(requests.at(requestKey) ?? requests.create(requestKey, [endpoint, format, provider, model, route, String(status), errorClass])).value++
     const pair = `${provider}\0${model}`
-    durationChild(`${endpoint}\0${pair}`, endpoint, provider, model).observe(durationMs / 1000)
-    if (fields.ttft_ms !== undefined) firstTokenChild(pair, provider, model).observe(fields.ttft_ms / 1000)
+    const durationKey = `${endpoint}\0${pair}`
+    duration.observe(duration.at(durationKey) ?? duration.create(durationKey, [endpoint, provider, model]), durationMs / 1000)
+    if (fields.ttft_ms !== undefined) firstToken.observe(firstToken.at(pair) ?? firstToken.create(pair, [provider, model]), fields.ttft_ms / 1000)
     if (fields.input_tokens !== undefined) {
       addTokens("input", provider, model, fields.input_tokens)
       addTokens("output", provider, model, fields.output_tokens)
@@ -83,18 +68,14 @@ const makeRecorder = (registry: Registry) => {
       addTokens("reasoning", provider, model, fields.reasoning_tokens)
     }
     if (fields.attempts !== undefined) {
-      const counts = attemptChild(provider, provider)
-      counts.attempts.inc(fields.attempts)
-      if (fields.retries !== undefined) counts.retries.inc(fields.retries)
-      if (fields.failovers !== undefined) counts.failovers.inc(fields.failovers)
+      count(attempts, provider, fields.attempts)
+      if (fields.retries !== undefined) count(retries, provider, fields.retries)
+      if (fields.failovers !== undefined) count(failovers, provider, fields.failovers)
     }
-    if (fields.cache !== undefined) cacheChild(fields.cache, fields.cache).inc()
-    if (fields.guardrail !== undefined) guardrailChild(fields.guardrail, fields.guardrail).inc()
-    else if (fields.guardrail_output !== undefined && status === 422) guardrailChild(fields.guardrail_output, fields.guardrail_output).inc()
-    if (status === 429) {
-      const source = fields.error_code === "rate_limit" ? "upstream" : "gateway"
-      rateLimitChild(source, source).inc()
-    }
+    if (fields.cache !== undefined) count(cache, fields.cache)
+    if (fields.guardrail !== undefined) count(guardrail, fields.guardrail)
+    else if (fields.guardrail_output !== undefined && status === 422) count(guardrail, fields.guardrail_output)
+    if (status === 429) count(rateLimited, fields.error_code === "rate_limit" ? "upstream" : "gateway")
   }
   return record
 }
