@@ -8,10 +8,22 @@ import { Effect } from "effect"
 import { Gauge, Registry } from "prom-client"
 import { workerScrape } from "../../infra/metrics-cluster.ts"
 import { CounterFamily, HistogramFamily } from "./families.ts"
+import type { CounterCell, HistogramCell } from "./families.ts"
 import type { DependencyCheck, MetricsShape, RecordRequest } from "./shape.ts"
 
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
 const NONE = "none"
+const TOKEN_TYPES = ["input", "output", "cached", "reasoning"] as const
+
+/** The cells a request of one endpoint, provider and model adds to, kept once found. */
+interface Series {
+  readonly duration: HistogramCell
+  firstToken: HistogramCell | undefined
+  /** By `TOKEN_TYPES` index. */
+  readonly tokens: Array<CounterCell | undefined>
+  /** By caller format, route, status and error class. */
+  readonly requests: Map<string, CounterCell>
+}
 
 /** The caller format of a request: the Responses API by its path, else the caller's wire family. */
 const callerFormatOf = (endpoint: string, caller: string): string => (endpoint === "/v1/responses" ? "responses" : caller)
@@ -43,10 +55,34 @@ const makeRecorder = (registry: Registry) => {
   const count = (family: CounterFamily, value: string, amount = 1) => {
     ;(family.at(value) ?? family.create(value, [value])).value += amount
   }
-  const addTokens = (type: string, provider: string, model: string, amount: number | undefined) => {
+  /** The cells of one endpoint, provider and model, found by three lookups of strings the request already holds. */
+  const series = new Map<string, Map<string, Map<string, Series>>>()
+  const seriesOf = (endpoint: string, provider: string, model: string): Series => {
+    let byProvider = series.get(endpoint)
+    if (byProvider === undefined) series.set(endpoint, byProvider = new Map())
+    let byModel = byProvider.get(provider)
+    if (byModel === undefined) byProvider.set(provider, byModel = new Map())
+    let found = byModel.get(model)
+    if (found === undefined) {
+      const key = `${endpoint}\0${provider}\0${model}`
+      found = {
+        duration: duration.at(key) ?? duration.create(key, [endpoint, provider, model]),
+        firstToken: undefined,
+        tokens: [undefined, undefined, undefined, undefined],
+        requests: new Map()
+      }
+      byModel.set(model, found)
+    }
+    return found
+  }
+  const addTokens = (cells: Series, type: number, provider: string, model: string, amount: number | undefined) => {
     if (amount === undefined || amount <= 0) return
-    const key = `${type}\0${provider}\0${model}`
-    ;(tokens.at(key) ?? tokens.create(key, [type, provider, model])).value += amount
+    let cell = cells.tokens[type]
+    if (cell === undefined) {
+      const key = `${TOKEN_TYPES[type]}\0${provider}\0${model}`
+      cell = cells.tokens[type] = tokens.at(key) ?? tokens.create(key, [TOKEN_TYPES[type], provider, model])
+    }
+    cell.value += amount
   }
 
   const record: RecordRequest = (endpoint, caller, status, durationMs, fields) => {
@@ -55,17 +91,26 @@ const makeRecorder = (registry: Registry) => {
     const route = fields.route ?? NONE
     const errorClass = fields.error_code ?? NONE
     const format = callerFormatOf(endpoint, caller)
-    const requestKey = `${endpoint}\0${format}\0${provider}\0${model}\0${route}\0${status}\0${errorClass}`
-    ;(requests.at(requestKey) ?? requests.create(requestKey, [endpoint, format, provider, model, route, String(status), errorClass])).value++
-    const pair = `${provider}\0${model}`
-    const durationKey = `${endpoint}\0${pair}`
-    duration.observe(duration.at(durationKey) ?? duration.create(durationKey, [endpoint, provider, model]), durationMs / 1000)
-    if (fields.ttft_ms !== undefined) firstToken.observe(firstToken.at(pair) ?? firstToken.create(pair, [provider, model]), fields.ttft_ms / 1000)
+    const cells = seriesOf(endpoint, provider, model)
+    const requestKey = `${format}\0${route}\0${status}\0${errorClass}`
+    let requested = cells.requests.get(requestKey)
+    if (requested === undefined) {
+      const key = `${endpoint}\0${provider}\0${model}\0${requestKey}`
+      requested = requests.at(key) ?? requests.create(key, [endpoint, format, provider, model, route, String(status), errorClass])
+      cells.requests.set(requestKey, requested)
+    }
+    requested.value++
+    duration.observe(cells.duration, durationMs / 1000)
+    if (fields.ttft_ms !== undefined) {
+      const pair = `${provider}\0${model}`
+      cells.firstToken ??= firstToken.at(pair) ?? firstToken.create(pair, [provider, model])
+      firstToken.observe(cells.firstToken, fields.ttft_ms / 1000)
+    }
     if (fields.input_tokens !== undefined) {
-      addTokens("input", provider, model, fields.input_tokens)
-      addTokens("output", provider, model, fields.output_tokens)
-      addTokens("cached", provider, model, fields.cached_tokens)
-      addTokens("reasoning", provider, model, fields.reasoning_tokens)
+      addTokens(cells, 0, provider, model, fields.input_tokens)
+      addTokens(cells, 1, provider, model, fields.output_tokens)
+      addTokens(cells, 2, provider, model, fields.cached_tokens)
+      addTokens(cells, 3, provider, model, fields.reasoning_tokens)
     }
     if (fields.attempts !== undefined) {
       count(attempts, provider, fields.attempts)
