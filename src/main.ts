@@ -16,10 +16,10 @@ import { Cause, Exit, Layer, Result } from "effect"
 import { parseArgs } from "node:util"
 import type { ParseArgsOptionsConfig } from "node:util"
 import { configPath, loadSettings, redactedView } from "./config/index.ts"
-import type { GatewaySettings } from "./config/index.ts"
-import { liveLayer, serveGateway } from "./gateway.ts"
+import type { ConfigError, GatewaySettings } from "./config/index.ts"
+import { keptLayer, serveReloading } from "./gateway.ts"
 import { StartError } from "./http/server.ts"
-import { JsonLog } from "./infra/log.ts"
+import { JsonLog, logFormatFor } from "./infra/log.ts"
 import { isClusterWorker, superviseWorkers, workerCount, workerNumber } from "./workers.ts"
 
 const SERVE_USAGE = `usage: gateway [serve] [--config PATH | PATH] [--port N] [--host H]
@@ -78,22 +78,30 @@ interface ServerFlags {
   readonly host?: string
 }
 
+/** The configuration file as `serve` reads it, at start and on every reload: `--port` and `--host` applied. */
+const loadServed = (path: string | undefined, flags: ServerFlags) => (): Result.Result<GatewaySettings, ConfigError> =>
+  Result.map(loadSettings(configPath(path, process.env), process.env), (loaded) => ({
+    ...loaded,
+    file: { ...loaded.file, server: { ...loaded.file.server, ...flags } }
+  }))
+
 const serve = (path: string | undefined, flags: ServerFlags): void => {
-  const loaded = loadSettings(configPath(path, process.env), process.env)
+  const load = loadServed(path, flags)
+  const loaded = load()
   if (Result.isFailure(loaded)) {
     process.stderr.write(`${loaded.failure.message}\n`)
     process.exitCode = 1
     return
   }
-  const { file } = loaded.success
-  const settings: GatewaySettings = { ...loaded.success, file: { ...file, server: { ...file.server, ...flags } } }
-  const level = file.telemetry.log_level
+  const settings = loaded.success
+  const { log_level: level, log_format } = settings.file.telemetry
+  const format = logFormatFor(log_format, process.stdout, process.env)
   if (!isClusterWorker() && workerCount(settings) > 1) {
-    void superviseWorkers(settings, new JsonLog(level))
+    void superviseWorkers(settings, new JsonLog(level, process.stdout, { format }))
     return
   }
-  const log = new JsonLog(level, process.stdout, { worker: workerNumber() })
-  Layer.launch(Layer.effectDiscard(serveGateway).pipe(Layer.provide(liveLayer(settings, log)))).pipe(
+  const log = new JsonLog(level, process.stdout, { worker: workerNumber(), format })
+  Layer.launch(Layer.effectDiscard(serveReloading(settings, { load })).pipe(Layer.provide(keptLayer(settings, log)))).pipe(
     NodeRuntime.runMain({
       disableErrorReporting: true,
       // A signal is the normal way to stop: graceful shutdown exits 0.

@@ -9,24 +9,25 @@
  * - SIGTERM or SIGINT is passed to every worker, which drains within
  *   `shutdown_grace_secs` like a single gateway; the primary exits 0 once they
  *   have, or kills what is left a few seconds after the grace period.
+ * - SIGHUP is passed to every worker, which reloads its configuration as a
+ *   single gateway does (src/gateway.ts); the primary keeps its own (the
+ *   worker count and the grace period change on restart).
  *
  * Every log line carries the worker number; the primary logs starts, deaths
- * and restarts.
+ * and restarts. With `[metrics]` on, the primary sums the workers' metrics
+ * for whichever worker a scrape reaches (src/infra/metrics-cluster.ts).
  *
  * `node:cluster` (and `child_process` under it, ~3 MiB of resident memory) is
  * loaded only by a primary that forks: a single gateway never loads it.
  */
 import type { Worker } from "node:cluster"
-import { availableParallelism } from "node:os"
+import { workerCountOf } from "./config/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
 import type { JsonLog } from "./infra/log.ts"
 import { servingSummary } from "./startup-summary.ts"
 
 /** How many workers a configuration asks for. */
-export const workerCount = (settings: GatewaySettings): number => {
-  const workers = settings.file.server.workers
-  return workers === "auto" ? availableParallelism() : workers
-}
+export const workerCount = (settings: GatewaySettings): number => workerCountOf(settings.file)
 
 /**
  * This process is a worker the primary forked: it carries the worker number
@@ -89,7 +90,15 @@ export const superviseWorkers = async (settings: GatewaySettings, log: JsonLog):
   }
   process.on("SIGTERM", () => stop("SIGTERM"))
   process.on("SIGINT", () => stop("SIGINT"))
+  // A reload is each worker's own: it reads the file and logs what it did.
+  process.on("SIGHUP", () => {
+    if (stopping) return
+    log.log("info", "reloading", { workers: started.size })
+    for (const worker of started.keys()) worker.process.kill("SIGHUP")
+  })
 
+  // Metrics: a scrape reaching any worker answers the sum over all of them.
+  if (settings.file.metrics.enabled) (await import("./infra/metrics-cluster.ts")).servePrimaryMetrics(cluster)
   log.log("info", "workers", { count })
   log.log("info", "serving", servingSummary(settings))
   for (let id = 1; id <= count; id++) fork(id)

@@ -10,7 +10,7 @@ import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, foldCase, isProviderKind, 
 import type { ProviderKind } from "../domain/index.ts"
 import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./credentials.ts"
 import { closestName, didYouMean } from "./did-you-mean.ts"
-import type { ResolvedCredential } from "./credentials.ts"
+import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
 import type { ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
 import { checkTelemetrySections } from "./telemetry-checks.ts"
@@ -41,6 +41,22 @@ export interface CheckResult {
   readonly targets: ReadonlyMap<string, ResolvedTarget>
   /** `tenant_routing.anti_entropy_interval_secs` after the spec's fallback. */
   readonly antiEntropyIntervalSecs: number
+  /** `[server] admin_key` read from its variable; undefined when unset. */
+  readonly adminKey: FingerprintedCredential | undefined
+}
+
+/** `[server] admin_key`: an `env::VAR` naming a variable that is set (a key nobody can send would lock `/status`). */
+const checkAdminKey = (file: ConfigFile, credentials: CredentialSource, findings: Findings): FingerprintedCredential | undefined => {
+  const value = file.server.admin_key
+  if (value === undefined || credentials.kind !== "environment") return undefined
+  const location = parseCredentialLocation(value)
+  if (location?.kind !== "env") {
+    findings.error("server.admin_key", `expected "env::VARIABLE" (the key is never written in the file), got "${value.startsWith("env::") ? value : "(a literal value, not shown)"}"`)
+    return undefined
+  }
+  const resolved = resolveCredential(location, credentials.env)
+  if (resolved.value === undefined) findings.error("server.admin_key", `environment variable ${location.variable} is not set`)
+  return resolved.value === undefined ? undefined : resolved
 }
 
 class Findings {
@@ -429,5 +445,6 @@ export const checkConfig = (file: ConfigFile, credentials: CredentialSource): Ch
   if (file.routing.circuit_breaker.enabled) {
     findings.warn("routing.circuit_breaker", "deprecated and ignored; failover is sequential and stateless (strategy = \"fallback\")")
   }
-  return { errors: findings.errors, warnings: findings.warnings, providers, targets, antiEntropyIntervalSecs }
+  const adminKey = checkAdminKey(file, credentials, findings)
+  return { errors: findings.errors, warnings: findings.warnings, providers, targets, antiEntropyIntervalSecs, adminKey }
 }

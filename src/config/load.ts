@@ -65,7 +65,8 @@ export const settingsFromDocument = (
     file: settled,
     providers: checked.providers,
     targets: checked.targets,
-    warnings
+    warnings,
+    ...(checked.adminKey === undefined ? {} : { adminKey: checked.adminKey })
   })
 }
 

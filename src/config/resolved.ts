@@ -5,7 +5,8 @@
  * snapshot) by `load.ts`.
  */
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
-import type { ResolvedCredential } from "./credentials.ts"
+import { availableParallelism } from "node:os"
+import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
 import type { ConfigFile } from "./schema.ts"
 
 export interface ResolvedProvider {
@@ -47,7 +48,12 @@ export interface GatewaySettings {
   readonly targets: ReadonlyMap<string, ResolvedTarget>
   /** Startup warnings (unknown keys, deprecations, fallbacks), already logged once. */
   readonly warnings: ReadonlyArray<string>
+  /** `[server] admin_key`, read from its variable: what `/status` asks for. */
+  readonly adminKey?: FingerprintedCredential | undefined
 }
+
+/** How many gateway processes `[server] workers` asks for (`"auto"`: one per core). */
+export const workerCountOf = (file: ConfigFile): number => (file.server.workers === "auto" ? availableParallelism() : file.server.workers)
 
 /** The built-in provider timeout when nothing else sets one (docs/reference/gateway-spec.md §2.7, 8). */
 export const DEFAULT_TIMEOUT_MS = 30_000

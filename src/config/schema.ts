@@ -49,7 +49,11 @@ export const Server = Schema.Struct({
   /** A client connection with no traffic either way this long is closed (beyond spec). */
   client_idle_timeout_secs: PositiveInt.pipe(withDefault(600)),
   /** Gateway processes sharing the port: a number, or "auto" for one per core (beyond spec). */
-  workers: Schema.Union([PositiveInt, Schema.Literal("auto")]).pipe(withDefault(1))
+  workers: Schema.Union([PositiveInt, Schema.Literal("auto")]).pipe(withDefault(1)),
+  /** Re-read the file when it changes, as SIGHUP does (beyond spec). */
+  watch_config: Schema.Boolean.pipe(withDefault(false)),
+  /** `env::VAR`: the key `/status` asks for; unset, only loopback callers may read it (beyond spec). */
+  admin_key: Schema.optionalKey(Schema.String)
 })
 
 export const ProviderDefaults = Schema.Struct({
@@ -166,7 +170,17 @@ export const Telemetry = Schema.Struct({
   service_name: Schema.String.pipe(withDefault("gateway")),
   environment: Schema.String.pipe(withDefault("production")),
   sample_ratio: Ratio.pipe(withDefault(0.1)),
-  log_level: LogLevel.pipe(withDefault("info"))
+  log_level: LogLevel.pipe(withDefault("info")),
+  /** `auto`: one coloured line per request on a terminal, JSON lines otherwise (beyond spec). */
+  log_format: Schema.Literals(["auto", "json", "pretty"]).pipe(withDefault("auto"))
+})
+
+/** Prometheus metrics at `GET /metrics`, on the gateway's own address unless `port` is set (beyond spec). */
+export const Metrics = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(true)),
+  /** With `port`: the address of a listener of its own that serves `/metrics` only. */
+  host: Schema.String.pipe(withDefault("127.0.0.1")),
+  port: Schema.optionalKey(Port)
 })
 
 const GenAiTelemetryFields = {
@@ -252,12 +266,13 @@ export const ConfigFile = Schema.Struct({
   genai_telemetry: GenAiTelemetry.pipe(withDefault({})),
   auth: Auth.pipe(withDefault({})),
   tenant_routing: TenantRouting.pipe(withDefault({})),
-  cache: Cache.pipe(withDefault({}))
+  cache: Cache.pipe(withDefault({})),
+  metrics: Metrics.pipe(withDefault({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 
 /** The sections of the gateway's own file that a tenant snapshot may not set. */
-export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing"] as const
+export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing", "metrics"] as const
 
 /**
  * A tenant snapshot (multi-tenant mode, docs/multi-tenant.md): a project's

@@ -153,7 +153,8 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
         telemetry: gateway.telemetry,
         genai_telemetry: gateway.genai_telemetry,
         auth: gateway.auth,
-        tenant_routing: gateway.tenant_routing
+        tenant_routing: gateway.tenant_routing,
+        metrics: gateway.metrics
       },
       providers: checked.providers,
       targets: checked.targets,

@@ -3,8 +3,10 @@
  * capture the services they need here, so a request does no service lookups.
  */
 import { Effect } from "effect"
-import { GatewayConfig } from "../config/index.ts"
-import { Log, makeChatProgram, makeProxyProgram, ResponseCache, Telemetry } from "../pipeline/index.ts"
+import { configVersionOf, GatewayConfig } from "../config/index.ts"
+import type { GatewaySettings } from "../config/index.ts"
+import { Log, makeChatProgram, makeProxyProgram, Metrics, ResponseCache, Telemetry } from "../pipeline/index.ts"
+import type { DependencyCheck } from "../pipeline/index.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { PlatformAuth } from "../tenancy/auth-exchange.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
@@ -12,11 +14,27 @@ import { chatRoutes } from "./chat.ts"
 import { jsonEndpointRoutes } from "./endpoints.ts"
 import { fileRoutes } from "./files.ts"
 import { healthRoutes } from "./health.ts"
+import { metricsRoutes } from "./metrics.ts"
+import { statusRoutes } from "./status.ts"
 import { modelRoutes } from "./models.ts"
 import { passthroughRoutes } from "./passthrough.ts"
 import { makeProjectResolver } from "./project.ts"
 import { Router } from "./router.ts"
 import { transcriptionRoutes } from "./transcriptions.ts"
+
+/** The dependencies `/metrics` reports up or down: the Redis of the cache and of the tenant store, the collectors. */
+const dependencyChecks = (
+  settings: GatewaySettings,
+  cache: ResponseCache["Service"],
+  store: TenantStore["Service"],
+  telemetry: Telemetry["Service"]
+): ReadonlyArray<DependencyCheck> => [
+  ...(settings.file.cache.enabled ? [{ name: "cache_redis", up: () => Effect.runPromise(cache.ready(settings.file.cache)) }] : []),
+  ...(settings.file.tenant_routing.enabled ? [{ name: store.readinessName, up: () => Effect.runPromise(store.ready) }] : []),
+  ...(telemetry.tracing || telemetry.genAi.enabled
+    ? [{ name: "collector", up: () => Effect.runPromise(Effect.map(telemetry.collectors, (all) => all.every((collector) => collector.reachable))) }]
+    : [])
+]
 
 export const makeRouter = Effect.gen(function*() {
   const settings = yield* GatewayConfig
@@ -29,8 +47,14 @@ export const makeRouter = Effect.gen(function*() {
   const telemetry = yield* Telemetry
   const runChat = makeChatProgram({ client, log, cache, telemetry })
   const runProxy = makeProxyProgram({ client, log, cache, telemetry })
+  const metrics = yield* Metrics
+  const { metrics: metricsSection } = settings.file
+  metrics.watchDependencies(dependencyChecks(settings, cache, store, telemetry))
+  const version = configVersionOf(settings, new Date())
   return new Router<never>([
-    ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }]),
+    ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }], version),
+    ...statusRoutes({ settings, version, cache, store, telemetry }),
+    ...(metricsSection.enabled && metricsSection.port === undefined ? metricsRoutes(metrics) : []),
     ...modelRoutes(project),
     ...chatRoutes(project, runChat, server.max_body_bytes),
     ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes),

@@ -15,4 +15,6 @@ export interface HttpRequestContext extends RequestContext {
 /** A request served on a socket: the response the reply's writer writes. */
 export interface EdgeContext extends HttpRequestContext {
   readonly res: ServerResponse
+  /** The writer is sending a stream body (its head is out, its end not yet). */
+  streaming?: boolean | undefined
 }

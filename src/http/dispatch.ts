@@ -60,6 +60,7 @@ export function requestContextOf(req: Http.IncomingMessage, res: Http.ServerResp
     method,
     path,
     query: queryAt === -1 ? "" : url.slice(queryAt),
+    endpoint: undefined,
     params: {},
     caller: callerOf(req.headers, path),
     replyHeaders: undefined,
@@ -88,6 +89,7 @@ export const answerOf = <R>(match: Match<R>, ctx: HttpRequestContext, log: JsonL
     }))
   }
   ctx.params = match.params
+  ctx.endpoint = match.route
   return Effect.catchCause(match.handler(ctx), (cause) => {
     const failure = cause.reasons.length === 1 && cause.reasons[0]._tag === "Fail" ? cause.reasons[0].error : undefined
     if (failure !== undefined) return Effect.succeed(failureReply(ctx, failure))

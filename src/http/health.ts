@@ -1,5 +1,9 @@
-/** `/healthz` (the process is up) and `/readyz` (configuration loaded, dependencies reachable). */
+/**
+ * `/healthz` (the process is up) and `/readyz` (configuration loaded,
+ * dependencies reachable, and which configuration: its `config_version`).
+ */
 import { Effect } from "effect"
+import type { ConfigVersion } from "../config/index.ts"
 import { jsonReply } from "../pipeline/index.ts"
 import type { RouteDef } from "./router.ts"
 
@@ -8,7 +12,7 @@ export interface ReadinessCheck {
   readonly check: Effect.Effect<boolean>
 }
 
-export const healthRoutes = (checks: ReadonlyArray<ReadinessCheck>): ReadonlyArray<RouteDef<never>> => [
+export const healthRoutes = (checks: ReadonlyArray<ReadinessCheck>, version: ConfigVersion): ReadonlyArray<RouteDef<never>> => [
   { method: "GET", path: "/healthz", handler: (ctx) => Effect.sync(() => jsonReply(ctx, 200, { status: "ok" })) },
   {
     method: "GET",
@@ -20,7 +24,8 @@ export const healthRoutes = (checks: ReadonlyArray<ReadinessCheck>): ReadonlyArr
           const ready = results.every(([, ok]) => ok)
           return jsonReply(ctx, ready ? 200 : 503, {
             status: ready ? "ready" : "not_ready",
-            checks: Object.fromEntries(results.map(([name, ok]) => [name, ok ? "ok" : "failing"]))
+            checks: Object.fromEntries(results.map(([name, ok]) => [name, ok ? "ok" : "failing"])),
+            config_version: version
           })
         }
       )

@@ -18,7 +18,7 @@ import type * as Http from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
 import { bodyReply, JSON_CONTENT_TYPE } from "../pipeline/index.ts"
-import type { JsonLog, RequestLogFields } from "../pipeline/index.ts"
+import type { JsonLog, RecordRequest, RequestLogFields } from "../pipeline/index.ts"
 import type { EdgeContext } from "./context.ts"
 import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
 import { writeWhole } from "./write-reply.ts"
@@ -61,9 +61,33 @@ export interface InFlight {
   readonly idle: Array<() => void>
   /** Set when shutdown began: new requests are answered 503 and their connection closed. */
   draining: boolean
+  /** Requests a callback waits for (`whenSettled`): what was in flight when it was made. */
+  readonly settling: Array<{ readonly pending: Set<ActiveRequest>; readonly done: () => void }>
 }
 
-export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], draining: false })
+export const makeInFlight = (): InFlight => ({ active: new Set(), idle: [], draining: false, settling: [] })
+
+/** Calls `done` once every request in flight now has finished (at once when none is). */
+export const whenSettled = (inFlight: InFlight, done: () => void): void => {
+  if (inFlight.active.size === 0) return done()
+  inFlight.settling.push({ pending: new Set(inFlight.active), done })
+}
+
+const settle = (inFlight: InFlight, active: ActiveRequest): void => {
+  for (let i = inFlight.settling.length - 1; i >= 0; i--) {
+    const { pending, done } = inFlight.settling[i]
+    if (!pending.delete(active) || pending.size > 0) continue
+    inFlight.settling.splice(i, 1)
+    done()
+  }
+}
+
+/** Event streams being written to callers now: requests in flight whose stream committed and has not ended. */
+export const openStreams = (inFlight: InFlight): number => {
+  let open = 0
+  for (const { ctx } of inFlight.active) if (ctx.streaming === true && !ctx.res.writableEnded) open++
+  return open
+}
 
 export interface EdgeOptions {
   /** A request body that makes no progress this long is answered 408 and its connection closed. */
@@ -72,6 +96,8 @@ export interface EdgeOptions {
   readonly bodyMinBytesPerSec: number
   /** The server span of each request (the `Telemetry` service); untraced without it. */
   readonly tracing?: EdgeTracing | undefined
+  /** Records each finished request in the metrics (`[metrics]`); nothing when they are off. */
+  readonly metrics?: RecordRequest | undefined
 }
 
 export const makeRequestListener = <R>(
@@ -82,11 +108,13 @@ export const makeRequestListener = <R>(
   options: EdgeOptions = { bodyIdleMs: 30_000, bodyMinBytesPerSec: 1024 }
 ): Http.RequestListener => {
   const bodyWatch = { idleMs: options.bodyIdleMs, minBytesPerSec: options.bodyMinBytesPerSec }
+  const record = options.metrics
   const runTraced = Effect.runCallbackWith(context)
   // A request the telemetry does not sample runs with tracing off from its first step.
   const runUntraced = Effect.runCallbackWith(Context.add(context, References.TracerEnabled, false))
   const finished = (active: ActiveRequest) => {
     inFlight.active.delete(active)
+    if (inFlight.settling.length > 0) settle(inFlight, active)
     if (inFlight.active.size === 0) for (const resolve of inFlight.idle.splice(0)) resolve()
   }
   return (req, res) => {
@@ -111,13 +139,16 @@ export const makeRequestListener = <R>(
       const aborted = !res.writableFinished
       if (aborted && active.interrupt !== undefined) active.interrupt()
       finished(active)
+      const durationMs = performance.now() - ctx.startedAt
+      // A caller gone before any answer was written is counted as nginx does: 499.
+      if (record !== undefined) record(ctx.endpoint ?? "unmatched", ctx.caller, aborted && !res.headersSent ? 499 : res.statusCode, durationMs, ctx.log)
       if (log.enabled("info")) {
         const line: RequestLine = ctx.log
         line.request_id = ctx.requestId
         line.method = ctx.method
         line.path = ctx.path
         line.status = res.statusCode
-        line.duration_ms = Math.round((performance.now() - ctx.startedAt) * 1000) / 1000
+        line.duration_ms = Math.round(durationMs * 1000) / 1000
         if (aborted) line.aborted = true
         log.log("info", "request", line)
       }

@@ -132,6 +132,7 @@ const pushToSocket = (res: ServerResponse, source: PushSource): Effect.Effect<vo
 const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.Effect<void> => {
   const { res } = ctx
   if (!writeHead(ctx, reply, [])) return Effect.void
+  ctx.streaming = true
   const push = pushSourceOf(body)
   if (push !== undefined) {
     const { onExit } = push

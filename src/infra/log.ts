@@ -14,9 +14,13 @@
  * and counted; once the reader catches up, one `log lines dropped` warning
  * says how many.
  *
+ * `format: "pretty"` writes the same records as lines for people
+ * (pretty.ts), coloured when asked; JSON lines are unchanged by it.
+ *
  * Never pass bodies or credentials here; callers log ids, names and numbers.
  */
 import { Context, Layer } from "effect"
+import { prettyLine } from "./pretty.ts"
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "none"
 
@@ -36,6 +40,19 @@ export interface LogSink {
   once?(event: "drain", listener: () => void): unknown
 }
 
+/** How lines are written: JSON, or for people (`colour`: with ANSI colours). */
+export type LogFormat = "json" | { readonly pretty: { readonly colour: boolean } }
+
+/**
+ * The format `[telemetry] log_format` asks for on this output: `auto` is
+ * pretty on a terminal (coloured unless `NO_COLOR` is set), JSON otherwise.
+ */
+export const logFormatFor = (setting: "auto" | "json" | "pretty", output: { readonly isTTY?: boolean | undefined }, env: Readonly<Record<string, string | undefined>>): LogFormat => {
+  const terminal = output.isTTY === true
+  if (setting === "json" || (setting === "auto" && !terminal)) return "json"
+  return { pretty: { colour: terminal && (env.NO_COLOR === undefined || env.NO_COLOR === "") } }
+}
+
 export class JsonLog {
   private pending: Array<string> = []
   private scheduled = false
@@ -44,6 +61,8 @@ export class JsonLog {
   private readonly flushLines: number
 
   private readonly worker: string
+  private readonly workerNumber: number | undefined
+  private readonly pretty: { readonly colour: boolean } | undefined
   private dropped = 0
 
   /**
@@ -52,11 +71,17 @@ export class JsonLog {
    * it, and each write stays within `PIPE_BUF`, so lines of processes sharing
    * one stdout never interleave.
    */
-  constructor(level: LogLevel, sink: LogSink = process.stdout, options: { readonly flushLines?: number; readonly worker?: number } = {}) {
+  constructor(
+    level: LogLevel,
+    sink: LogSink = process.stdout,
+    options: { readonly flushLines?: number; readonly worker?: number | undefined; readonly format?: LogFormat } = {}
+  ) {
     this.threshold = RANK[level]
     this.sink = sink
     this.flushLines = options.flushLines ?? FLUSH_LINES
     this.worker = options.worker === undefined ? "" : `,"worker":${options.worker}`
+    this.workerNumber = options.worker
+    this.pretty = options.format === undefined || options.format === "json" ? undefined : options.format.pretty
   }
 
   enabled(level: LogLevel): boolean {
@@ -66,10 +91,14 @@ export class JsonLog {
   /** Appends one record; `fields` must be JSON-serializable and secret-free. */
   log(level: LogLevel, msg: string, fields?: object): void {
     if (RANK[level] < this.threshold) return
-    // Built as text: one stringify of the fields, no merged copy of them.
-    const head = this.head(level, msg)
-    const rest = fields === undefined ? "{}" : JSON.stringify(fields)
-    this.pending.push(rest === "{}" ? `${head}}` : `${head},${rest.slice(1)}`)
+    if (this.pretty !== undefined) {
+      this.pending.push(prettyLine(this.now(), level, this.workerNumber, msg, fields as Record<string, unknown> | undefined, this.pretty.colour))
+    } else {
+      // Built as text: one stringify of the fields, no merged copy of them.
+      const head = this.head(level, msg)
+      const rest = fields === undefined ? "{}" : JSON.stringify(fields)
+      this.pending.push(rest === "{}" ? `${head}}` : `${head},${rest.slice(1)}`)
+    }
     if (this.pending.length >= this.flushLines) this.flush()
     else this.schedule()
   }
@@ -100,7 +129,10 @@ export class JsonLog {
   }
 
   private droppedLine(): string {
-    const line = `${this.head("warn", "log lines dropped")},"dropped":${this.dropped},"reason":"stdout reader behind by over ${MAX_BACKLOG_BYTES} bytes"}`
+    const reason = `stdout reader behind by over ${MAX_BACKLOG_BYTES} bytes`
+    const line = this.pretty !== undefined
+      ? prettyLine(this.now(), "warn", this.workerNumber, "log lines dropped", { dropped: this.dropped, reason }, this.pretty.colour)
+      : `${this.head("warn", "log lines dropped")},"dropped":${this.dropped},"reason":"${reason}"}`
     this.dropped = 0
     return line
   }

@@ -14,7 +14,7 @@ import type { GatewaySettings } from "../config/index.ts"
 import { liveLayer } from "../gateway.ts"
 import type { LayerOverrides } from "../gateway.ts"
 import { StartError } from "../http/server.ts"
-import { Guardrail, JsonLog } from "../pipeline/index.ts"
+import { Guardrail, JsonLog, Metrics } from "../pipeline/index.ts"
 import type { LogLevel } from "../pipeline/index.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
 import { Gateway } from "./Gateway.ts"
@@ -63,7 +63,7 @@ export const gatewayLayer = (source: GatewaySource, options: GatewayOptions = {}
   Layer.unwrap(Effect.map(loadGatewaySettings(source, options.env ?? process.env), (settings) => {
     const write = options.log?.write ?? ((text: string) => void process.stderr.write(text))
     const log = new JsonLog(options.log?.level ?? "warn", { write })
-    const services = liveLayer(settings, log, options)
+    const services = liveLayer(settings, log, { metrics: Metrics.layerOff, ...options })
     return Layer.merge(Gateway.layer.pipe(Layer.provide(services)), Layer.succeed(GatewayConfig, settings))
   }))
 

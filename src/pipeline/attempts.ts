@@ -23,9 +23,16 @@ const failureFields = (error: UpstreamError) => {
   return { status, error_type: error.upstreamType, in_stream: error.inStream }
 }
 
-export const attemptLogger = (ctx: RequestContext, log: JsonLog): ExecutionObserver => ({
-  onAttempt: (info, outcome, durationMs) => {
+export const attemptLogger = (ctx: RequestContext, log: JsonLog): ExecutionObserver => {
+  let previous: string | undefined
+  return { onAttempt: (info, outcome, durationMs) => {
     ctx.log.attempts = info.attempt
+    // An attempt after another is a retry of the same target or a failover to the next.
+    if (previous !== undefined) {
+      if (previous === info.target.id) ctx.log.retries = (ctx.log.retries ?? 0) + 1
+      else ctx.log.failovers = (ctx.log.failovers ?? 0) + 1
+    }
+    previous = info.target.id
     // A failed attempt is a warning; the one that succeeded is news only after a failure
     // (a first-try success is fully told by the request line).
     const level = outcome !== "ok" ? "warn" : info.attempt > 1 ? "info" : "debug"
@@ -39,5 +46,5 @@ export const attemptLogger = (ctx: RequestContext, log: JsonLog): ExecutionObser
       ...(outcome === "ok" ? {} : failureFields(outcome)),
       duration_ms: Math.round(durationMs * 1000) / 1000
     })
-  }
-})
+  } }
+}

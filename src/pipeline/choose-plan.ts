@@ -47,6 +47,7 @@ export const choosePlan = (
   if (Result.isFailure(resolved)) return Effect.fail(resolved.failure)
   const plan = resolved.success
   ctx.log.model = clip(model)
+  ctx.log.route = plan.name
   if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, shape: plan.shape, overrides: undefined, resolved: plan.name })
   return Effect.map(drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key")), (variant) => {
     ;(ctx.replyHeaders ??= {})["x-gw-variant"] = variant.name

@@ -13,9 +13,16 @@ import type { ExportCredential } from "./telemetry/settings.ts"
 /** Everything the per-request log line reports beyond method, path, status and latency. */
 export interface RequestLogFields {
   provider?: string
+  /** The model asked for, once it resolved (a configured name, never an unknown one). */
   model?: string
+  /** The plan it resolved to: `route::smart`, `function::summarize`, `openai::gpt-4o`. */
+  route?: string
   upstream_model?: string
   attempts?: number
+  /** Attempts that tried the same target again. */
+  retries?: number
+  /** Attempts that moved on to another target. */
+  failovers?: number
   stream?: boolean
   path_kind?: "fast" | "normalized"
   cache?: string
@@ -23,6 +30,11 @@ export interface RequestLogFields {
   finish_reason?: string
   input_tokens?: number
   output_tokens?: number
+  /** Input tokens read from the provider's prompt cache. */
+  cached_tokens?: number
+  reasoning_tokens?: number
+  /** Milliseconds from the request's arrival to the answer's first token. */
+  ttft_ms?: number
   error_code?: string
   dropped_params?: string
   /** The category an input guardrail refused the request for (never the text). */
@@ -51,6 +63,8 @@ export interface RequestContext {
   readonly path: string
   /** Raw query string including `?`, or "". */
   readonly query: string
+  /** The matched route's template (`/v1/files/{file_id}`), once the route matched. */
+  endpoint?: string | undefined
   /** Path parameters of the matched route (`{model_id}` …, `*` for a passthrough rest). */
   params: Readonly<Record<string, string>>
   /** Decides the error envelope; handlers set it once the caller's format is known. */

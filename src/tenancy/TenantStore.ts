@@ -14,7 +14,7 @@ import type { ProjectIdentity, Project, StageCompilers } from "./project.ts"
 import { compileProject } from "./project.ts"
 import { tenantFromRequest } from "./selection.ts"
 import type { makeTenantStoreFromSnapshots, TestTenantStore } from "./store.ts"
-import type { CompileSnapshot, TenantStore as SnapshotStore } from "./contracts.ts"
+import type { CompileSnapshot, LoadedSnapshot, TenantStore as SnapshotStore } from "./contracts.ts"
 
 /** What a request says about its project. */
 export interface ProjectSelection {
@@ -34,6 +34,8 @@ type Shape = {
   readonly ready: Effect.Effect<boolean>
   /** `tenant_redis` in multi-tenant mode: `/readyz` names the check. */
   readonly readinessName: string
+  /** The tenant snapshots loaded now, with their versions (`/status`); none in single-team mode. */
+  readonly loaded: () => ReadonlyArray<LoadedSnapshot>
 }
 
 /** Same-configuration projects named per authenticated platform project, at most this many kept. */
@@ -60,7 +62,8 @@ const overSnapshots = (store: SnapshotStore<Project>): Shape => ({
     return Result.isFailure(tenant) ? Effect.fail(tenant.failure) : store.resolve(tenant.success)
   },
   ready: store.ready,
-  readinessName: "tenant_redis"
+  readinessName: "tenant_redis",
+  loaded: store.loaded
 })
 
 export class TenantStore extends Context.Service<TenantStore, Shape>()("gateway/tenancy/TenantStore") {
@@ -81,7 +84,8 @@ export class TenantStore extends Context.Service<TenantStore, Shape>()("gateway/
         return known
       },
       ready: Effect.succeed(true),
-      readinessName: "projects"
+      readinessName: "projects",
+      loaded: () => []
     }))
   }
 

@@ -27,7 +27,7 @@ import type { Scope } from "effect"
 import { LRUCache } from "lru-cache"
 import { createHash } from "node:crypto"
 import { InfraError } from "../domain/index.ts"
-import type { CompileSnapshot, SnapshotLookup, SnapshotSource, SourceUnavailable, TenantLog } from "./contracts.ts"
+import type { CompileSnapshot, LoadedSnapshot, SnapshotLookup, SnapshotSource, SourceUnavailable, TenantLog } from "./contracts.ts"
 import { RateLimitedLog } from "./log.ts"
 import type { Opened } from "./open-snapshot.ts"
 import { tenantId } from "./selection.ts"
@@ -69,6 +69,8 @@ export interface TenantCache<P> {
   readonly sweep: Effect.Effect<void>
   /** Cached tenants (idle ones may linger until the next purge). */
   readonly size: () => number
+  /** The snapshots loaded now, with their versions (`/status`). */
+  readonly loaded: () => ReadonlyArray<LoadedSnapshot>
 }
 
 const digestOf = (raw: string): string => createHash("sha256").update(raw).digest("base64")
@@ -277,5 +279,9 @@ export const makeTenantCache = <P>(options: TenantCacheOptions<P>): Effect.Effec
     }
     yield* Effect.addFinalizer(() => Effect.sync(() => lru.clear()))
 
-    return { resolve, announce, sweep, size: () => lru.size }
+    const loaded = () =>
+      [...lru.values()].flatMap(({ tenant, state }) =>
+        state._tag === "Ready" ? [{ project_id: tenant.projectId, environment: tenant.envSlug, version: state.version }] : []
+      )
+    return { resolve, announce, sweep, size: () => lru.size, loaded }
   })

@@ -24,6 +24,15 @@ export interface TenantStore<P> {
   readonly resolve: (tenant: TenantId) => Effect.Effect<P, InfraError>
   /** Whether the snapshot store answers (`/readyz` in multi-tenant mode). */
   readonly ready: Effect.Effect<boolean>
+  /** The snapshots loaded now, with their versions (`/status`). */
+  readonly loaded: () => ReadonlyArray<LoadedSnapshot>
+}
+
+/** A tenant snapshot in memory: whose, and which version. */
+export interface LoadedSnapshot {
+  readonly project_id: string
+  readonly environment: string
+  readonly version: string
 }
 
 /** Which snapshot a compiled configuration came from. */

@@ -129,7 +129,7 @@ export const makeTenantStore = <P>(
       fallback: options.fallback !== undefined,
       lru_capacity: options.capacity
     })
-    return { resolve: cache.resolve, ready: redis.ping }
+    return { resolve: cache.resolve, ready: redis.ping, loaded: cache.loaded }
   })
 
 /** The in-memory store for tests: the same cache, opening and validation, over a map. */
@@ -182,6 +182,7 @@ export const makeTenantStoreFromSnapshots = <P>(
     return {
       resolve: cache.resolve,
       ready: Effect.sync(() => available),
+      loaded: cache.loaded,
       setAvailable: (value) => void (available = value),
       publish: (projectId, envSlug, snapshot) =>
         Effect.suspend(() => {

@@ -58,7 +58,7 @@ sample_ratio = 1.0
 }
 
 describe("the production bundle", () => {
-  it("serves, with the telemetry and cache chunks loaded on demand", async () => {
+  it("serves, with the telemetry, cache and metrics chunks loaded on demand", async () => {
     const child = spawn(process.execPath, ["--max-semi-space-size=4", "--heap-growing-percent=25", join(dist, "gateway.mjs"), "serve", "--config", config()], { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
@@ -85,6 +85,8 @@ describe("the production bundle", () => {
         second = await ask()
       }
       expect(second.headers.get("x-gw-cache")).toBe("hit")
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+      expect(metrics).toContain(`gateway_cache_requests_total{result="hit"} 1`)
       await collector.waitFor((c) => c.spans().some((span) => span.name === "POST /v1/chat/completions"), 10_000)
     } finally {
       child.kill("SIGTERM")

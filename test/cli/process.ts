@@ -83,6 +83,15 @@ export const startCli = (args: ReadonlyArray<string>, env: Env) => {
   }
 }
 
+/** Polls `check` every 25 ms until it holds; fails naming `what` after `timeoutMs`. */
+export const waitFor = async (check: () => boolean, what: string, timeoutMs = 15_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
 /** Runs the CLI to completion. */
 export const runCli = (args: ReadonlyArray<string>, env: Env): Promise<Finished> => startCli(args, env).finished
 
@@ -92,12 +101,12 @@ export const runCli = (args: ReadonlyArray<string>, env: Env): Promise<Finished>
  * open when the test signals the process. `read()` waits for the next piece,
  * `rest()` reads to the end; both give the text read.
  */
-export const slowStream = async (fake: FakeUpstream, port: number) => {
+export const slowStream = async (fake: FakeUpstream, port: number, model = "gpt-4o") => {
   fake.script({ kind: "slowStream", chunks: 6, intervalMs: 150 })
   const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "gpt-4o", stream: true, messages: [{ role: "user", content: "slowly" }] })
+    body: JSON.stringify({ model, stream: true, messages: [{ role: "user", content: "slowly" }] })
   })
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()

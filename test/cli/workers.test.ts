@@ -10,7 +10,8 @@ import { Agent, request } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
-import { slowStream, startCli } from "./process.ts"
+import { parsePrometheus, sampleOf } from "../e2e/prometheus.ts"
+import { slowStream, startCli, waitFor } from "./process.ts"
 
 let fake: FakeUpstream
 let dir: string
@@ -23,14 +24,6 @@ afterAll(async () => {
   await fake.close()
   rmSync(dir, { recursive: true, force: true })
 })
-
-const waitFor = async (check: () => boolean, what: string, timeoutMs = 15_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-}
 
 describe("workers mode", () => {
   it("serves from every worker, replaces a killed one, and drains all of them on SIGTERM", async () => {
@@ -84,6 +77,44 @@ describe("workers mode", () => {
       expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true)
       const finished = await gateway.finished
       expect(finished.code).toBe(0)
+    } finally {
+      gateway.child.kill("SIGKILL")
+    }
+  }, 40_000)
+
+  it("a scrape of /metrics reaching any worker counts the requests of all of them", async () => {
+    const path = join(dir, "metrics.toml")
+    writeFileSync(path, `[server]\nport = 0\nworkers = 2\n[telemetry]\nenabled = false\n[providers.openai]\nbase_url = "${fake.url}/v1"\nmodels = ["gpt-4o"]\ncredential = "none"\n`)
+    const gateway = startCli(["serve", path], {})
+    try {
+      await waitFor(() => gateway.logLines().filter((line) => line.msg === "listening").length >= 2, "two workers listening")
+      const port = gateway.logLines().find((line) => line.msg === "listening")!.port as number
+      /** A request on a connection of its own: the primary hands connections to the workers in turn. */
+      const once = async (method: "GET" | "POST", path: string, body?: string) => {
+        const agent = new Agent()
+        try {
+          const response = await request(`http://127.0.0.1:${port}${path}`, {
+            method,
+            headers: { "content-type": "application/json" },
+            ...(body === undefined ? {} : { body }),
+            dispatcher: agent
+          })
+          return { status: response.statusCode, text: await response.body.text() }
+        } finally {
+          await agent.close()
+        }
+      }
+      const chat = JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "count me" }] })
+      for (let i = 0; i < 6; i++) expect((await once("POST", "/v1/chat/completions", chat)).status).toBe(200)
+      await waitFor(() => gateway.logLines().filter((line) => line.msg === "request").length >= 6, "six request lines")
+      expect(new Set(gateway.logLines().filter((line) => line.msg === "request").map((line) => line.worker))).toEqual(new Set([1, 2]))
+      // Two scrapes, so both workers answer one: each sees all six.
+      for (let i = 0; i < 2; i++) {
+        const scraped = await once("GET", "/metrics")
+        expect(scraped.status).toBe(200)
+        const labels = { endpoint: "/v1/chat/completions", provider: "openai", model: "gpt-4o", status: "200" }
+        expect(sampleOf(parsePrometheus(scraped.text), "gateway_requests_total", labels)).toBe(6)
+      }
     } finally {
       gateway.child.kill("SIGKILL")
     }

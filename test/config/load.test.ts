@@ -11,7 +11,7 @@ afterEach(() => files?.cleanup())
 
 /** Every section's value of docs/reference/gateway-spec.md §2.7 (plus the gateway's additions) when the file holds only `[server]`. */
 const DEFAULTS = {
-  server: { host: "127.0.0.1", port: 4000, max_body_bytes: 33554432, max_upload_bytes: 536870912, shutdown_grace_secs: 30, body_idle_timeout_secs: 30, body_min_bytes_per_sec: 1024, max_connections: 10000, header_timeout_secs: 60, client_idle_timeout_secs: 600, workers: 1 },
+  server: { host: "127.0.0.1", port: 4000, max_body_bytes: 33554432, max_upload_bytes: 536870912, shutdown_grace_secs: 30, body_idle_timeout_secs: 30, body_min_bytes_per_sec: 1024, max_connections: 10000, header_timeout_secs: 60, client_idle_timeout_secs: 600, workers: 1, watch_config: false },
   defaults: { provider: {} },
   providers: {},
   models: {},
@@ -29,7 +29,8 @@ const DEFAULTS = {
     service_name: "gateway",
     environment: "production",
     sample_ratio: 0.1,
-    log_level: "info"
+    log_level: "info",
+    log_format: "auto"
   },
   genai_telemetry: {
     enabled: false,
@@ -62,7 +63,8 @@ const DEFAULTS = {
     pool_size: 8,
     encrypt: true,
     encrypt_salt: ""
-  }
+  },
+  metrics: { enabled: true, host: "127.0.0.1" }
 }
 
 describe("loading the configuration file", () => {

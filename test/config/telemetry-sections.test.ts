@@ -53,7 +53,7 @@ describe("telemetry sections", () => {
 
   it("defaults follow the specification", () => {
     const { telemetry, genai_telemetry: genai, auth } = load(withServer()).file
-    expect(telemetry).toEqual({ enabled: true, otlp_endpoint: "http://localhost:4317", service_name: "gateway", environment: "production", sample_ratio: 0.1, log_level: "info" })
+    expect(telemetry).toEqual({ enabled: true, otlp_endpoint: "http://localhost:4317", service_name: "gateway", environment: "production", sample_ratio: 0.1, log_level: "info", log_format: "auto" })
     expect(genai).toEqual({
       enabled: false,
       otlp_endpoint: "http://localhost:4317",

@@ -291,7 +291,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       if (collector.usage !== undefined) {
         ctx.log.input_tokens = collector.usage.inputTokens
         ctx.log.output_tokens = collector.usage.outputTokens
+        if (collector.usage.cacheReadTokens !== undefined) ctx.log.cached_tokens = collector.usage.cacheReadTokens
+        if (collector.usage.reasoningTokens !== undefined) ctx.log.reasoning_tokens = collector.usage.reasoningTokens
       }
+      if (collector.firstTokenAt !== undefined) ctx.log.ttft_ms = Math.round((collector.firstTokenAt - ctx.startedAt) * 1000) / 1000
       if (collector.model !== undefined) ctx.log.upstream_model = collector.model
       // A stream that failed after its head keeps status 200; the log line still says it failed.
       if (collector.error !== undefined) ctx.log.error_code ??= collector.error

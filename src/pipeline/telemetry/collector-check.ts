@@ -10,6 +10,7 @@
 import { Effect } from "effect"
 import type { JsonLog } from "../../infra/log.ts"
 import type { TelemetrySettings } from "./settings.ts"
+import type { CollectorState } from "./shape.ts"
 
 interface Collector {
   /** What goes there: `traces`, `genai spans`, `genai metrics`. */
@@ -46,6 +47,17 @@ const originOf = (url: string): string => {
     return "(not a URL)"
   }
 }
+
+/** Probes every collector in use: whether each takes a connection now. */
+export const collectorStates = (
+  settings: TelemetrySettings,
+  probe: (url: string) => Promise<string | undefined>
+): Effect.Effect<ReadonlyArray<CollectorState>> =>
+  Effect.forEach(
+    collectorsOf(settings).keys(),
+    (url) => Effect.map(Effect.promise(() => probe(url)), (problem) => ({ endpoint: originOf(url), reachable: problem === undefined })),
+    { concurrency: "unbounded" }
+  )
 
 /** Probes every collector in use once, and says which take no connection. */
 export const checkCollectors = (

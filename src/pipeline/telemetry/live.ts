@@ -6,7 +6,7 @@
  */
 import { Context, Effect, Option, Tracer } from "effect"
 import type { Scope } from "effect"
-import { checkCollectors } from "./collector-check.ts"
+import { checkCollectors, collectorStates } from "./collector-check.ts"
 import { ExportErrorLog, installDiagnostics } from "./export-errors.ts"
 import { GenAiRecorder } from "./genai/recorder.ts"
 import type { GenAiParent } from "./genai/recorder.ts"
@@ -89,7 +89,8 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
         Effect.withFiberSucceed((fiber) =>
           genAiRecorder.record(call, genAiParentOf(Context.getOrUndefined(fiber.context, Tracer.ParentSpan) ?? callerParent), credential)
         ),
-    flush: settle(() => Promise.all([queue?.flush(), genAiRecorder?.flush()]))
+    flush: settle(() => Promise.all([queue?.flush(), genAiRecorder?.flush()])),
+    collectors: sinks.probe === undefined ? TELEMETRY_OFF.collectors : collectorStates(settings, sinks.probe)
   } satisfies TelemetryShape
 })
 

@@ -33,6 +33,15 @@ export interface TelemetryShape {
   readonly recordModelCall: (call: GenAiCall, credential?: ExportCredential | undefined, callerParent?: Tracer.AnySpan | undefined) => Effect.Effect<void>
   /** Exports everything recorded so far (waits at most 5 s). */
   readonly flush: Effect.Effect<void>
+  /** The collectors the sections that are on send to, and whether each takes a connection now (`/status`, `/metrics`). */
+  readonly collectors: Effect.Effect<ReadonlyArray<CollectorState>>
+}
+
+/** A collector and whether it answers. */
+export interface CollectorState {
+  /** Scheme, host and port only. */
+  readonly endpoint: string
+  readonly reachable: boolean
 }
 
 /** Both sections off: no spans, no records, nothing loaded. A section that is off in live.ts takes its part from here. */
@@ -44,5 +53,6 @@ export const TELEMETRY_OFF: TelemetryShape = {
   samples: () => false,
   genAi: { enabled: false, captureContent: false },
   recordModelCall: () => Effect.void,
-  flush: Effect.void
+  flush: Effect.void,
+  collectors: Effect.succeed([])
 }

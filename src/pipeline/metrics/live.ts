@@ -1,0 +1,166 @@
+/**
+ * The live metrics (`Metrics.layer`): a prom-client registry of its own
+ * (never prom-client's global one) with the gateway's counters, histograms
+ * and gauges, and the recorder the edge calls once per finished request.
+ * Loaded only when metrics are on.
+ */
+import { Effect } from "effect"
+import { Gauge, Registry } from "prom-client"
+import { workerScrape } from "../../infra/metrics-cluster.ts"
+import { CounterFamily, HistogramFamily } from "./families.ts"
+import type { CounterCell, HistogramCell } from "./families.ts"
+import type { DependencyCheck, MetricsShape, RecordRequest } from "./shape.ts"
+
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
+const NONE = "none"
+const TOKEN_TYPES = ["input", "output", "cached", "reasoning"] as const
+
+/** The cells a request of one endpoint, provider and model adds to, kept once found. */
+interface Series {
+  readonly duration: HistogramCell
+  firstToken: HistogramCell | undefined
+  /** By `TOKEN_TYPES` index. */
+  readonly tokens: Array<CounterCell | undefined>
+  /** By caller format, route, status and error class. */
+  readonly requests: Map<string, CounterCell>
+}
+
+/** The caller format of a request: the Responses API by its path, else the caller's wire family. */
+const callerFormatOf = (endpoint: string, caller: string): string => (endpoint === "/v1/responses" ? "responses" : caller)
+
+const makeRecorder = (registry: Registry) => {
+  const counter = (name: string, help: string, labelNames: ReadonlyArray<string>) => new CounterFamily(name, help, labelNames, registry)
+  const histogram = (name: string, help: string, labelNames: ReadonlyArray<string>) => new HistogramFamily(name, help, labelNames, SECONDS_BUCKETS, registry)
+
+  const requests = counter("gateway_requests_total", "Requests answered, by endpoint, caller format, provider, model, route, status and error class.", [
+    "endpoint",
+    "caller_format",
+    "provider",
+    "model",
+    "route",
+    "status",
+    "error_class"
+  ])
+  const duration = histogram("gateway_request_duration_seconds", "Time from a request's arrival to the end of its response.", ["endpoint", "provider", "model"])
+  const firstToken = histogram("gateway_time_to_first_token_seconds", "Time from a request's arrival to the first token of its answer.", ["provider", "model"])
+  const tokens = counter("gateway_tokens_total", "Tokens the providers reported, by type (input, output, cached, reasoning).", ["type", "provider", "model"])
+  const attempts = counter("gateway_upstream_attempts_total", "Upstream attempts made, by the provider that answered the request last.", ["provider"])
+  const retries = counter("gateway_retries_total", "Attempts that retried the target before them.", ["provider"])
+  const failovers = counter("gateway_failovers_total", "Attempts that moved on to another target.", ["provider"])
+  const cache = counter("gateway_cache_requests_total", "Response cache lookups, by result.", ["result"])
+  const guardrail = counter("gateway_guardrail_refusals_total", "Requests a guardrail refused, by category.", ["category"])
+  const rateLimited = counter("gateway_rate_limit_refusals_total", "Requests answered 429, by who refused (upstream or gateway).", ["source"])
+
+  /** Adds `amount` to the one-label counter's `value`. */
+  const count = (family: CounterFamily, value: string, amount = 1) => {
+    ;(family.at(value) ?? family.create(value, [value])).value += amount
+  }
+  /** The cells of one endpoint, provider and model, found by three lookups of strings the request already holds. */
+  const series = new Map<string, Map<string, Map<string, Series>>>()
+  const seriesOf = (endpoint: string, provider: string, model: string): Series => {
+    let byProvider = series.get(endpoint)
+    if (byProvider === undefined) series.set(endpoint, byProvider = new Map())
+    let byModel = byProvider.get(provider)
+    if (byModel === undefined) byProvider.set(provider, byModel = new Map())
+    let found = byModel.get(model)
+    if (found === undefined) {
+      const key = `${endpoint}\0${provider}\0${model}`
+      found = {
+        duration: duration.at(key) ?? duration.create(key, [endpoint, provider, model]),
+        firstToken: undefined,
+        tokens: [undefined, undefined, undefined, undefined],
+        requests: new Map()
+      }
+      byModel.set(model, found)
+    }
+    return found
+  }
+  const addTokens = (cells: Series, type: number, provider: string, model: string, amount: number | undefined) => {
+    if (amount === undefined || amount <= 0) return
+    let cell = cells.tokens[type]
+    if (cell === undefined) {
+      const key = `${TOKEN_TYPES[type]}\0${provider}\0${model}`
+      cell = cells.tokens[type] = tokens.at(key) ?? tokens.create(key, [TOKEN_TYPES[type], provider, model])
+    }
+    cell.value += amount
+  }
+
+  const record: RecordRequest = (endpoint, caller, status, durationMs, fields) => {
+    const provider = fields.provider ?? NONE
+    const model = fields.model ?? NONE
+    const route = fields.route ?? NONE
+    const errorClass = fields.error_code ?? NONE
+    const format = callerFormatOf(endpoint, caller)
+    const cells = seriesOf(endpoint, provider, model)
+    const requestKey = `${format}\0${route}\0${status}\0${errorClass}`
+    let requested = cells.requests.get(requestKey)
+    if (requested === undefined) {
+      const key = `${endpoint}\0${provider}\0${model}\0${requestKey}`
+      requested = requests.at(key) ?? requests.create(key, [endpoint, format, provider, model, route, String(status), errorClass])
+      cells.requests.set(requestKey, requested)
+    }
+    requested.value++
+    duration.observe(cells.duration, durationMs / 1000)
+    if (fields.ttft_ms !== undefined) {
+      const pair = `${provider}\0${model}`
+      cells.firstToken ??= firstToken.at(pair) ?? firstToken.create(pair, [provider, model])
+      firstToken.observe(cells.firstToken, fields.ttft_ms / 1000)
+    }
+    if (fields.input_tokens !== undefined) {
+      addTokens(cells, 0, provider, model, fields.input_tokens)
+      addTokens(cells, 1, provider, model, fields.output_tokens)
+      addTokens(cells, 2, provider, model, fields.cached_tokens)
+      addTokens(cells, 3, provider, model, fields.reasoning_tokens)
+    }
+    if (fields.attempts !== undefined) {
+      count(attempts, provider, fields.attempts)
+      if (fields.retries !== undefined) count(retries, provider, fields.retries)
+      if (fields.failovers !== undefined) count(failovers, provider, fields.failovers)
+    }
+    if (fields.cache !== undefined) count(cache, fields.cache)
+    if (fields.guardrail !== undefined) count(guardrail, fields.guardrail)
+    else if (fields.guardrail_output !== undefined && status === 422) count(guardrail, fields.guardrail_output)
+    if (status === 429) count(rateLimited, fields.error_code === "rate_limit" ? "upstream" : "gateway")
+  }
+  return record
+}
+
+/**
+ * The live metrics on a registry of their own. A cluster worker's scrape
+ * answers the sum over every worker (src/infra/metrics-cluster.ts).
+ */
+export const makeLiveMetrics = (options: { readonly clusterWorker: boolean }): MetricsShape => {
+  const registry = new Registry()
+  const record = makeRecorder(registry)
+  let openStreams = (): number => 0
+  let dependencies: ReadonlyArray<DependencyCheck> = []
+  new Gauge({
+    name: "gateway_open_streams",
+    help: "Event streams being written to callers.",
+    registers: [registry],
+    collect() {
+      this.set(openStreams())
+    }
+  })
+  new Gauge({
+    name: "gateway_dependency_up",
+    help: "Whether a dependency (Redis of the cache or the tenant store) answers: 1 up, 0 down.",
+    labelNames: ["dependency"],
+    registers: [registry],
+    // Across workers: down when any worker finds it down.
+    aggregator: "min",
+    async collect() {
+      const checks = dependencies
+      const results = await Promise.all(checks.map(({ up }) => up()))
+      this.reset()
+      checks.forEach(({ name }, i) => this.set({ dependency: name }, results[i] ? 1 : 0))
+    }
+  })
+  const text = options.clusterWorker ? workerScrape(registry) : () => registry.metrics()
+  return {
+    record,
+    scrape: Effect.map(Effect.promise(text), (body) => ({ contentType: registry.contentType, body })),
+    watchOpenStreams: (count) => void (openStreams = count),
+    watchDependencies: (checks) => void (dependencies = checks)
+  }
+}
