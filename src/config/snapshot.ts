@@ -153,10 +153,14 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
         telemetry: gateway.telemetry,
         genai_telemetry: gateway.genai_telemetry,
         auth: gateway.auth,
-        tenant_routing: gateway.tenant_routing
+        tenant_routing: gateway.tenant_routing,
+        // Gateway keys are the gateway's; a project's own limits are its `project_limits`.
+        keys: {},
+        limits: gateway.limits
       },
       providers: checked.providers,
       targets: checked.targets,
+      keys: [],
       warnings
     }
   })

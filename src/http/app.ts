@@ -14,7 +14,8 @@ import { fileRoutes } from "./files.ts"
 import { healthRoutes } from "./health.ts"
 import { modelRoutes } from "./models.ts"
 import { passthroughRoutes } from "./passthrough.ts"
-import { makeProjectResolver } from "./project.ts"
+import { makeProjectResolver, modellessProject } from "./project.ts"
+import { makeKeyGate } from "../tenancy/gateway-keys.ts"
 import { Router } from "./router.ts"
 import { transcriptionRoutes } from "./transcriptions.ts"
 
@@ -23,7 +24,7 @@ export const makeRouter = Effect.gen(function*() {
   const client = yield* ProviderClient
   const log = yield* Log
   const store = yield* TenantStore
-  const project = makeProjectResolver(store, yield* PlatformAuth, settings.file.auth.project_id)
+  const project = makeProjectResolver(store, yield* PlatformAuth, settings.file.auth.project_id, makeKeyGate(settings.keys))
   const { server } = settings.file
   const cache = yield* ResponseCache
   const telemetry = yield* Telemetry
@@ -35,7 +36,7 @@ export const makeRouter = Effect.gen(function*() {
     ...chatRoutes(project, runChat, server.max_body_bytes),
     ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes),
     ...transcriptionRoutes(project, runProxy, server.max_upload_bytes),
-    ...fileRoutes({ project, server, client }),
-    ...passthroughRoutes({ project, server, client })
+    ...fileRoutes({ project: modellessProject(project), server, client }),
+    ...passthroughRoutes({ project: modellessProject(project), server, client })
   ])
 })

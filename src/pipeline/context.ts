@@ -8,6 +8,7 @@ import type { Socket } from "node:net"
 import type { CallerFormat, WireFamily } from "../domain/index.ts"
 import type { Tracer } from "effect"
 import type { ExportCredential } from "./telemetry/settings.ts"
+import type { CallerKey } from "../tenancy/gateway-keys.ts"
 
 /** Everything the per-request log line reports beyond method, path, status and latency. */
 export interface RequestLogFields {
@@ -78,6 +79,8 @@ export interface RequestContext {
   streamFormat?: CallerFormat | undefined
   /** The platform token of the request (`[auth]`): the credential its GenAI telemetry is exported with. */
   exportCredential?: ExportCredential | undefined
+  /** The gateway key the request authenticated with (`[keys]`); undefined when the gateway is open. */
+  callerKey?: CallerKey | undefined
   /** The caller's trace (W3C `traceparent`), when telemetry is on and it sent one. */
   traceParent?: Tracer.ExternalSpan | undefined
   /** The request's application trace is recorded (tracing on, the request sampled): its steps get spans. */
