@@ -11,7 +11,7 @@ import type { GatewaySettings } from "./config/index.ts"
 import { listen, makeInFlight, makeRequestListener, makeRouter } from "./http/index.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./infra/log.ts"
-import { Guardrail, ResponseCache, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
+import { Guardrail, hasLimits, Limits, ResponseCache, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
 import { ProviderClient } from "./providers/transport.ts"
 import { PlatformAuth } from "./tenancy/auth-exchange.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
@@ -20,7 +20,11 @@ import { servingSummary } from "./startup-summary.ts"
 import { isClusterWorker } from "./workers.ts"
 
 /** The services the running gateway needs. */
-export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth
+export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth | Limits
+
+/** The limits stage: counted in Redis when some key has a limit, else off (nothing loaded). */
+const limitsLayer = (settings: GatewaySettings): Layer.Layer<Limits, never, Log> =>
+  settings.keys.some((key) => hasLimits(key.limits)) ? Limits.layer(settings.file) : Limits.layerOff
 
 /**
  * Where projects come from, compiled with the stages' own compilers: the
@@ -41,6 +45,7 @@ export interface LayerOverrides {
   readonly cache?: Layer.Layer<ResponseCache, never, Log> | undefined
   readonly telemetry?: Layer.Layer<Telemetry, never, Log> | undefined
   readonly auth?: Layer.Layer<PlatformAuth, never, Log> | undefined
+  readonly limits?: Layer.Layer<Limits, never, Log> | undefined
   /** Where projects come from; the stages' compilers (Guardrail) and the log are provided. */
   readonly tenants?: Layer.Layer<TenantStore, StartError, Guardrail | Log> | undefined
 }
@@ -64,6 +69,7 @@ export const liveLayer = (
     (overrides?.cache ?? (settings.file.cache.enabled || settings.file.tenant_routing.enabled ? ResponseCache.layer : ResponseCache.layerOff)).pipe(Layer.provide(logLayer)),
     (overrides?.telemetry ?? Telemetry.layer(telemetrySettingsOf(settings.file))).pipe(Layer.provide(logLayer)),
     (overrides?.auth ?? PlatformAuth.layer(settings.file.auth)).pipe(Layer.provide(logLayer)),
+    (overrides?.limits ?? limitsLayer(settings)).pipe(Layer.provide(logLayer)),
     (overrides?.tenants ?? projects(settings)).pipe(Layer.provide([guardrail, logLayer]))
   )
 }

@@ -4,7 +4,8 @@
  */
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
-import { Log, makeChatProgram, makeProxyProgram, ResponseCache, Telemetry } from "../pipeline/index.ts"
+import { Limits, Log, makeChatProgram, makeProxyProgram, ResponseCache, Telemetry } from "../pipeline/index.ts"
+import { makeAdmit } from "./admission.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { PlatformAuth } from "../tenancy/auth-exchange.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
@@ -30,11 +31,12 @@ export const makeRouter = Effect.gen(function*() {
   const telemetry = yield* Telemetry
   const runChat = makeChatProgram({ client, log, cache, telemetry })
   const runProxy = makeProxyProgram({ client, log, cache, telemetry })
+  const admit = makeAdmit(yield* Limits)
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }]),
     ...modelRoutes(project),
-    ...chatRoutes(project, runChat, server.max_body_bytes),
-    ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes),
+    ...chatRoutes(project, runChat, server.max_body_bytes, admit),
+    ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes, admit),
     ...transcriptionRoutes(project, runProxy, server.max_upload_bytes),
     ...fileRoutes({ project: modellessProject(project), server, client }),
     ...passthroughRoutes({ project: modellessProject(project), server, client })

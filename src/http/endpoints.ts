@@ -15,6 +15,7 @@ import type { RequestEndpoint } from "../routing/table.ts"
 import { readJsonObject } from "./body.ts"
 import { sdkFormatOf } from "./chat.ts"
 import type { ProjectResolver } from "./project.ts"
+import type { Admit } from "./admission.ts"
 import type { RouteDef } from "./router.ts"
 import type { Surface } from "../pipeline/index.ts"
 
@@ -46,7 +47,8 @@ const invalid = (message: string, param: string) => new GatewayError({ status: 4
 export const jsonEndpointRoutes = (
   projectOf: ProjectResolver,
   runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure>,
-  maxBodyBytes: number
+  maxBodyBytes: number,
+  admit?: Admit | undefined
 ): ReadonlyArray<RouteDef<never>> =>
   ENDPOINTS.map((spec) => ({
     method: "POST" as const,
@@ -64,6 +66,7 @@ export const jsonEndpointRoutes = (
             return yield* invalid(`${field}: required, ${type === "string|array" ? "a string or an array" : `a ${type}`}`, field)
           }
         }
+        if (admit !== undefined) yield* admit(ctx, json, raw.byteLength)
         return yield* runProxy({
           ctx,
           project,

@@ -48,6 +48,7 @@ export const makeProjectResolver = (
       const key = keys.authenticate(ctx.req.headers)
       if (Result.isFailure(key)) return Effect.fail(key.failure)
       ctx.callerKey = key.success
+      ctx.log.key = key.success.name
       return resolve(ctx, key.success.projectId)
     }
   }

@@ -29,6 +29,10 @@ export interface RequestLogFields {
   guardrail?: string
   /** The category an output guardrail found in the answer (streams: recorded only). */
   guardrail_output?: string
+  /** The name of the gateway key the request authenticated with (never the key). */
+  key?: string
+  /** The limits stage: `refused` (over a limit), `uncounted` (admitted while the store was unreachable). */
+  limits?: "refused" | "uncounted"
 }
 
 /**
@@ -81,6 +85,8 @@ export interface RequestContext {
   exportCredential?: ExportCredential | undefined
   /** The gateway key the request authenticated with (`[keys]`); undefined when the gateway is open. */
   callerKey?: CallerKey | undefined
+  /** Settles the request's admission (frees its slot, counts its tokens and cost): called once, when the request ends. */
+  settle?: (() => void) | undefined
   /** The caller's trace (W3C `traceparent`), when telemetry is on and it sent one. */
   traceParent?: Tracer.ExternalSpan | undefined
   /** The request's application trace is recorded (tracing on, the request sampled): its steps get spans. */

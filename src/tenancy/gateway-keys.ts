@@ -32,6 +32,8 @@ export interface CallerKey {
   /** The project the key works in (`project_id`), when it names one. */
   readonly projectId: string | undefined
   readonly limits: CallerLimits
+  /** What the limits stage counts for this key (`key:<name>`); undefined when the key has no limit. */
+  readonly subject: { readonly id: string; readonly limits: CallerLimits } | undefined
   /** Whether any of `models`, `routes`, `functions` is set. */
   readonly restricted: boolean
   /** Whether the key may use `model`, resolved to `plan` (`route::id`, `function::name`, `provider::model`). */
@@ -90,7 +92,8 @@ const compileKey = (key: ResolvedKey): CallerKey => {
     seen.set(project.catalog, filtered)
     return filtered
   }
-  return { name: key.name, projectId: key.projectId, limits: key.limits, restricted, allows, catalogOf }
+  const subject = Object.keys(key.limits).length === 0 ? undefined : { id: `key:${key.name}`, limits: key.limits }
+  return { name: key.name, projectId: key.projectId, limits: key.limits, subject, restricted, allows, catalogOf }
 }
 
 const BEARER = /^bearer\s+(\S+)\s*$/i

@@ -142,6 +142,7 @@ describe("what a key may use", () => {
     await refusal(ask("gwk-wrong-key-in-no-log", "gpt-4o"))
     const logs = JSON.stringify(gateway.logs)
     for (const key of [...Object.values(KEYS), "gwk-wrong-key-in-no-log"]) expect(logs).not.toContain(key)
+    expect(gateway.requestLogs().filter((line) => line.status === 200 && String(line.path).startsWith("/v1/")).every((line) => typeof line.key === "string")).toBe(true)
     const serving = gateway.logs.find((line) => line.msg === "serving")
     expect(serving).toMatchObject({ access: "keys", keys: ["full", "mini", "router", "fn"] })
   })
