@@ -13,11 +13,11 @@
  * requests, `--instr=off`, `--dump`, and the dump's total divided by the
  * requests.
  *
- * `--keys` adds a gateway key (`[keys]`) and sends it with every request;
- * `--limits REDIS_URL` gives that key rate limits counted in that Redis (far
- * above the load, so every request is admitted and settled). A build that
- * does not know `[keys]` ignores it (with a warning): the difference is the
- * cost of the key check, or of the key check and the limits.
+ * A ref ending in `+keys` runs with a gateway key (`[keys]`) sent with every
+ * request; `+limits` gives that key rate limits counted in the Redis of
+ * `--limits REDIS_URL` (far above the load, so every request is admitted and
+ * settled). `node bench/instructions.ts . .+keys .+limits --limits URL`: the
+ * differences are the cost of the key check, and of the key check and limits.
  *
  * Bounded: every loop has a request count and a deadline.
  */
@@ -61,19 +61,21 @@ const dumpTotals = (dir: string, pid: number, dump: number): { readonly all: num
 
 const BENCH_KEY = "bench-gateway-key-0123456789abcdef"
 
-/** The configuration, environment and headers of `--keys` / `--limits URL`; nothing without them. */
-const keyOptions = (argv: ReadonlyArray<string>): {
+/** A ref and the configuration, environment and headers of its `+keys` / `+limits` suffix (nothing without). */
+const keyOptions = (spec: string, limitsUrl: string | undefined): {
+  readonly ref: string
   readonly extra: string | undefined
   readonly env: Readonly<Record<string, string>> | undefined
   readonly headers: Readonly<Record<string, string>>
 } => {
-  const at = argv.indexOf("--limits")
-  const limits = at === -1 ? undefined : argv[at + 1]
-  if (!argv.includes("--keys") && limits === undefined) return { extra: undefined, env: undefined, headers: {} }
-  const limited = limits === undefined
+  const [ref, suffix] = spec.split("+")
+  if (suffix === undefined) return { ref, extra: undefined, env: undefined, headers: {} }
+  if (suffix === "limits" && limitsUrl === undefined) throw new Error("+limits needs --limits REDIS_URL")
+  const limited = suffix !== "limits"
     ? ""
-    : `requests_per_minute = 1000000000\ntokens_per_minute = 1000000000000\nconcurrent_requests = 100000\n\n[limits]\nurl = "${limits}"\n`
+    : `requests_per_minute = 1000000000\ntokens_per_minute = 1000000000000\nconcurrent_requests = 100000\n\n[limits]\nurl = "${limitsUrl}"\n`
   return {
+    ref,
     extra: `[keys.bench]\nkey = "env::BENCH_GATEWAY_KEY"\n${limited}`,
     env: { BENCH_GATEWAY_KEY: BENCH_KEY },
     headers: { "x-gw-authorization": `Bearer ${BENCH_KEY}` }
@@ -90,7 +92,8 @@ const requests = async (url: string, pools: Pools, stream: boolean, count: numbe
 
 const main = async (argv: ReadonlyArray<string>) => {
   const refs = argv.filter((arg, i) => !arg.startsWith("--") && !["--warmup", "--count", "--limits"].includes(argv[i - 1] ?? ""))
-  const keys = keyOptions(argv)
+  const limitsAt = argv.indexOf("--limits")
+  const limitsUrl = limitsAt === -1 ? undefined : argv[limitsAt + 1]
   const warmup = option(argv, "--warmup", 12_000)
   const count = option(argv, "--count", 4_000)
   const dir = mkdtempSync(join(tmpdir(), "gateway-instructions-"))
@@ -99,7 +102,9 @@ const main = async (argv: ReadonlyArray<string>) => {
   const pools = new Pools(64)
   const rows: Array<Record<string, unknown>> = []
   try {
-    for (const [index, ref] of refs.entries()) {
+    for (const [index, spec] of refs.entries()) {
+      const keys = keyOptions(spec, limitsUrl)
+      const { ref } = keys
       const refDir = join(dir, `ref-${index}`)
       mkdirSync(refDir)
       const tree = ref === "." ? root : checkoutRef(ref, refDir)
@@ -116,7 +121,7 @@ const main = async (argv: ReadonlyArray<string>) => {
       try {
         await requests(gateway.url, pools, false, warmup, keys.headers)
         await requests(gateway.url, pools, true, warmup, keys.headers)
-        const row: Record<string, unknown> = { build: ref }
+        const row: Record<string, unknown> = { build: spec }
         for (const [dump, stream] of [[1, false], [2, true]] as const) {
           callgrind(pid, "--instr=on")
           const done = await requests(gateway.url, pools, stream, count, keys.headers)

@@ -12,6 +12,7 @@ import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./cre
 import { closestName, didYouMean } from "./did-you-mean.ts"
 import type { ResolvedCredential } from "./credentials.ts"
 import { checkKeys } from "./key-checks.ts"
+import { modelPrice } from "./prices.ts"
 import type { ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
 import { checkTelemetrySections } from "./telemetry-checks.ts"
@@ -415,6 +416,10 @@ export const checkConfig = (file: ConfigFile, credentials: CredentialSource): Ch
   for (const model of Object.keys(file.models)) {
     if (![...providers.values()].some((provider) => provider.models.includes(model))) {
       findings.warn(`models.${model}`, "no provider lists this model; the setting has no effect")
+    }
+    const priced = Object.keys(file.models[model]).some((field) => field.endsWith("_per_mtok"))
+    if (priced && modelPrice(file.models, model) === undefined) {
+      findings.warn(`models.${model}`, "has a price but not both input_per_mtok and output_per_mtok; its requests have no cost")
     }
   }
 

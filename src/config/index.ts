@@ -7,6 +7,8 @@ export { ConfigError, configPath, DEFAULT_CONFIG_PATH, loadSettings, settingsFro
 export { DEFAULT_TIMEOUT_MS, providerTimeoutMs } from "./resolved.ts"
 export type { GatewaySettings, ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 export { keyDigest, limitsOf } from "./key-checks.ts"
+export { costOf, modelPrice, priceTable, roundCost, SHIPPED_PRICES } from "./prices.ts"
+export type { ModelPrice } from "./prices.ts"
 export * from "./schema.ts"
 export { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } from "./variant-params.ts"
 export { snapshotFromDocument } from "./snapshot.ts"

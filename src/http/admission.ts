@@ -62,7 +62,7 @@ export const makeAdmit = (limits: LimitsShape): Admit | undefined => {
         return Effect.void
       }
       addHeaders(ctx, admission.headers)
-      ctx.settle = () => admission.settle({ tokens: tokensUsed(ctx), costUsd: undefined, cancel: false })
+      ctx.settle = () => admission.settle({ tokens: tokensUsed(ctx), costUsd: ctx.log.cost_usd, cancel: false })
       return Effect.void
     })
   }

@@ -23,6 +23,8 @@ export interface RequestLogFields {
   finish_reason?: string
   input_tokens?: number
   output_tokens?: number
+  /** USD of every attempt's usage at its model's price; absent when nothing could be priced. */
+  cost_usd?: number
   error_code?: string
   dropped_params?: string
   /** The category an input guardrail refused the request for (never the text). */

@@ -5,7 +5,8 @@
  * Nothing downstream knows which mode produced it: the routing table, the
  * model catalog, the guardrail policy and the cache settings all come from here.
  */
-import type { EndpointType, GatewaySettings } from "../config/index.ts"
+import { priceTable } from "../config/index.ts"
+import type { EndpointType, GatewaySettings, ModelPrice } from "../config/index.ts"
 import { compileProvider } from "../providers/adapter.ts"
 import { buildCatalog } from "../routing/catalog.ts"
 import type { ModelCatalog } from "../routing/catalog.ts"
@@ -30,6 +31,8 @@ export interface Project extends ProjectIdentity {
   readonly guard: GuardPolicy
   /** Endpoint types switched off for this project: such a request is a 403 `feature_disabled`. */
   readonly disabledEndpoints: ReadonlySet<EndpointType>
+  /** The price of a model name (`[models]` over the shipped table); undefined when unknown. */
+  readonly priceOf: (model: string) => ModelPrice | undefined
 }
 
 export const STATIC_IDENTITY: ProjectIdentity = { projectId: "default", environment: "production", version: "file" }
@@ -51,5 +54,6 @@ export const compileProject = (
   table: compileRoutingTable(settings, compileProvider),
   catalog: buildCatalog(settings),
   guard: stages.guard(settings.file.security),
-  disabledEndpoints
+  disabledEndpoints,
+  priceOf: priceTable(settings.file.models)
 })

@@ -63,6 +63,30 @@ describe("[keys]", () => {
   })
 })
 
+describe("prices", () => {
+  it("a model priced in [models] overrides the shipped table field by field; half a price warns", async () => {
+    const { modelPrice, SHIPPED_PRICES } = await import("../../src/config/index.ts")
+    const settings = load(withOpenAi(["gpt-5", "mine"], { models: { "gpt-5": { output_per_mtok: 12 }, mine: { input_per_mtok: 1, output_per_mtok: 2 } } }))
+    expect(modelPrice(settings.file.models, "gpt-5")).toEqual({ input: SHIPPED_PRICES["gpt-5"].input, output: 12, cacheRead: SHIPPED_PRICES["gpt-5"].cacheRead, cacheWrite: SHIPPED_PRICES["gpt-5"].input })
+    expect(modelPrice(settings.file.models, "mine")).toEqual({ input: 1, output: 2, cacheRead: 1, cacheWrite: 1 })
+    expect(modelPrice(settings.file.models, "unpriced")).toBeUndefined()
+    expect(warningsOf(withOpenAi(["half"], { models: { half: { input_per_mtok: 1 } } }))).toEqual([
+      "models.half: has a price but not both input_per_mtok and output_per_mtok; its requests have no cost"
+    ])
+    expect(failure(withOpenAi(["neg"], { models: { neg: { input_per_mtok: -1, output_per_mtok: 1 } } }))).toContain("models.neg.input_per_mtok")
+  })
+
+  it("the shipped table prices every token-priced chat and embedding model of the shipped configuration", async () => {
+    const { loadSettings, SHIPPED_PRICES } = await import("../../src/config/index.ts")
+    const { Result } = await import("effect")
+    const shipped = Result.getOrThrow(loadSettings("config/gateway.toml", {}))
+    const models = [...shipped.providers.values()].flatMap((provider) => provider.models)
+    const unpriced = models.filter((model) => !Object.hasOwn(SHIPPED_PRICES, model))
+    // Images, speech and transcription are priced per image, character or minute, not per token.
+    expect(unpriced.sort()).toEqual(["gpt-image-1", "tts-1", "whisper-1"])
+  })
+})
+
 describe("[limits]", () => {
   it("defaults to allowing requests when the store is unreachable; a URL that is not Redis is refused without echo", () => {
     expect(load(withOpenAi(["gpt-4o"])).file.limits).toMatchObject({ on_store_error: "allow" })

@@ -38,6 +38,7 @@ import type { RequestContext } from "../context.ts"
 import type { JsonLog } from "../../infra/log.ts"
 import { attemptLogger } from "../attempts.ts"
 import { ResponseCollector } from "./collector.ts"
+import { Spend } from "../spend.ts"
 import { chatJsonInspector, chatStreamGate } from "./fast.ts"
 import {
   callerKey,
@@ -205,6 +206,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     // The answer's text is read only by the output guardrail and GenAI content capture.
     const keepText = guard.output || telemetry.genAi.captureContent
     let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
+    const spend = new Spend(input.project.priceOf)
 
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
@@ -237,6 +239,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
       collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
+      const answer = collector
       const operation = fast && caller === "responses" ? "responses" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
@@ -279,7 +282,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         idleTimeoutMs: target.timeoutMs,
         decode: true,
         secret
-      }, fast, extra).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
+      }, fast, extra).pipe(
+        trace.attempt(info, fast ? "fast" : "normalized", () => collector.error),
+        Effect.ensuring(Effect.sync(() => spend.add(target.model, answer.usage)))
+      )
     }
 
     const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.onExit((exit) => {
@@ -290,6 +296,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         ctx.log.output_tokens = collector.usage.outputTokens
       }
       if (collector.model !== undefined) ctx.log.upstream_model = collector.model
+      spend.note(ctx)
       // A stream that failed after its head keeps status 200; the log line still says it failed.
       if (collector.error !== undefined) ctx.log.error_code ??= collector.error
       return trace.record(() => ({
@@ -305,7 +312,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
           text: collector.text,
           toolCalls: collector.toolCalls
         },
-        error: failureOf(exit) ?? collector.error
+        error: failureOf(exit) ?? collector.error,
+        costUsd: spend.costUsd
       }), collector.firstTokenAt)
     }))
     if (guard.output) {
