@@ -8,7 +8,8 @@
  * Details
  * - The token estimate reserved is the body's size in tokens (4 bytes each)
  *   plus its output limit (`max_tokens`, `max_completion_tokens`,
- *   `max_output_tokens`), when it has one.
+ *   `max_output_tokens`), when it has one; a budget is charged that estimate
+ *   at the dearest price of the models the request's plan may use.
  * - The `x-ratelimit-*` headers go on every answer of an admitted request, and
  *   with `retry-after` on the refusal.
  * - At the end: the tokens used when the answer reported them; none when the
@@ -16,11 +17,24 @@
  * - With no key limited (`Limits.layerOff`) there is no admission at all: the
  *   handlers get `undefined` and call nothing.
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import type { GatewayError, InfraError } from "../domain/index.ts"
+import { header } from "../pipeline/index.ts"
 import type { LimitsShape, RequestContext } from "../pipeline/index.ts"
+import type { RequestEndpoint } from "../routing/table.ts"
+import type { Project } from "../tenancy/project.ts"
 
-export type Admit = (ctx: RequestContext, json: Readonly<Record<string, unknown>>, bodyBytes: number) => Effect.Effect<void, GatewayError | InfraError>
+/** What ingress knows of a model request once its body is read. */
+export interface AdmissionRequest {
+  readonly ctx: RequestContext
+  readonly project: Project
+  readonly endpoint: RequestEndpoint
+  readonly model: string
+  readonly json: Readonly<Record<string, unknown>>
+  readonly bodyBytes: number
+}
+
+export type Admit = (request: AdmissionRequest) => Effect.Effect<void, GatewayError | InfraError>
 
 const BYTES_PER_TOKEN = 4
 
@@ -32,6 +46,27 @@ const outputLimitOf = (json: Readonly<Record<string, unknown>>): number => {
 /** The tokens a request is expected to use: its input by size, and its output limit. */
 export const tokenEstimate = (json: Readonly<Record<string, unknown>>, bodyBytes: number): number =>
   Math.ceil(bodyBytes / BYTES_PER_TOKEN) + outputLimitOf(json)
+
+/**
+ * The most the request may cost: its estimated input and output at the
+ * dearest model its plan may send it to (0 when none is priced or the model
+ * does not resolve, which the program then refuses).
+ */
+export const costEstimate = ({ ctx, project, endpoint, model, json, bodyBytes }: AdmissionRequest): number => {
+  const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
+  if (Result.isFailure(plan)) return 0
+  const steps = [...plan.success.steps, ...(plan.success.variants ?? []).flatMap((variant) => variant.steps)]
+  const input = Math.ceil(bodyBytes / BYTES_PER_TOKEN)
+  const output = outputLimitOf(json)
+  let most = 0
+  for (const step of steps) {
+    for (const target of step.targets) {
+      const price = project.priceOf(target.model)
+      if (price !== undefined) most = Math.max(most, (input * price.input + output * price.output) / 1_000_000)
+    }
+  }
+  return most
+}
 
 /** What the request used, from its log line (at its end). */
 const tokensUsed = (ctx: RequestContext): number | undefined => {
@@ -48,10 +83,12 @@ const addHeaders = (ctx: RequestContext, headers: Readonly<Record<string, string
 /** The admission of the gateway's limits; undefined when nothing is limited. */
 export const makeAdmit = (limits: LimitsShape): Admit | undefined => {
   if (!limits.enabled) return undefined
-  return (ctx, json, bodyBytes) => {
+  return (request) => {
+    const { ctx } = request
     const subject = ctx.callerKey?.subject
     if (subject === undefined) return Effect.void
-    return Effect.flatMap(limits.admit(subject, tokenEstimate(json, bodyBytes)), (admission) => {
+    const estimate = { tokens: tokenEstimate(request.json, request.bodyBytes), costUsd: () => costEstimate(request) }
+    return Effect.flatMap(limits.admit(subject, estimate), (admission) => {
       if (admission._tag === "Refused") {
         addHeaders(ctx, admission.headers)
         ctx.log.limits = "refused"

@@ -82,7 +82,11 @@ export const chatRoutes = (
   // With limits, the request is admitted between its body and its program; without, nothing runs between.
   const run = admit === undefined
     ? runChat
-    : (input: ChatInput) => Effect.andThen(admit(input.ctx, input.json, input.raw.byteLength), runChat(input))
+    : (input: ChatInput) =>
+      Effect.andThen(
+        admit({ ctx: input.ctx, project: input.project, endpoint: "chat", model: input.model, json: input.json, bodyBytes: input.raw.byteLength }),
+        runChat(input)
+      )
   const handler = (fallback: SdkFormat) => (ctx: HttpRequestContext) =>
     Effect.flatMap(sdkFormatOf(ctx, fallback), (sdk) => {
       const family = familyOfSdk(sdk)

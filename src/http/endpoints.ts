@@ -66,7 +66,7 @@ export const jsonEndpointRoutes = (
             return yield* invalid(`${field}: required, ${type === "string|array" ? "a string or an array" : `a ${type}`}`, field)
           }
         }
-        if (admit !== undefined) yield* admit(ctx, json, raw.byteLength)
+        if (admit !== undefined) yield* admit({ ctx, project, endpoint: spec.endpoint, model, json, bodyBytes: raw.byteLength })
         return yield* runProxy({
           ctx,
           project,

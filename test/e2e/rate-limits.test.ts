@@ -30,8 +30,10 @@ const KEYS = {
   KEY_A: `gwk-a-${RUN}-0f5c2e9d`,
   KEY_B: `gwk-b-${RUN}-8e1d7a3c`,
   KEY_TOK: `gwk-tok-${RUN}-2b6f0a94`,
-  KEY_CONC: `gwk-conc-${RUN}-c3a85e17`
+  KEY_CONC: `gwk-conc-${RUN}-c3a85e17`,
+  KEY_SPEND: `gwk-spend-${RUN}-9d04b6e2`
 }
+const BUDGET_USD = 0.01
 const RPM_A = 10
 const RPM_B = 5
 const TPM = 300
@@ -76,6 +78,10 @@ tokens_per_minute = ${TPM}
 [keys.conc-${RUN}]
 key = "env::KEY_CONC"
 concurrent_requests = 1
+
+[keys.spend-${RUN}]
+key = "env::KEY_SPEND"
+budget_usd_per_day = ${BUDGET_USD}
 `
 
 const startProcess = async (path: string) => {
@@ -210,6 +216,33 @@ describe("two gateways, one store", () => {
     await eventually(async () => lines().length >= 3)
     expect(lines().map((line) => line.status)).toEqual([429, 429, 200])
     expect(lines()[1].limits).toBe("refused")
+  }, PROCESS_TIMEOUT_MS)
+
+  it("a burst against a daily budget: each admission reserves its most expensive estimate, so the spend never passes the budget", async () => {
+    // gpt-4o ($2.50 in, $10 out per million): max_tokens 100 reserves a little over $0.001; the answers cost far less.
+    // The upstream holds each answer a second, so every admission of the burst happens before any settlement.
+    upstream.script({ kind: "delay", ms: 1000, times: 16 })
+    const results = await Promise.all(Array.from({ length: 16 }, (_, i) =>
+      ask(i % 2, KEYS.KEY_SPEND, { maxTokens: 100 }).then(
+        ({ response }) => ({ ok: true as const, cost: Number(response.headers.get("x-gw-cost-usd")) }),
+        (error: unknown) => ({ ok: false as const, error })
+      )))
+    const admitted = results.filter((result) => result.ok)
+    const refused = results.filter((result) => !result.ok)
+    expect(admitted.length).toBeGreaterThan(0)
+    expect(admitted.length).toBeLessThanOrEqual(Math.floor(BUDGET_USD / 0.001))
+    expect(refused.length).toBeGreaterThan(0)
+    for (const result of refused) {
+      const error = (result as { error: InstanceType<typeof OpenAI.RateLimitError> }).error
+      expect(error).toBeInstanceOf(OpenAI.RateLimitError)
+      expect([error.code, error.headers.get("x-gw-error-code")]).toEqual(["insufficient_quota", "quota"])
+    }
+    const spent = admitted.reduce((sum, result) => sum + (result as { cost: number }).cost, 0)
+    expect(spent).toBeGreaterThan(0)
+    expect(spent).toBeLessThanOrEqual(BUDGET_USD)
+    // Once settled, the store holds what was spent (micro-USD), not the reservations.
+    const day = `gw:limits:{key:spend-${RUN}}:usd:${new Date().toISOString().slice(0, 10)}`
+    await eventually(async () => Math.abs(Number(await redis.get(day)) - spent * 1e6) <= admitted.length)
   }, PROCESS_TIMEOUT_MS)
 
   it("no key is in the store, a log line or an error body", async () => {

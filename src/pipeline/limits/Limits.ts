@@ -39,8 +39,9 @@ export interface LimitSubject {
 
 /** What the request used, known at its end. */
 export interface Usage {
-  /** Input plus output tokens; undefined when unknown (the reservation stands). */
+  /** Input plus output tokens; undefined when unknown (the reservation stands); 0 when nothing was used. */
   readonly tokens: number | undefined
+  /** USD; undefined when unknown (the cost reserved stands, unless nothing was used). */
   readonly costUsd: number | undefined
   /** The request never reached a provider: it leaves the request count too. */
   readonly cancel: boolean
@@ -83,6 +84,9 @@ const utcDay = (now: Date): string => now.toISOString().slice(0, 10)
 const utcMonth = (now: Date): string => now.toISOString().slice(0, 7)
 const msToNextDay = (now: Date): number => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()
 const msToNextMonth = (now: Date): number => Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - now.getTime()
+
+/** How long the day's and the month's spend are kept (seconds): their period, and an hour. */
+const periodTtls = (now: Date): readonly [number, number] => [Math.ceil(msToNextDay(now) / 1000) + 3600, Math.ceil(msToNextMonth(now) / 1000) + 3600]
 
 const keysOf = (subject: string, now: Date): ReadonlyArray<string> => {
   const base = `gw:limits:{${subject}}`
@@ -170,42 +174,44 @@ const storeFailures = (log: JsonLog, url: string, onError: "allow" | "deny") => 
 
 /** The stage over a script runner (Redis, or a test's). */
 export const makeLimits = (run: RunScript, onStoreError: (error: unknown) => Admission, log: JsonLog) => {
-  const settleOn = (subject: LimitSubject, member: string, keys: ReadonlyArray<string>) => (usage: Usage): void => {
+  const settleOn = (subject: LimitSubject, member: string, keys: ReadonlyArray<string>, reserved: number) => (usage: Usage): void => {
     const now = new Date()
-    const cost = usage.costUsd === undefined ? 0 : Math.round(usage.costUsd * MICRO)
     const tokens = usage.tokens === undefined ? -1 : usage.tokens
+    const cost = usage.costUsd !== undefined ? Math.round(usage.costUsd * MICRO) : tokens === 0 ? 0 : reserved
     run(SETTLE_SCRIPT, keys, [
       member,
       tokens,
-      cost,
+      cost - reserved,
       usage.cancel ? 1 : 0,
-      Math.ceil(msToNextDay(now) / 1000) + 3600,
-      Math.ceil(msToNextMonth(now) / 1000) + 3600,
+      ...periodTtls(now),
       subject.limits.tokens_per_minute === undefined ? 0 : 1
     ]).catch((error: unknown) => log.log("warn", "limits settlement failed", { subject: subject.id, reason: error instanceof Error ? error.message : String(error) }))
   }
-  const admit = (subject: LimitSubject, estimate: number): Effect.Effect<Admission> =>
+  const admit = (subject: LimitSubject, estimate: Estimate): Effect.Effect<Admission> =>
     Effect.callback<Admission>((resume) => {
       const now = new Date()
       const keys = keysOf(subject.id, now)
       const member = randomUUID()
       const { limits } = subject
       const [day, month] = budgetArgs(limits)
+      const reserved = day > 0 || month > 0 ? Math.round(estimate.costUsd() * MICRO) : 0
       run(ADMIT_SCRIPT, keys, [
         member,
         limits.requests_per_minute ?? 0,
         limits.tokens_per_minute ?? 0,
         limits.concurrent_requests ?? 0,
-        Math.max(0, Math.ceil(estimate)),
+        Math.max(0, Math.ceil(estimate.tokens)),
         SLOT_TTL_MS,
         day,
-        month
+        month,
+        reserved,
+        ...periodTtls(now)
       ]).then(
         (answer) => {
           const verdict = (answer as Array<number>).map(Number) as unknown as Verdict
           resume(Effect.succeed(
             verdict[0] === 0
-              ? { _tag: "Admitted", headers: rateHeaders(limits, verdict), settle: settleOn(subject, member, keys) }
+              ? { _tag: "Admitted", headers: rateHeaders(limits, verdict), settle: settleOn(subject, member, keys, reserved) }
               : refusal(subject, verdict, now)
           ))
         },
@@ -218,7 +224,14 @@ export const makeLimits = (run: RunScript, onStoreError: (error: unknown) => Adm
 export interface LimitsShape {
   /** False for `layerOff`: no subject has a limit, nothing is ever counted. */
   readonly enabled: boolean
-  readonly admit: (subject: LimitSubject, estimate: number) => Effect.Effect<Admission>
+  readonly admit: (subject: LimitSubject, estimate: Estimate) => Effect.Effect<Admission>
+}
+
+/** What an admitted request is expected to use: reserved at admission, corrected at settlement. */
+export interface Estimate {
+  readonly tokens: number
+  /** USD; asked only of a subject with a budget (pricing needs the request's plan). */
+  readonly costUsd: () => number
 }
 
 /** Whether any of the limit fields is set. */

@@ -13,6 +13,10 @@
  * - `day` / `month`: spend in micro-USD of the UTC day and month (keys named
  *   by the gateway, so each period starts at zero).
  *
+ * A budget is charged the request's estimated cost at admission (refused when
+ * it would pass the budget, or when the budget is spent) and corrected by
+ * the settlement to what the request cost.
+ *
  * Admission answers `{verdict, requests in window, ms until the oldest leaves,
  * tokens in window, ms until the oldest tokens leave}`; verdict 0 admits (and
  * records), 1 requests, 2 tokens, 3 concurrency, 4 day budget, 5 month budget.
@@ -40,6 +44,13 @@ const EXPIRE_TOKENS = `local function expireTokens()
   end
   return total
 end
+-- Adds micro-USD (negative: a refund of a reservation) to the day and month spend.
+local function charge(amount, dayTtl, monthTtl)
+  redis.call('INCRBY', KEYS[5], amount)
+  redis.call('EXPIRE', KEYS[5], tonumber(dayTtl))
+  redis.call('INCRBY', KEYS[6], amount)
+  redis.call('EXPIRE', KEYS[6], tonumber(monthTtl))
+end
 -- A new token entry of the window (a reservation, or usage whose reservation has left it).
 local function addTokens(member, amount, total)
   redis.call('ZADD', KEYS[3], now, member)
@@ -48,13 +59,17 @@ local function addTokens(member, amount, total)
   redis.call('PEXPIRE', KEYS[4], WINDOW)
 end`
 
-/** KEYS: req, conc, tok, tokv, day, month. ARGV: member, rpm, tpm, concurrent, estimate, slotTtlMs, day budget, month budget (micro-USD; 0 = none). */
+/**
+ * KEYS: req, conc, tok, tokv, day, month. ARGV: member, rpm, tpm, concurrent,
+ * estimate, slotTtlMs, day budget, month budget, estimated cost (micro-USD;
+ * budget 0 = none), day TTL s, month TTL s.
+ */
 export const ADMIT = `${WINDOW}
 ${EXPIRE_TOKENS}
 local member = ARGV[1]
 local rpm, tpm, conc = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local estimate, slotTtl = tonumber(ARGV[5]), tonumber(ARGV[6])
-local dayBudget, monthBudget = tonumber(ARGV[7]), tonumber(ARGV[8])
+local dayBudget, monthBudget, cost = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local requests, requestsReset, tokens, tokensReset = 0, WINDOW, 0, WINDOW
 if rpm > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - WINDOW)
@@ -73,8 +88,13 @@ if conc > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   if redis.call('ZCARD', KEYS[2]) >= conc then return {3, requests, requestsReset, tokens, tokensReset} end
 end
-if dayBudget > 0 and tonumber(redis.call('GET', KEYS[5]) or '0') >= dayBudget then return {4, requests, requestsReset, tokens, tokensReset} end
-if monthBudget > 0 and tonumber(redis.call('GET', KEYS[6]) or '0') >= monthBudget then return {5, requests, requestsReset, tokens, tokensReset} end
+local function overBudget(key, budget)
+  if budget <= 0 then return false end
+  local spent = tonumber(redis.call('GET', key) or '0')
+  return spent >= budget or spent + cost > budget
+end
+if overBudget(KEYS[5], dayBudget) then return {4, requests, requestsReset, tokens, tokensReset} end
+if overBudget(KEYS[6], monthBudget) then return {5, requests, requestsReset, tokens, tokensReset} end
 if rpm > 0 then
   redis.call('ZADD', KEYS[1], now, member)
   redis.call('PEXPIRE', KEYS[1], WINDOW)
@@ -84,11 +104,12 @@ if conc > 0 then
   redis.call('ZADD', KEYS[2], now + slotTtl, member)
   redis.call('PEXPIRE', KEYS[2], slotTtl)
 end
+if cost > 0 then charge(cost, ARGV[10], ARGV[11]) end
 return {0, requests + 1, requestsReset, tokens + estimate, tokensReset}`
 
 /**
  * KEYS: req, conc, tok, tokv, day, month. ARGV: member, tokens used (-1:
- * unknown, the reservation stands), cost (micro-USD), cancel (1: the request
+ * unknown, the reservation stands), cost minus the cost reserved (micro-USD), cancel (1: the request
  * never ran: it leaves the request window too), day TTL s, month TTL s,
  * whether the subject counts tokens (1) at all.
  * Tokens whose reservation already left the window are counted from now.
@@ -112,10 +133,5 @@ if used >= 0 and ARGV[7] == '1' then
     addTokens(member, used, total)
   end
 end
-if cost > 0 then
-  redis.call('INCRBY', KEYS[5], cost)
-  redis.call('EXPIRE', KEYS[5], tonumber(ARGV[5]))
-  redis.call('INCRBY', KEYS[6], cost)
-  redis.call('EXPIRE', KEYS[6], tonumber(ARGV[6]))
-end
+if cost ~= 0 then charge(cost, ARGV[5], ARGV[6]) end
 return 0`
