@@ -22,9 +22,10 @@ import { isClusterWorker } from "./workers.ts"
 /** The services the running gateway needs. */
 export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth | Limits
 
-/** The limits stage: counted in Redis when some key has a limit, else off (nothing loaded). */
+/** The limits stage: counted in Redis when some key or project may have a limit, else off (nothing loaded). */
 const limitsLayer = (settings: GatewaySettings): Layer.Layer<Limits, never, Log> =>
-  settings.keys.some((key) => hasLimits(key.limits)) ? Limits.layer(settings.file) : Limits.layerOff
+  // A tenant snapshot may carry project limits: multi-tenant mode counts in the store whatever the keys say.
+  settings.file.tenant_routing.enabled || settings.keys.some((key) => hasLimits(key.limits)) ? Limits.layer(settings.file) : Limits.layerOff
 
 /**
  * Where projects come from, compiled with the stages' own compilers: the

@@ -329,6 +329,8 @@ export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", 
 export const SnapshotFile = Schema.Struct({
   version: Schema.Union([Schema.NonEmptyString.check(Schema.isMaxLength(128)), NonNegativeInt]),
   disabled_endpoints: Schema.Array(EndpointType).pipe(withDefault([])),
+  /** The project's own rate limits and budgets, counted across every key and gateway. */
+  project_limits: CallerLimits.pipe(withDefault({})),
   defaults: ConfigFile.fields.defaults,
   providers: ConfigFile.fields.providers,
   models: ConfigFile.fields.models,

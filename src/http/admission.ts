@@ -2,8 +2,8 @@
  * Admission of a model request by the limits stage, once its body is read
  * and before its program runs: the request's gateway key (when it has
  * limits) is counted, and the request is refused with a 429 in the caller's
- * format when over one. Settled by the edge when the request ends, with the
- * tokens its log line reports.
+ * format when over one. Settled when the request's program ends
+ * (`routeProgram`), with the tokens and cost its log line reports.
  *
  * Details
  * - The token estimate reserved is the body's size in tokens (4 bytes each)
@@ -20,7 +20,7 @@
 import { Effect, Result } from "effect"
 import type { GatewayError, InfraError } from "../domain/index.ts"
 import { header } from "../pipeline/index.ts"
-import type { LimitsShape, RequestContext } from "../pipeline/index.ts"
+import type { Estimate, LimitsShape, RequestContext, Usage } from "../pipeline/index.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { Project } from "../tenancy/project.ts"
 
@@ -80,27 +80,49 @@ const addHeaders = (ctx: RequestContext, headers: Readonly<Record<string, string
   for (const name in headers) into[name] = headers[name]
 }
 
-/** The admission of the gateway's limits; undefined when nothing is limited. */
+/** Settles every admission of a request, at its end, with what it used. */
+const settleAll = (ctx: RequestContext, settles: ReadonlyArray<(usage: Usage) => void>) => () => {
+  const usage: Usage = { tokens: tokensUsed(ctx), costUsd: ctx.log.cost_usd, cancel: false }
+  for (const settle of settles) settle(usage)
+}
+
+/** The admission of a request that never ran: out of the request count, nothing used. */
+const CANCELLED: Usage = { tokens: 0, costUsd: undefined, cancel: true }
+
+/**
+ * The admission of the gateway's limits; undefined when nothing is limited.
+ * A request is counted for its key and for its project (a tenant snapshot's
+ * `project_limits`), in that order; refused by the project, the key's
+ * admission is cancelled.
+ */
 export const makeAdmit = (limits: LimitsShape): Admit | undefined => {
   if (!limits.enabled) return undefined
   return (request) => {
     const { ctx } = request
-    const subject = ctx.callerKey?.subject
-    if (subject === undefined) return Effect.void
-    const estimate = { tokens: tokenEstimate(request.json, request.bodyBytes), costUsd: () => costEstimate(request) }
-    return Effect.flatMap(limits.admit(subject, estimate), (admission) => {
-      if (admission._tag === "Refused") {
-        addHeaders(ctx, admission.headers)
-        ctx.log.limits = "refused"
-        return Effect.fail(admission.error)
-      }
-      if (admission.headers === undefined) {
-        ctx.log.limits = "uncounted"
+    const subjects = [ctx.callerKey?.subject, request.project.subject].filter((subject) => subject !== undefined)
+    if (subjects.length === 0) return Effect.void
+    const estimate: Estimate = { tokens: tokenEstimate(request.json, request.bodyBytes), costUsd: () => costEstimate(request) }
+    const settles: Array<(usage: Usage) => void> = []
+    const admitFrom = (index: number): Effect.Effect<void, GatewayError | InfraError> => {
+      if (index === subjects.length) {
+        if (settles.length > 0) ctx.settle = settleAll(ctx, settles)
         return Effect.void
       }
-      addHeaders(ctx, admission.headers)
-      ctx.settle = () => admission.settle({ tokens: tokensUsed(ctx), costUsd: ctx.log.cost_usd, cancel: false })
-      return Effect.void
-    })
+      return Effect.flatMap(limits.admit(subjects[index], estimate), (admission) => {
+        if (admission._tag === "Refused") {
+          for (const settle of settles) settle(CANCELLED)
+          addHeaders(ctx, admission.headers)
+          ctx.log.limits = "refused"
+          return Effect.fail(admission.error)
+        }
+        if (admission.headers === undefined) ctx.log.limits = "uncounted"
+        else {
+          addHeaders(ctx, admission.headers)
+          settles.push(admission.settle)
+        }
+        return admitFrom(index + 1)
+      })
+    }
+    return admitFrom(0)
   }
 }

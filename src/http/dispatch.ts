@@ -111,6 +111,8 @@ export const routeProgram = <R>(router: Router<R>, ctx: HttpRequestContext, log:
         })
     }),
     Effect.ensuring(Effect.sync(() => {
+      // The request's limits are settled with what its log line now says it used (over HTTP or in memory).
+      if (ctx.settle !== undefined) ctx.settle()
       if (!res.headersSent && !res.destroyed) {
         writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE))
       }

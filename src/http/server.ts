@@ -112,7 +112,6 @@ export const makeRequestListener = <R>(
       const aborted = !res.writableFinished
       if (aborted && active.interrupt !== undefined) active.interrupt()
       finished(active)
-      if (ctx.settle !== undefined) ctx.settle()
       if (log.enabled("info")) {
         const line: RequestLine = ctx.log
         line.request_id = ctx.requestId

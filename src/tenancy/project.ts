@@ -6,7 +6,7 @@
  * model catalog, the guardrail policy and the cache settings all come from here.
  */
 import { priceTable } from "../config/index.ts"
-import type { EndpointType, GatewaySettings, ModelPrice } from "../config/index.ts"
+import type { CallerLimits, EndpointType, GatewaySettings, ModelPrice } from "../config/index.ts"
 import { compileProvider } from "../providers/adapter.ts"
 import { buildCatalog } from "../routing/catalog.ts"
 import type { ModelCatalog } from "../routing/catalog.ts"
@@ -31,6 +31,8 @@ export interface Project extends ProjectIdentity {
   readonly guard: GuardPolicy
   /** Endpoint types switched off for this project: such a request is a 403 `feature_disabled`. */
   readonly disabledEndpoints: ReadonlySet<EndpointType>
+  /** What the limits stage counts for the project (`project:<id>`); undefined when it has no limit. */
+  readonly subject: { readonly id: string; readonly limits: CallerLimits } | undefined
   /** The price of a model name (`[models]` over the shipped table); undefined when unknown. */
   readonly priceOf: (model: string) => ModelPrice | undefined
 }
@@ -47,7 +49,8 @@ export const compileProject = (
   settings: GatewaySettings,
   identity: ProjectIdentity,
   stages: StageCompilers,
-  disabledEndpoints: ReadonlySet<EndpointType> = new Set()
+  disabledEndpoints: ReadonlySet<EndpointType> = new Set(),
+  limits: CallerLimits = {}
 ): Project => ({
   ...identity,
   settings,
@@ -55,5 +58,6 @@ export const compileProject = (
   catalog: buildCatalog(settings),
   guard: stages.guard(settings.file.security),
   disabledEndpoints,
+  subject: Object.keys(limits).length === 0 ? undefined : { id: `project:${identity.projectId}`, limits },
   priceOf: priceTable(settings.file.models)
 })

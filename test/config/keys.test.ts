@@ -96,6 +96,16 @@ describe("[limits]", () => {
     expect(failure(withOpenAi(["gpt-4o"], { limits: { on_store_error: "maybe" } }))).toContain("limits.on_store_error")
   })
 
+  it("a tenant snapshot carries its project's own limits (project_limits), validated like a key's", async () => {
+    const { snapshotFromDocument } = await import("../../src/config/index.ts")
+    const good = snapshotFromDocument({ version: 1, project_limits: { requests_per_minute: 30, budget_usd_per_month: 100 } }, "snap")
+    expect(good._tag === "Success" ? good.success.limits : undefined).toEqual({ requests_per_minute: 30, budget_usd_per_month: 100 })
+    const none = snapshotFromDocument({ version: 1 }, "snap")
+    expect(none._tag === "Success" ? none.success.limits : undefined).toEqual({})
+    const bad = snapshotFromDocument({ version: 1, project_limits: { concurrent_requests: 0 } }, "snap")
+    expect(bad._tag === "Failure" ? bad.failure.error.message : "").toContain("project_limits.concurrent_requests")
+  })
+
   it("a tenant snapshot may not carry [keys] or [limits]", async () => {
     const { snapshotFromDocument } = await import("../../src/config/index.ts")
     const result = snapshotFromDocument({ version: 1, keys: { a: { key: "env::X" } }, limits: {} }, "snap")
