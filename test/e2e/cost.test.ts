@@ -95,6 +95,9 @@ describe("the cost of a request", () => {
     await genai.waitFor((receiver) => receiver.spans().some((span) => span.attributes["gen_ai.response.id"] === "chatcmpl-cost-shipped"))
     const span = genai.spans().find((candidate) => candidate.attributes["gen_ai.response.id"] === "chatcmpl-cost-shipped")!
     expect(span.attributes["gateway.cost_usd"]).toBeCloseTo(expected, 10)
+    // The gateway key is in no span (nor the caller's provider key).
+    expect(JSON.stringify(genai.spans())).not.toContain(METER_KEY)
+    expect(JSON.stringify(gateway.logs)).not.toContain(METER_KEY)
   })
 
   it("a model priced in [models] uses its own prices (cache reads at their rate)", async () => {
