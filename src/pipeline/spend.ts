@@ -16,6 +16,8 @@ import type { RequestContext } from "./context.ts"
 export class Spend {
   private usd = 0
   private priced = false
+  /** The model of the attempt under way (priced when it ends). */
+  private current: string | undefined
 
   private readonly priceOf: (model: string) => ModelPrice | undefined
 
@@ -23,8 +25,24 @@ export class Spend {
     this.priceOf = priceOf
   }
 
+  /**
+   * An attempt starts at `model`; the one before it, if any, ended with
+   * `previous` (its collector's usage). Priced here rather than by a
+   * finalizer per attempt: nothing is added to an attempt's effect.
+   */
+  begin(model: string, previous: Usage | undefined): void {
+    if (this.current !== undefined) this.add(this.current, previous)
+    this.current = model
+  }
+
+  /** The attempts are over; the last one ended with `usage`. */
+  end(usage: Usage | undefined): void {
+    if (this.current !== undefined) this.add(this.current, usage)
+    this.current = undefined
+  }
+
   /** Adds one attempt's usage at `model`'s price (nothing when either is unknown). */
-  add(model: string, usage: Usage | undefined): void {
+  private add(model: string, usage: Usage | undefined): void {
     if (usage === undefined) return
     const price = this.priceOf(model)
     if (price === undefined) return

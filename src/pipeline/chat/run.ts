@@ -238,8 +238,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
+      spend.begin(target.model, collector.usage)
       collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
-      const answer = collector
       const operation = fast && caller === "responses" ? "responses" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
@@ -282,10 +282,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         idleTimeoutMs: target.timeoutMs,
         decode: true,
         secret
-      }, fast, extra).pipe(
-        trace.attempt(info, fast ? "fast" : "normalized", () => collector.error),
-        Effect.ensuring(Effect.sync(() => spend.add(target.model, answer.usage)))
-      )
+      }, fast, extra).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
     }
 
     const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(Effect.onExit((exit) => {
@@ -296,6 +293,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         ctx.log.output_tokens = collector.usage.outputTokens
       }
       if (collector.model !== undefined) ctx.log.upstream_model = collector.model
+      spend.end(collector.usage)
       spend.note(ctx)
       // A stream that failed after its head keeps status 200; the log line still says it failed.
       if (collector.error !== undefined) ctx.log.error_code ??= collector.error
