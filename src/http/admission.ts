@@ -23,13 +23,15 @@ import { header } from "../pipeline/index.ts"
 import type { Estimate, LimitsShape, RequestContext, Usage } from "../pipeline/index.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { Project } from "../tenancy/project.ts"
+import type { ProjectResolver } from "./project.ts"
 
 /** What ingress knows of a model request once its body is read. */
 export interface AdmissionRequest {
   readonly ctx: RequestContext
   readonly project: Project
   readonly endpoint: RequestEndpoint
-  readonly model: string
+  /** Undefined for a request whose body is not read first (uploads, files, passthrough): nothing is estimated. */
+  readonly model: string | undefined
   readonly json: Readonly<Record<string, unknown>>
   readonly bodyBytes: number
 }
@@ -53,6 +55,7 @@ export const tokenEstimate = (json: Readonly<Record<string, unknown>>, bodyBytes
  * does not resolve, which the program then refuses).
  */
 export const costEstimate = ({ ctx, project, endpoint, model, json, bodyBytes }: AdmissionRequest): number => {
+  if (model === undefined) return 0
   const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
   if (Result.isFailure(plan)) return 0
   const steps = [...plan.success.steps, ...(plan.success.variants ?? []).flatMap((variant) => variant.steps)]
@@ -67,6 +70,19 @@ export const costEstimate = ({ ctx, project, endpoint, model, json, bodyBytes }:
   }
   return most
 }
+
+const NO_BODY: Readonly<Record<string, unknown>> = {}
+
+/**
+ * The project of a request whose body is not read before its program
+ * (transcription uploads, files, native passthrough), admitted by the limits
+ * with nothing estimated: its requests and concurrency are counted, and its
+ * usage, when its answer reports one, settled.
+ */
+export const admittedProject = (projectOf: ProjectResolver, admit: Admit | undefined, endpoint: RequestEndpoint): ProjectResolver =>
+  admit === undefined
+    ? projectOf
+    : (ctx) => Effect.tap(projectOf(ctx), (project) => admit({ ctx, project, endpoint, model: undefined, json: NO_BODY, bodyBytes: 0 }))
 
 /** What the request used, from its log line (at its end). */
 const tokensUsed = (ctx: RequestContext): number | undefined => {

@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { GatewayConfig } from "../config/index.ts"
 import { Limits, Log, makeChatProgram, makeProxyProgram, ResponseCache, Telemetry } from "../pipeline/index.ts"
-import { makeAdmit } from "./admission.ts"
+import { admittedProject, makeAdmit } from "./admission.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { PlatformAuth } from "../tenancy/auth-exchange.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
@@ -37,8 +37,8 @@ export const makeRouter = Effect.gen(function*() {
     ...modelRoutes(project),
     ...chatRoutes(project, runChat, server.max_body_bytes, admit),
     ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes, admit),
-    ...transcriptionRoutes(project, runProxy, server.max_upload_bytes),
-    ...fileRoutes({ project: modellessProject(project), server, client }),
-    ...passthroughRoutes({ project: modellessProject(project), server, client })
+    ...transcriptionRoutes(admittedProject(project, admit, "audio_transcription"), runProxy, server.max_upload_bytes),
+    ...fileRoutes({ project: admittedProject(modellessProject(project), admit, "chat"), server, client }),
+    ...passthroughRoutes({ project: admittedProject(modellessProject(project), admit, "chat"), server, client })
   ])
 })

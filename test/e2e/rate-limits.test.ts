@@ -31,7 +31,8 @@ const KEYS = {
   KEY_B: `gwk-b-${RUN}-8e1d7a3c`,
   KEY_TOK: `gwk-tok-${RUN}-2b6f0a94`,
   KEY_CONC: `gwk-conc-${RUN}-c3a85e17`,
-  KEY_SPEND: `gwk-spend-${RUN}-9d04b6e2`
+  KEY_SPEND: `gwk-spend-${RUN}-9d04b6e2`,
+  KEY_FILES: `gwk-files-${RUN}-5e7f1c08`
 }
 const BUDGET_USD = 0.01
 const RPM_A = 10
@@ -82,6 +83,10 @@ concurrent_requests = 1
 [keys.spend-${RUN}]
 key = "env::KEY_SPEND"
 budget_usd_per_day = ${BUDGET_USD}
+
+[keys.files-${RUN}]
+key = "env::KEY_FILES"
+requests_per_minute = 2
 `
 
 const startProcess = async (path: string) => {
@@ -244,6 +249,15 @@ describe("two gateways, one store", () => {
     const day = `gw:limits:{key:spend-${RUN}}:usd:${new Date().toISOString().slice(0, 10)}`
     await eventually(async () => Math.abs(Number(await redis.get(day)) - spent * 1e6) <= admitted.length)
   }, PROCESS_TIMEOUT_MS)
+
+  it("requests that name no model (files) count toward the key's requests too", async () => {
+    const files = (gateway: number) => client(gateway, KEYS.KEY_FILES).files.list().then(() => "ok", (error: unknown) => error)
+    expect(await files(0)).toBe("ok")
+    expect(await files(1)).toBe("ok")
+    const refused = await files(0)
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError)
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).headers.get("x-ratelimit-limit-requests")).toBe("2")
+  })
 
   it("no key is in the store, a log line or an error body", async () => {
     const names = await redis.keys(`gw:limits:{key:*-${RUN}}:*`)
