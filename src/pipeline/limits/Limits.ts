@@ -240,8 +240,8 @@ export const hasLimits = (limits: CallerLimits): boolean =>
   limits.budget_usd_per_day !== undefined || limits.budget_usd_per_month !== undefined
 
 /** Runs a script by its SHA, loading it once when the store does not know it. */
-const redisRunner = (pool: RedisPool): RunScript => async (script, keys, args) => {
-  const client = await pool.acquire()
+const redisRunner = (poolOf: () => RedisPool): RunScript => async (script, keys, args) => {
+  const client = await poolOf().acquire()
   try {
     return await client.evalsha(script.sha, keys.length, ...keys, ...args)
   } catch (error) {
@@ -260,19 +260,21 @@ export class Limits extends Context.Service<Limits, LimitsShape>()("gateway/pipe
         const url = file.limits.url ?? file.cache.url
         const { RedisPool } = yield* Effect.promise(() => import("../../infra/redis-pool.ts"))
         const failed = storeFailures(log, url, file.limits.on_store_error)
-        const pool = yield* Effect.acquireRelease(
-          Effect.sync(() =>
-            new RedisPool({
-              url,
-              size: file.limits.pool_size,
-              connectionName: "gateway-limits",
-              commandTimeoutMs: file.limits.timeout_ms,
-              onError: () => {}
-            })
-          ),
-          (pool) => Effect.promise(() => pool.close())
+        // Opened by the first admission: a multi-tenant gateway whose projects have no limits never connects.
+        const opened = yield* Effect.acquireRelease(
+          Effect.sync((): { pool: RedisPool | undefined } => ({ pool: undefined })),
+          ({ pool }) => (pool === undefined ? Effect.void : Effect.promise(() => pool.close()))
         )
-        return Limits.of(makeLimits(redisRunner(pool), failed, log))
+        const poolOf = (): RedisPool =>
+          opened.pool ??= new RedisPool({
+            url,
+            size: file.limits.pool_size,
+            connectionName: "gateway-limits",
+            commandTimeoutMs: file.limits.timeout_ms,
+            // Failures are reported by the admissions they fail (storeFailures), at most once per 10 s.
+            onError: () => {}
+          })
+        return Limits.of(makeLimits(redisRunner(poolOf), failed, log))
       })
     )
 
