@@ -11,7 +11,7 @@
  * - `[keys]` and `[auth]` both read `x-gw-authorization`: both on is refused.
  * - Messages never carry a key, only the variable's name.
  */
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import { parseCredentialLocation } from "./credentials.ts"
 import type { ResolvedKey } from "./resolved.ts"
 import type { CallerLimits, ConfigFile, GatewayKey } from "./schema.ts"
@@ -24,7 +24,7 @@ interface Findings {
 }
 
 /** SHA-256 of a presented or configured key (hex): what keys are stored and compared as. */
-export const keyDigest = (key: string): string => createHash("sha256").update(key).digest("hex")
+export const keyDigest = (key: string): string => hash("sha256", key, "hex")
 
 /** Globs allow `*` alone as a wildcard; anything else in them is literal. */
 const GLOB_CHARACTERS = /[?[\]{}]/

@@ -59,6 +59,9 @@ export const requestContextOf = (req: Http.IncomingMessage, res: Http.ServerResp
     params: {},
     caller: callerOf(req.headers, path),
     replyHeaders: undefined,
+    // Present from the start, so noting them later does not change the context's shape.
+    callerKey: undefined,
+    settle: undefined,
     log: {}
   }
 }

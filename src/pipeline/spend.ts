@@ -60,6 +60,6 @@ export class Spend {
     const cost = this.costUsd
     if (cost === undefined) return
     ctx.log.cost_usd = cost
-    ;(ctx.replyHeaders ??= {})["x-gw-cost-usd"] = String(cost)
+    if (!ctx.res.headersSent) (ctx.replyHeaders ??= {})["x-gw-cost-usd"] = String(cost)
   }
 }
