@@ -1,9 +1,11 @@
 /**
  * Admission of a model request by the limits stage, once its body is read
- * and before its program runs: the request's gateway key (when it has
- * limits) is counted, and the request is refused with a 429 in the caller's
- * format when over one. Settled when the request's program ends
- * (`routeProgram`), with the tokens and cost its log line reports.
+ * and before its program runs: the request's gateway key and its project
+ * (those with limits) are counted, and the request is refused with a 429 in
+ * the caller's format when over one. Uploads, files and passthrough, whose
+ * bodies are not read first, are admitted with nothing estimated. Settled
+ * when the request's program ends (`routeProgram`), with the tokens and cost
+ * its log line reports.
  *
  * Details
  * - The token estimate reserved is the body's size in tokens (4 bytes each)
@@ -14,7 +16,7 @@
  *   with `retry-after` on the refusal.
  * - At the end: the tokens used when the answer reported them; none when the
  *   request failed without a usage; else the reservation stands.
- * - With no key limited (`Limits.layerOff`) there is no admission at all: the
+ * - With nothing limited (`Limits.layerOff`) there is no admission at all: the
  *   handlers get `undefined` and call nothing.
  */
 import { Effect, Result } from "effect"
