@@ -82,7 +82,7 @@ const compileKey = (key: ResolvedKey): CallerKey => {
   const visible = (project: Project, entry: CatalogEntry): boolean =>
     entry.ownedBy === "gateway"
       ? matches(models, entry.id) || routeIdsOf(project, entry.id).some((id) => matches(routes, id))
-      : matches(models, entry.id) || matches(models, entry.id.slice(entry.id.indexOf("::") + 2))
+      : matches(models, entry.id) || (entry.id.includes("::") && matches(models, entry.id.slice(entry.id.indexOf("::") + 2)))
   const catalogOf = (project: Project): ModelCatalog => {
     if (!restricted) return project.catalog
     const known = seen.get(project.catalog)
