@@ -21,7 +21,7 @@
  */
 import { Effect, Result } from "effect"
 import type { GatewayError, InfraError } from "../domain/index.ts"
-import { header } from "../pipeline/index.ts"
+import { CANCELLED, header } from "../pipeline/index.ts"
 import type { Estimate, LimitsShape, RequestContext, Usage } from "../pipeline/index.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { Project } from "../tenancy/project.ts"
@@ -104,9 +104,6 @@ const settleAll = (ctx: RequestContext, settles: ReadonlyArray<(usage: Usage) =>
   for (const settle of settles) settle(usage)
 }
 
-/** The admission of a request that never ran: out of the request count, nothing used. */
-const CANCELLED: Usage = { tokens: 0, costUsd: undefined, cancel: true }
-
 /**
  * The admission of the gateway's limits; undefined when nothing is limited.
  * A request is counted for its key and for its project (a tenant snapshot's
@@ -120,15 +117,14 @@ export const makeAdmit = (limits: LimitsShape): Admit | undefined => {
     const subjects = [ctx.callerKey?.subject, request.project.subject].filter((subject) => subject !== undefined)
     if (subjects.length === 0) return Effect.void
     const estimate: Estimate = { tokens: tokenEstimate(request.json, request.bodyBytes), costUsd: () => costEstimate(request) }
+    // Settled at the end whatever happens meanwhile (a refusal, the caller leaving): each admission as it is made.
     const settles: Array<(usage: Usage) => void> = []
+    ctx.settle = settleAll(ctx, settles)
     const admitFrom = (index: number): Effect.Effect<void, GatewayError | InfraError> => {
-      if (index === subjects.length) {
-        if (settles.length > 0) ctx.settle = settleAll(ctx, settles)
-        return Effect.void
-      }
+      if (index === subjects.length) return Effect.void
       return Effect.flatMap(limits.admit(subjects[index], estimate), (admission) => {
         if (admission._tag === "Refused") {
-          for (const settle of settles) settle(CANCELLED)
+          for (const settle of settles.splice(0)) settle(CANCELLED)
           addHeaders(ctx, admission.headers)
           ctx.log.limits = "refused"
           return Effect.fail(admission.error)

@@ -143,6 +143,9 @@ const budgetArgs = (limits: CallerLimits): readonly [number, number] => [
   Math.round((limits.budget_usd_per_month ?? 0) * MICRO)
 ]
 
+/** What a request that never ran used: it leaves the request count, its reservations are freed. */
+export const CANCELLED: Usage = { tokens: 0, costUsd: undefined, cancel: true }
+
 const UNCOUNTED: Admission = { _tag: "Admitted", headers: undefined, settle: () => {} }
 
 /** The store failed: what `on_store_error` says, logged at most once per `LOG_EVERY_MS`. */
@@ -174,27 +177,29 @@ const storeFailures = (log: JsonLog, url: string, onError: "allow" | "deny") => 
 
 /** The stage over a script runner (Redis, or a test's). */
 export const makeLimits = (run: RunScript, onStoreError: (error: unknown) => Admission, log: JsonLog) => {
-  const settleOn = (subject: LimitSubject, member: string, keys: ReadonlyArray<string>, reserved: number) => (usage: Usage): void => {
+  /** `reserved`: micro-USD charged at admission; undefined when the subject has no budget (nothing is charged). */
+  const settleOn = (subject: LimitSubject, member: string, keys: ReadonlyArray<string>, reserved: number | undefined) => (usage: Usage): void => {
     const now = new Date()
     const tokens = usage.tokens === undefined ? -1 : usage.tokens
-    const cost = usage.costUsd !== undefined ? Math.round(usage.costUsd * MICRO) : tokens === 0 ? 0 : reserved
+    const charged = reserved ?? 0
+    const cost = reserved === undefined ? 0 : usage.costUsd !== undefined ? Math.round(usage.costUsd * MICRO) : tokens === 0 ? 0 : reserved
     run(SETTLE_SCRIPT, keys, [
       member,
       tokens,
-      cost - reserved,
+      cost - charged,
       usage.cancel ? 1 : 0,
       ...periodTtls(now),
       subject.limits.tokens_per_minute === undefined ? 0 : 1
     ]).catch((error: unknown) => log.log("warn", "limits settlement failed", { subject: subject.id, reason: error instanceof Error ? error.message : String(error) }))
   }
   const admit = (subject: LimitSubject, estimate: Estimate): Effect.Effect<Admission> =>
-    Effect.callback<Admission>((resume) => {
+    Effect.callback<Admission>((resume, signal) => {
       const now = new Date()
       const keys = keysOf(subject.id, now)
       const member = randomUUID()
       const { limits } = subject
       const [day, month] = budgetArgs(limits)
-      const reserved = day > 0 || month > 0 ? Math.round(estimate.costUsd() * MICRO) : 0
+      const reserved = day > 0 || month > 0 ? Math.round(estimate.costUsd() * MICRO) : undefined
       run(ADMIT_SCRIPT, keys, [
         member,
         limits.requests_per_minute ?? 0,
@@ -204,16 +209,16 @@ export const makeLimits = (run: RunScript, onStoreError: (error: unknown) => Adm
         SLOT_TTL_MS,
         day,
         month,
-        reserved,
+        reserved ?? 0,
         ...periodTtls(now)
       ]).then(
         (answer) => {
           const verdict = (answer as Array<number>).map(Number) as unknown as Verdict
-          resume(Effect.succeed(
-            verdict[0] === 0
-              ? { _tag: "Admitted", headers: rateHeaders(limits, verdict), settle: settleOn(subject, member, keys, reserved) }
-              : refusal(subject, verdict, now)
-          ))
+          if (verdict[0] !== 0) return resume(Effect.succeed(refusal(subject, verdict, now)))
+          const settle = settleOn(subject, member, keys, reserved)
+          // The request went (its caller left) while the store admitted it: the admission is taken back.
+          if (signal.aborted) return settle(CANCELLED)
+          resume(Effect.succeed({ _tag: "Admitted", headers: rateHeaders(limits, verdict), settle }))
         },
         (error: unknown) => resume(Effect.succeed(onStoreError(error)))
       )

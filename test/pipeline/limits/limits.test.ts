@@ -4,7 +4,7 @@
  * failing: `allow` admits uncounted and logs once per 10 s with how many
  * requests it concerned, `deny` refuses 503.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { GatewayError, InfraError } from "../../../src/domain/index.ts"
 import { Log } from "../../../src/infra/log.ts"
@@ -66,6 +66,26 @@ describe("the limits stage", () => {
     if (refused._tag !== "Refused") return expect.fail("expected a refusal")
     expect(refused.error).toBeInstanceOf(InfraError)
     expect(refused.error.status).toBe(503)
+  })
+
+  it("a request interrupted while the store admits it (its caller left) is taken back at once", async () => {
+    const calls: Array<ReadonlyArray<string | number>> = []
+    let answer: (verdict: ReadonlyArray<number>) => void = () => {}
+    const run: RunScript = (_script, _keys, args) => {
+      calls.push(args)
+      return calls.length === 1 ? new Promise((resolve) => (answer = resolve)) : Promise.resolve(0)
+    }
+    await Effect.runPromise(Effect.gen(function*() {
+      const limits = yield* Limits
+      const fiber = yield* Effect.forkChild(limits.admit(SUBJECT, ESTIMATE))
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(fiber)
+    }).pipe(Effect.provide(Limits.layerTest(run).pipe(Layer.provide(Log.layerTest([]))))))
+    answer([0, 1, 60_000, 50, 60_000])
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    // The settlement: the same member, no tokens used, cancelled (out of the request count).
+    expect(calls).toHaveLength(2)
+    expect([calls[1][0], calls[1][1], calls[1][3]]).toEqual([calls[0][0], 0, 1])
   })
 
   it("layerOff admits everything and counts nothing", () => {
