@@ -85,12 +85,23 @@ const utcMonth = (now: Date): string => now.toISOString().slice(0, 7)
 const msToNextDay = (now: Date): number => Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()
 const msToNextMonth = (now: Date): number => Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - now.getTime()
 
-/** How long the day's and the month's spend are kept (seconds): their period, and an hour. */
-const periodTtls = (now: Date): readonly [number, number] => [Math.ceil(msToNextDay(now) / 1000) + 3600, Math.ceil(msToNextMonth(now) / 1000) + 3600]
+/**
+ * How long the day's and the month's spend are kept (seconds): past their
+ * period, as each is named by its day or month (a new period is a new key).
+ */
+const PERIOD_TTLS = [2 * 86_400, 32 * 86_400] as const
+
+/** A subject's keys, kept for the UTC day they name (built once a day, not per request). */
+const keyCache = new Map<string, { readonly until: number; readonly keys: ReadonlyArray<string> }>()
 
 const keysOf = (subject: string, now: Date): ReadonlyArray<string> => {
+  const known = keyCache.get(subject)
+  if (known !== undefined && now.getTime() < known.until) return known.keys
   const base = `gw:limits:{${subject}}`
-  return [`${base}:req`, `${base}:conc`, `${base}:tok`, `${base}:tokv`, `${base}:usd:${utcDay(now)}`, `${base}:usd:${utcMonth(now)}`]
+  const keys = [`${base}:req`, `${base}:conc`, `${base}:tok`, `${base}:tokv`, `${base}:usd:${utcDay(now)}`, `${base}:usd:${utcMonth(now)}`]
+  if (keyCache.size >= 10_000) keyCache.clear()
+  keyCache.set(subject, { until: now.getTime() + msToNextDay(now), keys })
+  return keys
 }
 
 type Verdict = readonly [verdict: number, requests: number, requestsResetMs: number, tokens: number, tokensResetMs: number]
@@ -179,7 +190,6 @@ const storeFailures = (log: JsonLog, url: string, onError: "allow" | "deny") => 
 export const makeLimits = (run: RunScript, onStoreError: (error: unknown) => Admission, log: JsonLog) => {
   /** `reserved`: micro-USD charged at admission; undefined when the subject has no budget (nothing is charged). */
   const settleOn = (subject: LimitSubject, member: string, keys: ReadonlyArray<string>, reserved: number | undefined) => (usage: Usage): void => {
-    const now = new Date()
     const tokens = usage.tokens === undefined ? -1 : usage.tokens
     const charged = reserved ?? 0
     const cost = reserved === undefined ? 0 : usage.costUsd !== undefined ? Math.round(usage.costUsd * MICRO) : tokens === 0 ? 0 : reserved
@@ -188,7 +198,7 @@ export const makeLimits = (run: RunScript, onStoreError: (error: unknown) => Adm
       tokens,
       cost - charged,
       usage.cancel ? 1 : 0,
-      ...periodTtls(now),
+      ...PERIOD_TTLS,
       subject.limits.tokens_per_minute === undefined ? 0 : 1
     ]).catch((error: unknown) => log.log("warn", "limits settlement failed", { subject: subject.id, reason: error instanceof Error ? error.message : String(error) }))
   }
@@ -210,7 +220,7 @@ export const makeLimits = (run: RunScript, onStoreError: (error: unknown) => Adm
         day,
         month,
         reserved ?? 0,
-        ...periodTtls(now)
+        ...PERIOD_TTLS
       ]).then(
         (answer) => {
           const verdict = (answer as Array<number>).map(Number) as unknown as Verdict
