@@ -13,6 +13,12 @@
  * requests, `--instr=off`, `--dump`, and the dump's total divided by the
  * requests.
  *
+ * A ref ending in `+keys` runs with a gateway key (`[keys]`) sent with every
+ * request; `+limits` gives that key rate limits counted in the Redis of
+ * `--limits REDIS_URL` (far above the load, so every request is admitted and
+ * settled). `node bench/instructions.ts . .+keys .+limits --limits URL`: the
+ * differences are the cost of the key check, and of the key check and limits.
+ *
  * Bounded: every loop has a request count and a deadline.
  */
 import { execFileSync } from "node:child_process"
@@ -53,16 +59,41 @@ const dumpTotals = (dir: string, pid: number, dump: number): { readonly all: num
   return { all, main }
 }
 
-const requests = async (url: string, pools: Pools, stream: boolean, count: number): Promise<number> => {
+const BENCH_KEY = "bench-gateway-key-0123456789abcdef"
+
+/** A ref and the configuration, environment and headers of its `+keys` / `+limits` suffix (nothing without). */
+const keyOptions = (spec: string, limitsUrl: string | undefined): {
+  readonly ref: string
+  readonly extra: string | undefined
+  readonly env: Readonly<Record<string, string>> | undefined
+  readonly headers: Readonly<Record<string, string>>
+} => {
+  const [ref, suffix] = spec.split("+")
+  if (suffix === undefined) return { ref, extra: undefined, env: undefined, headers: {} }
+  if (suffix === "limits" && limitsUrl === undefined) throw new Error("+limits needs --limits REDIS_URL")
+  const limited = suffix !== "limits"
+    ? ""
+    : `requests_per_minute = 1000000000\ntokens_per_minute = 1000000000000\nconcurrent_requests = 100000\n\n[limits]\nurl = "${limitsUrl}"\n`
+  return {
+    ref,
+    extra: `[keys.bench]\nkey = "env::BENCH_GATEWAY_KEY"\n${limited}`,
+    env: { BENCH_GATEWAY_KEY: BENCH_KEY },
+    headers: { "x-gw-authorization": `Bearer ${BENCH_KEY}` }
+  }
+}
+
+const requests = async (url: string, pools: Pools, stream: boolean, count: number, headers: Readonly<Record<string, string>>): Promise<number> => {
   let done = 0
   for (let slice = 0; slice < 20 && done < count; slice++) {
-    done += (await closedLoop(pools.for(url), chatScenario("gateway", url, stream), count - done, CONCURRENCY, SLICE_SECONDS)).requests
+    done += (await closedLoop(pools.for(url), chatScenario("gateway", url, stream, headers), count - done, CONCURRENCY, SLICE_SECONDS)).requests
   }
   return done
 }
 
 const main = async (argv: ReadonlyArray<string>) => {
-  const refs = argv.filter((arg, i) => !arg.startsWith("--") && !(argv[i - 1] ?? "").startsWith("--"))
+  const refs = argv.filter((arg, i) => !arg.startsWith("--") && !["--warmup", "--count", "--limits"].includes(argv[i - 1] ?? ""))
+  const limitsAt = argv.indexOf("--limits")
+  const limitsUrl = limitsAt === -1 ? undefined : argv[limitsAt + 1]
   const warmup = option(argv, "--warmup", 12_000)
   const count = option(argv, "--count", 4_000)
   const dir = mkdtempSync(join(tmpdir(), "gateway-instructions-"))
@@ -71,7 +102,9 @@ const main = async (argv: ReadonlyArray<string>) => {
   const pools = new Pools(64)
   const rows: Array<Record<string, unknown>> = []
   try {
-    for (const [index, ref] of refs.entries()) {
+    for (const [index, spec] of refs.entries()) {
+      const keys = keyOptions(spec, limitsUrl)
+      const { ref } = keys
       const refDir = join(dir, `ref-${index}`)
       mkdirSync(refDir)
       const tree = ref === "." ? root : checkoutRef(ref, refDir)
@@ -80,16 +113,18 @@ const main = async (argv: ReadonlyArray<string>) => {
       mkdirSync(out)
       const gateway = await startGateway(dir, `gateway-${index}`, upstream, {
         entry,
+        extra: keys.extra,
+        env: keys.env,
         wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${out}/cg.%p`]
       })
       const pid = gateway.child.pid!
       try {
-        await requests(gateway.url, pools, false, warmup)
-        await requests(gateway.url, pools, true, warmup)
-        const row: Record<string, unknown> = { build: ref }
+        await requests(gateway.url, pools, false, warmup, keys.headers)
+        await requests(gateway.url, pools, true, warmup, keys.headers)
+        const row: Record<string, unknown> = { build: spec }
         for (const [dump, stream] of [[1, false], [2, true]] as const) {
           callgrind(pid, "--instr=on")
-          const done = await requests(gateway.url, pools, stream, count)
+          const done = await requests(gateway.url, pools, stream, count, keys.headers)
           callgrind(pid, "--instr=off")
           callgrind(pid, "--dump")
           const totals = dumpTotals(out, pid, dump)

@@ -47,6 +47,8 @@ export interface GatewayOptions {
   readonly nodeFlags?: ReadonlyArray<string> | undefined
   /** A command that runs Node (bench/instructions.ts: callgrind). */
   readonly wrap?: ReadonlyArray<string> | undefined
+  /** Environment variables added to the gateway's (a gateway key). */
+  readonly env?: Readonly<Record<string, string>> | undefined
 }
 
 /** Starts a gateway with the base configuration (one OpenAI provider at `upstream`, logs at info) and `options`. */
@@ -68,7 +70,7 @@ ${options.extra ?? ""}`)
   const started = await startProcess([entry, "serve", "--config", configPath], options.cpu ?? "0", dir, name, {
     ready: (line) => line.includes("\"port\""),
     node: options.nodeFlags ?? (options.source === true ? [] : START_NODE_FLAGS),
-    env: options.source === true ? {} : START_ENV,
+    env: { ...(options.source === true ? {} : START_ENV), ...options.env },
     ...(options.wrap === undefined ? {} : { wrap: options.wrap })
   })
   return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
@@ -77,12 +79,12 @@ ${options.extra ?? ""}`)
 export const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
 export const chatBody = (stream: boolean) => JSON.stringify({ model: "gpt-4o", stream, messages: [{ role: "user", content: stream ? twentyWords : "hello" }] })
 export const jsonHeaders = { "content-type": "application/json", authorization: "Bearer bench" }
-export const chatScenario = (name: string, origin: string, stream: boolean): Scenario => ({
+export const chatScenario = (name: string, origin: string, stream: boolean, headers: Readonly<Record<string, string>> = {}): Scenario => ({
   name,
   origin,
   path: "/v1/chat/completions",
   body: chatBody(stream),
-  headers: jsonHeaders
+  headers: { ...jsonHeaders, ...headers }
 })
 
 export interface PerformanceContext {

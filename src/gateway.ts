@@ -14,7 +14,7 @@ import { listen, listenMetrics, makeInFlight, makeRequestListener, makeRouter, o
 import type { InFlight } from "./http/index.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./infra/log.ts"
-import { Guardrail, Metrics, ResponseCache, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
+import { Guardrail, hasLimits, Limits, Metrics, ResponseCache, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
 import { ProviderClient } from "./providers/transport.ts"
 import { PlatformAuth } from "./tenancy/auth-exchange.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
@@ -23,7 +23,12 @@ import { servingSummary } from "./startup-summary.ts"
 import { isClusterWorker } from "./workers.ts"
 
 /** The services the running gateway needs. */
-export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth | Metrics
+export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth | Limits | Metrics
+
+/** The limits stage: counted in Redis when some key or project may have a limit, else off (nothing loaded). */
+const limitsLayer = (settings: GatewaySettings): Layer.Layer<Limits, never, Log> =>
+  // A tenant snapshot may carry project limits: multi-tenant mode counts in the store whatever the keys say.
+  settings.file.tenant_routing.enabled || settings.keys.some((key) => hasLimits(key.limits)) ? Limits.layer(settings.file) : Limits.layerOff
 
 /**
  * Where projects come from, compiled with the stages' own compilers: the
@@ -44,6 +49,7 @@ export interface LayerOverrides {
   readonly cache?: Layer.Layer<ResponseCache, never, Log> | undefined
   readonly telemetry?: Layer.Layer<Telemetry, never, Log> | undefined
   readonly auth?: Layer.Layer<PlatformAuth, never, Log> | undefined
+  readonly limits?: Layer.Layer<Limits, never, Log> | undefined
   /** Where projects come from; the stages' compilers (Guardrail) and the log are provided. */
   readonly tenants?: Layer.Layer<TenantStore, StartError, Guardrail | Log> | undefined
   /** The metrics stage; the library's gateway, which listens nowhere, has it off. */
@@ -51,7 +57,7 @@ export interface LayerOverrides {
 }
 
 /** The services a configuration determines: a reload builds them again. */
-export type ConfiguredServices = GatewayConfig | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth
+export type ConfiguredServices = GatewayConfig | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth | Limits
 
 /** The services that outlive a reload: the log, the upstream connection pools, the metrics. */
 export type KeptServices = Log | ProviderClient | Metrics
@@ -74,6 +80,7 @@ export const configuredLayer = (settings: GatewaySettings, log: JsonLog, overrid
     (overrides?.cache ?? (settings.file.cache.enabled || settings.file.tenant_routing.enabled ? ResponseCache.layer : ResponseCache.layerOff)).pipe(Layer.provide(logLayer)),
     (overrides?.telemetry ?? Telemetry.layer(telemetrySettingsOf(settings.file))).pipe(Layer.provide(logLayer)),
     (overrides?.auth ?? PlatformAuth.layer(settings.file.auth)).pipe(Layer.provide(logLayer)),
+    (overrides?.limits ?? limitsLayer(settings)).pipe(Layer.provide(logLayer)),
     (overrides?.tenants ?? projects(settings)).pipe(Layer.provide([guardrail, logLayer]))
   )
 }

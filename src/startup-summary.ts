@@ -6,6 +6,10 @@
  * A credential is described by where it comes from and whether it was found,
  * never by its value. Providers whose convention variable is unset (callers
  * must bring their own key) are named again in `credential_unset`.
+ *
+ * `access` says who may call: `keys` (the `[keys]` names in `keys`),
+ * `platform_auth` (`[auth]`), or `open`: anyone who reaches the port spends
+ * the configured provider keys.
  */
 import { describeCredential } from "./config/index.ts"
 import type { GatewaySettings } from "./config/index.ts"
@@ -32,6 +36,8 @@ export const servingSummary = (settings: GatewaySettings) => {
     credential_unset: providers.flatMap(({ id, credential: { location, value } }) =>
       location.kind === "env" && value === undefined ? [`${id} (${location.variable})`] : []
     ),
+    access: settings.keys.length > 0 ? "keys" : file.auth.enabled ? "platform_auth" : "open",
+    keys: settings.keys.map((key) => key.name),
     routes: Object.keys(file.routes),
     functions: Object.keys(file.functions),
     stages

@@ -11,7 +11,9 @@ import type { ProviderKind } from "../domain/index.ts"
 import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./credentials.ts"
 import { closestName, didYouMean } from "./did-you-mean.ts"
 import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
-import type { ResolvedProvider, ResolvedTarget } from "./resolved.ts"
+import { checkKeys } from "./key-checks.ts"
+import { modelPrice } from "./prices.ts"
+import type { ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
 import { checkTelemetrySections } from "./telemetry-checks.ts"
 import { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } from "./variant-params.ts"
@@ -39,6 +41,8 @@ export interface CheckResult {
   readonly warnings: ReadonlyArray<string>
   readonly providers: ReadonlyMap<string, ResolvedProvider>
   readonly targets: ReadonlyMap<string, ResolvedTarget>
+  /** The gateway keys (none for a snapshot: keys are the gateway's own). */
+  readonly keys: ReadonlyArray<ResolvedKey>
   /** `tenant_routing.anti_entropy_interval_secs` after the spec's fallback. */
   readonly antiEntropyIntervalSecs: number
   /** `[server] admin_key` read from its variable; undefined when unset. */
@@ -429,6 +433,10 @@ export const checkConfig = (file: ConfigFile, credentials: CredentialSource): Ch
     if (![...providers.values()].some((provider) => provider.models.includes(model))) {
       findings.warn(`models.${model}`, "no provider lists this model; the setting has no effect")
     }
+    const priced = Object.keys(file.models[model]).some((field) => field.endsWith("_per_mtok"))
+    if (priced && modelPrice(file.models, model) === undefined) {
+      findings.warn(`models.${model}`, "has a price but not both input_per_mtok and output_per_mtok; its requests have no cost")
+    }
   }
 
   let antiEntropyIntervalSecs = file.tenant_routing.anti_entropy_interval_secs
@@ -442,9 +450,10 @@ export const checkConfig = (file: ConfigFile, credentials: CredentialSource): Ch
     findings.error("auth.exchange_url", "required when auth.enabled = true")
   }
   checkTelemetrySections(file, findings)
+  const keys = credentials.kind === "environment" ? checkKeys(file, credentials.env, findings, isRedisUrl) : []
   if (file.routing.circuit_breaker.enabled) {
     findings.warn("routing.circuit_breaker", "deprecated and ignored; failover is sequential and stateless (strategy = \"fallback\")")
   }
   const adminKey = checkAdminKey(file, credentials, findings)
-  return { errors: findings.errors, warnings: findings.warnings, providers, targets, antiEntropyIntervalSecs, adminKey }
+  return { errors: findings.errors, warnings: findings.warnings, providers, targets, keys, antiEntropyIntervalSecs, adminKey }
 }

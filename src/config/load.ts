@@ -65,6 +65,7 @@ export const settingsFromDocument = (
     file: settled,
     providers: checked.providers,
     targets: checked.targets,
+    keys: checked.keys,
     warnings,
     ...(checked.adminKey === undefined ? {} : { adminKey: checked.adminKey })
   })

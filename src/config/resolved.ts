@@ -7,7 +7,7 @@
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
 import { availableParallelism } from "node:os"
 import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
-import type { ConfigFile } from "./schema.ts"
+import type { CallerLimits, ConfigFile } from "./schema.ts"
 
 export interface ResolvedProvider {
   readonly id: string
@@ -46,6 +46,8 @@ export interface GatewaySettings {
   readonly file: ConfigFile
   readonly providers: ReadonlyMap<string, ResolvedProvider>
   readonly targets: ReadonlyMap<string, ResolvedTarget>
+  /** The gateway keys (`[keys]`): none means the gateway is open. */
+  readonly keys: ReadonlyArray<ResolvedKey>
   /** Startup warnings (unknown keys, deprecations, fallbacks), already logged once. */
   readonly warnings: ReadonlyArray<string>
   /** `[server] admin_key`, read from its variable: what `/status` asks for. */
@@ -54,6 +56,18 @@ export interface GatewaySettings {
 
 /** How many gateway processes `[server] workers` asks for (`"auto"`: one per core). */
 export const workerCountOf = (file: ConfigFile): number => (file.server.workers === "auto" ? availableParallelism() : file.server.workers)
+
+/** A gateway key as the gateway holds it: its SHA-256, never the key. */
+export interface ResolvedKey {
+  readonly name: string
+  /** SHA-256 of the key (hex), taken when the configuration loads. */
+  readonly digest: string
+  readonly projectId: string | undefined
+  readonly models: ReadonlyArray<string> | undefined
+  readonly routes: ReadonlyArray<string> | undefined
+  readonly functions: ReadonlyArray<string> | undefined
+  readonly limits: CallerLimits
+}
 
 /** The built-in provider timeout when nothing else sets one (docs/reference/gateway-spec.md §2.7, 8). */
 export const DEFAULT_TIMEOUT_MS = 30_000

@@ -87,10 +87,67 @@ export const Provider = Schema.Struct({
 })
 export type Provider = typeof Provider.Type
 
+const Price = Schema.Number.check(Schema.isGreaterThanOrEqualTo(0))
+const PositiveNumber = Schema.Number.check(Schema.isGreaterThan(0))
+
 export const Model = Schema.Struct({
   timeout_ms: Schema.optionalKey(PositiveInt),
   /** Default `max_tokens` when a messages-style upstream needs one (beyond spec; else 4096). */
-  max_tokens: Schema.optionalKey(PositiveInt)
+  max_tokens: Schema.optionalKey(PositiveInt),
+  /** USD per million input tokens (cost accounting). */
+  input_per_mtok: Schema.optionalKey(Price),
+  /** USD per million output tokens, reasoning tokens included. */
+  output_per_mtok: Schema.optionalKey(Price),
+  /** USD per million input tokens read from the provider's prompt cache (default: the input price). */
+  cache_read_per_mtok: Schema.optionalKey(Price),
+  /** USD per million input tokens written to the provider's prompt cache (default: the input price). */
+  cache_write_per_mtok: Schema.optionalKey(Price)
+})
+
+/**
+ * What one caller (a gateway key, or a tenant project) may spend: every field
+ * optional, an absent one is no limit. Counted in the limits store, shared by
+ * every gateway on it.
+ */
+export const LimitFields = {
+  requests_per_minute: Schema.optionalKey(PositiveInt),
+  /** Input plus output tokens in any 60 s. */
+  tokens_per_minute: Schema.optionalKey(PositiveInt),
+  /** Requests running at once; one more is refused at once, never queued. */
+  concurrent_requests: Schema.optionalKey(PositiveInt),
+  /** USD per UTC day. */
+  budget_usd_per_day: Schema.optionalKey(PositiveNumber),
+  /** USD per UTC calendar month. */
+  budget_usd_per_month: Schema.optionalKey(PositiveNumber)
+}
+export const CallerLimits = Schema.Struct(LimitFields)
+export type CallerLimits = typeof CallerLimits.Type
+
+/**
+ * A gateway key (`[keys.<name>]`): who may call (`x-gw-authorization: Bearer
+ * <key>`), what they may use (globs over `model`, route ids and function
+ * names; an absent list allows all), and their limits.
+ */
+export const GatewayKey = Schema.Struct({
+  /** `env::VAR`: the key is read from the environment at start and kept as its SHA-256 only. */
+  key: Schema.String,
+  project_id: Schema.optionalKey(Schema.NonEmptyString),
+  models: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  routes: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  functions: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  ...LimitFields
+})
+export type GatewayKey = typeof GatewayKey.Type
+
+/** Where the counters of rate limits and budgets live (`[limits]`). */
+export const LimitsStore = Schema.Struct({
+  /** Redis URL; default: the `[cache]` table's `url`, whether or not the cache is on. */
+  url: Schema.optionalKey(Schema.String),
+  /** The store unreachable: admit the request (`allow`, logged and counted) or refuse it 503 (`deny`). */
+  on_store_error: Schema.Literals(["allow", "deny"]).pipe(withDefault("allow")),
+  pool_size: PositiveInt.pipe(withDefault(4)),
+  /** A store command that takes longer than this counts as the store unreachable. */
+  timeout_ms: PositiveInt.pipe(withDefault(250))
 })
 
 export const Target = Schema.Struct({
@@ -267,12 +324,14 @@ export const ConfigFile = Schema.Struct({
   auth: Auth.pipe(withDefault({})),
   tenant_routing: TenantRouting.pipe(withDefault({})),
   cache: Cache.pipe(withDefault({})),
-  metrics: Metrics.pipe(withDefault({}))
+  metrics: Metrics.pipe(withDefault({})),
+  keys: Schema.Record(Schema.String, GatewayKey).pipe(withDefault({})),
+  limits: LimitsStore.pipe(withDefault({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 
 /** The sections of the gateway's own file that a tenant snapshot may not set. */
-export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing", "metrics"] as const
+export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing", "metrics", "keys", "limits"] as const
 
 /**
  * A tenant snapshot (multi-tenant mode, docs/multi-tenant.md): a project's
@@ -285,6 +344,8 @@ export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", 
 export const SnapshotFile = Schema.Struct({
   version: Schema.Union([Schema.NonEmptyString.check(Schema.isMaxLength(128)), NonNegativeInt]),
   disabled_endpoints: Schema.Array(EndpointType).pipe(withDefault([])),
+  /** The project's own rate limits and budgets, counted across every key and gateway. */
+  project_limits: CallerLimits.pipe(withDefault({})),
   defaults: ConfigFile.fields.defaults,
   providers: ConfigFile.fields.providers,
   models: ConfigFile.fields.models,

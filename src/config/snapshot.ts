@@ -21,13 +21,16 @@ import type { ResolvedCredential } from "./credentials.ts"
 import { checkableOf, ConfigError, configFailure, documentDecoder, findingsBeside, unknownKeyFindings } from "./decode.ts"
 import type { GatewaySettings } from "./resolved.ts"
 import { ConfigFile, GATEWAY_ONLY_SECTIONS, SnapshotFile } from "./schema.ts"
-import type { EndpointType } from "./schema.ts"
+import type { CallerLimits, EndpointType } from "./schema.ts"
+import { limitsOf } from "./key-checks.ts"
 
 export interface ValidatedSnapshot {
   /** The snapshot's `version` as text (an integer version is its decimal form). */
   readonly version: string
   /** Endpoint types switched off for the project: such requests get 403 `feature_disabled`. */
   readonly disabledEndpoints: ReadonlySet<EndpointType>
+  /** The project's own limits (`project_limits`; empty: none). */
+  readonly limits: CallerLimits
   /** The project's configuration, resolved exactly like the gateway's own file. */
   readonly settings: GatewaySettings
 }
@@ -133,7 +136,7 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   // Every problem in one pass, as for the file: the checks run on what the schema accepted.
   const checkable = checkableOf(decoded)
   if (checkable === undefined) return refuse(source, errors, unknown.warnings)
-  const { version, disabled_endpoints, ...sections } = checkable
+  const { version, disabled_endpoints, project_limits, ...sections } = checkable
   const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {
     kind: "snapshot",
     providers: providers.credentials,
@@ -145,6 +148,7 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   return Result.succeed({
     version: String(version),
     disabledEndpoints: new Set(disabled_endpoints),
+    limits: limitsOf(project_limits),
     settings: {
       source,
       file: {
@@ -154,10 +158,14 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
         genai_telemetry: gateway.genai_telemetry,
         auth: gateway.auth,
         tenant_routing: gateway.tenant_routing,
-        metrics: gateway.metrics
+        metrics: gateway.metrics,
+        // Gateway keys are the gateway's; a project's own limits are its `project_limits`.
+        keys: {},
+        limits: gateway.limits
       },
       providers: checked.providers,
       targets: checked.targets,
+      keys: [],
       warnings
     }
   })

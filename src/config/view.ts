@@ -66,7 +66,8 @@ export const redactedView = (settings: GatewaySettings): unknown => {
       otlp_endpoint: urlWithoutPassword(file.genai_telemetry.otlp_endpoint),
       otlp_bearer_token: secret(file.genai_telemetry.otlp_bearer_token)
     },
-    cache: { ...file.cache, url: urlWithoutPassword(file.cache.url), encrypt_salt: secret(file.cache.encrypt_salt) }
+    cache: { ...file.cache, url: urlWithoutPassword(file.cache.url), encrypt_salt: secret(file.cache.encrypt_salt) },
+    limits: { ...file.limits, url: urlWithoutPassword(file.limits.url) }
   }
 }
 

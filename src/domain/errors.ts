@@ -257,7 +257,9 @@ export const GATEWAY_ERROR_CODES = [
   "request_timeout",
   "feature_disabled",
   "auth",
-  "forbidden"
+  "forbidden",
+  "rate_limit",
+  "quota"
 ] as const
 
 export type GatewayErrorCode = typeof GATEWAY_ERROR_CODES[number]

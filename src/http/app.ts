@@ -5,8 +5,9 @@
 import { Effect } from "effect"
 import { configVersionOf, GatewayConfig } from "../config/index.ts"
 import type { GatewaySettings } from "../config/index.ts"
-import { Log, makeChatProgram, makeProxyProgram, Metrics, ResponseCache, Telemetry } from "../pipeline/index.ts"
+import { Limits, Log, makeChatProgram, makeProxyProgram, Metrics, ResponseCache, Telemetry } from "../pipeline/index.ts"
 import type { DependencyCheck } from "../pipeline/index.ts"
+import { admittedProject, makeAdmit } from "./admission.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { PlatformAuth } from "../tenancy/auth-exchange.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
@@ -18,7 +19,8 @@ import { metricsRoutes } from "./metrics.ts"
 import { statusRoutes } from "./status.ts"
 import { modelRoutes } from "./models.ts"
 import { passthroughRoutes } from "./passthrough.ts"
-import { makeProjectResolver } from "./project.ts"
+import { makeProjectResolver, modellessProject } from "./project.ts"
+import { makeKeyGate } from "../tenancy/gateway-keys.ts"
 import { Router } from "./router.ts"
 import { transcriptionRoutes } from "./transcriptions.ts"
 
@@ -41,7 +43,7 @@ export const makeRouter = Effect.gen(function*() {
   const client = yield* ProviderClient
   const log = yield* Log
   const store = yield* TenantStore
-  const project = makeProjectResolver(store, yield* PlatformAuth, settings.file.auth.project_id)
+  const project = makeProjectResolver(store, yield* PlatformAuth, settings.file.auth.project_id, makeKeyGate(settings.keys))
   const { server } = settings.file
   const cache = yield* ResponseCache
   const telemetry = yield* Telemetry
@@ -51,15 +53,16 @@ export const makeRouter = Effect.gen(function*() {
   const { metrics: metricsSection } = settings.file
   metrics.watchDependencies(dependencyChecks(settings, cache, store, telemetry))
   const version = configVersionOf(settings, new Date())
+  const admit = makeAdmit(yield* Limits)
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }], version),
     ...statusRoutes({ settings, version, cache, store, telemetry }),
     ...(metricsSection.enabled && metricsSection.port === undefined ? metricsRoutes(metrics) : []),
     ...modelRoutes(project),
-    ...chatRoutes(project, runChat, server.max_body_bytes),
-    ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes),
-    ...transcriptionRoutes(project, runProxy, server.max_upload_bytes),
-    ...fileRoutes({ project, server, client }),
-    ...passthroughRoutes({ project, server, client })
+    ...chatRoutes(project, runChat, server.max_body_bytes, admit),
+    ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes, admit),
+    ...transcriptionRoutes(admittedProject(project, admit, "audio_transcription"), runProxy, server.max_upload_bytes),
+    ...fileRoutes({ project: admittedProject(modellessProject(project), admit, "chat"), server, client }),
+    ...passthroughRoutes({ project: admittedProject(modellessProject(project), admit, "chat"), server, client })
   ])
 })

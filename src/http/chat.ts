@@ -13,6 +13,7 @@ import type { Answer, ChatInput } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { readJsonObject } from "./body.ts"
 import type { ProjectResolver } from "./project.ts"
+import type { Admit } from "./admission.ts"
 import type { RouteDef } from "./router.ts"
 import type { Project } from "../tenancy/project.ts"
 
@@ -76,13 +77,22 @@ const familyOf = (sdk: SdkFormat | undefined): WireFamily => (sdk === undefined 
 export const chatRoutes = (
   projectOf: ProjectResolver,
   runChat: (input: ChatInput) => Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope>,
-  maxBodyBytes: number
+  maxBodyBytes: number,
+  admit?: Admit | undefined
 ): ReadonlyArray<RouteDef<never>> => {
+  // With limits, the request is admitted between its body and its program; without, nothing runs between.
+  const run = admit === undefined
+    ? runChat
+    : (input: ChatInput) =>
+      Effect.andThen(
+        admit({ ctx: input.ctx, project: input.project, endpoint: "chat", model: input.model, json: input.json, bodyBytes: input.raw.byteLength }),
+        runChat(input)
+      )
   const handler = (fallback: SdkFormat) => (ctx: HttpRequestContext) =>
     Effect.flatMap(sdkFormatOf(ctx, fallback), (sdk) => {
       const family = familyOfSdk(sdk)
       ctx.caller = family
-      return Effect.flatMap(projectOf(ctx), (project) => Effect.flatMap(chatInput(ctx, project, family, maxBodyBytes), runChat))
+      return Effect.flatMap(projectOf(ctx), (project) => Effect.flatMap(chatInput(ctx, project, family, maxBodyBytes), run))
     })
   const responses = (ctx: HttpRequestContext) =>
     Effect.gen(function*() {
@@ -92,7 +102,7 @@ export const chatRoutes = (
       const input = yield* chatInput(ctx, project, familyOf(sdk), maxBodyBytes)
       const caller = responsesShapeOf(sdk, input.json)
       ctx.caller = caller === "anthropic" ? "anthropic" : "openai"
-      return yield* runChat({ ...input, caller })
+      return yield* run({ ...input, caller })
     })
   return [
     { method: "POST", path: "/v1/chat/completions", handler: handler("openai") },

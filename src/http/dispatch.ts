@@ -64,6 +64,9 @@ export function requestContextOf(req: Http.IncomingMessage, res: Http.ServerResp
     params: {},
     caller: callerOf(req.headers, path),
     replyHeaders: undefined,
+    // Present from the start, so noting them later does not change the context's shape.
+    callerKey: undefined,
+    settle: undefined,
     log: {}
   } as HttpRequestContext
 }
@@ -134,6 +137,8 @@ export const routeProgram = <R>(router: Router<R>, ctx: EdgeContext, log: JsonLo
     // The request's scope: an attempt's upstream lives in it until the reply that reads it is written (or never is).
     Effect.scoped,
     Effect.ensuring(Effect.sync(() => {
+      // The request's limits are settled with what its log line now says it used (over HTTP or in memory).
+      if (ctx.settle !== undefined) ctx.settle(res.statusCode)
       if (!res.headersSent && !res.destroyed) {
         writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE))
       }

@@ -16,6 +16,7 @@ import type { RequestEndpoint } from "../routing/table.ts"
 import { readJsonObject } from "./body.ts"
 import { sdkFormatOf } from "./chat.ts"
 import type { ProjectResolver } from "./project.ts"
+import type { Admit } from "./admission.ts"
 import type { RouteDef } from "./router.ts"
 import type { Surface } from "../pipeline/index.ts"
 
@@ -47,7 +48,8 @@ const invalid = (message: string, param: string) => new GatewayError({ status: 4
 export const jsonEndpointRoutes = (
   projectOf: ProjectResolver,
   runProxy: (input: ProxyInput) => Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope>,
-  maxBodyBytes: number
+  maxBodyBytes: number,
+  admit?: Admit | undefined
 ): ReadonlyArray<RouteDef<never>> =>
   ENDPOINTS.map((spec) => ({
     method: "POST" as const,
@@ -65,6 +67,7 @@ export const jsonEndpointRoutes = (
             return yield* invalid(`${field}: required, ${type === "string|array" ? "a string or an array" : `a ${type}`}`, field)
           }
         }
+        if (admit !== undefined) yield* admit({ ctx, project, endpoint: spec.endpoint, model, json, bodyBytes: raw.byteLength })
         return yield* runProxy({
           ctx,
           project,

@@ -94,9 +94,11 @@ export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalReque
     ctx.tapEvents = true
     const match = router.match(ctx.method, ctx.path)
     let status = 200
+    // The request's limits are settled with what its log line says it used, once its answer is over.
+    const settle = Effect.sync(() => ctx.settle?.(status))
     const answer = Effect.flatMap(Scope.make(), (scope) =>
       Scope.provide(answerOf(match, ctx, log), scope).pipe(
-        Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : Scope.close(scope, exit))),
+        Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : Effect.andThen(Scope.close(scope, exit), settle))),
         Effect.map((reply): LocalResponse => {
           status = reply.status
           const { body, events } = reply
@@ -105,7 +107,7 @@ export const runLocal = <R>(router: Router<R>, log: JsonLog, request: LocalReque
           }
           const bytes = body.pipe(
             Stream.mapError(() => new LocalResponseCut("the response was cut after its head")),
-            Stream.ensuring(Scope.close(scope, Exit.void))
+            Stream.ensuring(Effect.andThen(Scope.close(scope, Exit.void), settle))
           )
           return {
             status,

@@ -7,6 +7,8 @@
 import { Effect } from "effect"
 import { clip, GatewayError } from "../domain/index.ts"
 import { anthropicModel, openAiModel } from "../routing/catalog.ts"
+import type { ModelCatalog } from "../routing/catalog.ts"
+import type { Project } from "../tenancy/project.ts"
 import { bodyReply, header, JSON_CONTENT_TYPE, jsonReply } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { ProjectResolver } from "./project.ts"
@@ -17,18 +19,26 @@ const wantsAnthropic = (ctx: HttpRequestContext): boolean => {
   return sdk === "anthropic" || (sdk === undefined && header(ctx, "anthropic-version") !== undefined)
 }
 
+/** The catalog the request's gateway key may see (all of it when the gateway is open). */
+const catalogFor = (ctx: HttpRequestContext, project: Project): ModelCatalog =>
+  ctx.callerKey === undefined ? project.catalog : ctx.callerKey.catalogOf(project)
+
 export const modelRoutes = (projectOf: ProjectResolver): ReadonlyArray<RouteDef<never>> => [
   {
     method: "GET",
     path: "/v1/models",
     handler: (ctx) =>
-      Effect.map(projectOf(ctx), ({ catalog }) => bodyReply(ctx, 200, wantsAnthropic(ctx) ? catalog.lists.anthropic : catalog.lists.openAi, JSON_CONTENT_TYPE))
+      Effect.map(projectOf(ctx), (project) => {
+        const catalog = catalogFor(ctx, project)
+        return bodyReply(ctx, 200, wantsAnthropic(ctx) ? catalog.lists.anthropic : catalog.lists.openAi, JSON_CONTENT_TYPE)
+      })
   },
   {
     method: "GET",
     path: "/v1/models/{model_id}",
     handler: (ctx) =>
-      Effect.flatMap(projectOf(ctx), ({ catalog }) => {
+      Effect.flatMap(projectOf(ctx), (project) => {
+        const catalog = catalogFor(ctx, project)
         const id = ctx.params.model_id
         const entry = catalog.byId.get(id)
         const anthropic = wantsAnthropic(ctx)

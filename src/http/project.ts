@@ -8,12 +8,19 @@
  * without a good platform key is answered 401/403 (503 when the exchange is
  * down) before anything else, the project is the one the token was issued
  * for, and the token becomes the request's telemetry export credential.
+ *
+ * With gateway keys (`[keys]`), the key comes first instead: a request without
+ * a known key is answered 401; the key's `project_id`, when it has one, is
+ * the request's project; the key is noted on the context for the stages that
+ * check what it may use and count what it spends.
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import type { GatewayError, InfraError } from "../domain/index.ts"
 import { header } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { PlatformAuthShape } from "../tenancy/auth-exchange.ts"
+import { forbiddenFor } from "../tenancy/gateway-keys.ts"
+import type { KeyGate } from "../tenancy/gateway-keys.ts"
 import type { Project } from "../tenancy/project.ts"
 import type { TenantStore } from "../tenancy/TenantStore.ts"
 
@@ -22,7 +29,8 @@ export type ProjectResolver = (ctx: HttpRequestContext) => Effect.Effect<Project
 export const makeProjectResolver = (
   store: TenantStore["Service"],
   auth: PlatformAuthShape,
-  defaultProjectId: string | undefined
+  defaultProjectId: string | undefined,
+  keys: KeyGate
 ): ProjectResolver => {
   const resolve = (ctx: HttpRequestContext, authenticated?: string) =>
     Effect.map(store.resolve({
@@ -35,6 +43,15 @@ export const makeProjectResolver = (
       if (project.settings.file.cache.enabled) (ctx.replyHeaders ??= {})["x-gw-cache"] = "miss"
       return project
     })
+  if (keys.enabled) {
+    return (ctx) => {
+      const key = keys.authenticate(ctx.req.headers)
+      if (Result.isFailure(key)) return Effect.fail(key.failure)
+      ctx.callerKey = key.success
+      ctx.log.key = key.success.name
+      return resolve(ctx, key.success.projectId)
+    }
+  }
   if (!auth.enabled) return (ctx) => resolve(ctx)
   return (ctx) =>
     Effect.flatMap(auth.authenticate(ctx.req.headers), (token) => {
@@ -42,3 +59,13 @@ export const makeProjectResolver = (
       return resolve(ctx, token?.projectId)
     })
 }
+
+/**
+ * The project of a route that names no model (files, native passthrough): a
+ * key limited to some models, routes or functions may not use it (403).
+ */
+export const modellessProject = (projectOf: ProjectResolver): ProjectResolver => (ctx) =>
+  Effect.flatMap(projectOf(ctx), (project) => {
+    const key = ctx.callerKey
+    return key !== undefined && key.restricted ? Effect.fail(forbiddenFor(key, "files or native passthrough (they name no model)")) : Effect.succeed(project)
+  })

@@ -11,6 +11,7 @@ import { drawWeighted } from "../routing/sampler.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { EndpointType } from "../config/index.ts"
 import type { Project } from "../tenancy/project.ts"
+import { forbiddenFor } from "../tenancy/gateway-keys.ts"
 import { header } from "./context.ts"
 import type { RequestContext } from "./context.ts"
 
@@ -48,6 +49,8 @@ export const choosePlan = (
   const plan = resolved.success
   ctx.log.model = clip(model)
   ctx.log.route = plan.name
+  const key = ctx.callerKey
+  if (key !== undefined && !key.allows(model, plan.name)) return Effect.fail(forbiddenFor(key, `the model \`${clip(model)}\``))
   if (plan.variants === undefined) return Effect.succeed({ plan, steps: plan.steps, shape: plan.shape, overrides: undefined, resolved: plan.name })
   return Effect.map(drawWeighted(plan.variants, header(ctx, "x-gw-experiment-key")), (variant) => {
     ;(ctx.replyHeaders ??= {})["x-gw-variant"] = variant.name

@@ -9,6 +9,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import type { WireFamily } from "../domain/index.ts"
 import type { Tracer } from "effect"
 import type { ExportCredential } from "./telemetry/settings.ts"
+import type { CallerKey } from "../tenancy/gateway-keys.ts"
 
 /** Everything the per-request log line reports beyond method, path, status and latency. */
 export interface RequestLogFields {
@@ -35,12 +36,18 @@ export interface RequestLogFields {
   reasoning_tokens?: number
   /** Milliseconds from the request's arrival to the answer's first token. */
   ttft_ms?: number
+  /** USD of every attempt's usage at its model's price; absent when nothing could be priced. */
+  cost_usd?: number
   error_code?: string
   dropped_params?: string
   /** The category an input guardrail refused the request for (never the text). */
   guardrail?: string
   /** The category an output guardrail found in the answer (streams: recorded only). */
   guardrail_output?: string
+  /** The name of the gateway key the request authenticated with (never the key). */
+  key?: string
+  /** The limits stage: `refused` (over a limit), `uncounted` (admitted while the store was unreachable). */
+  limits?: "refused" | "uncounted"
 }
 
 /**
@@ -78,6 +85,10 @@ export interface RequestContext {
   stopStream?: (() => void) | undefined
   /** The platform token of the request (`[auth]`): the credential its GenAI telemetry is exported with. */
   exportCredential?: ExportCredential | undefined
+  /** The gateway key the request authenticated with (`[keys]`); undefined when the gateway is open. */
+  callerKey?: CallerKey | undefined
+  /** Settles the request's admission (frees its slot, counts its tokens and cost): called once, when the request ends. */
+  settle?: ((status: number) => void) | undefined
   /** The caller's trace (W3C `traceparent`), when telemetry is on and it sent one. */
   traceParent?: Tracer.ExternalSpan | undefined
   /** The request's application trace is recorded (tracing on, the request sampled): its steps get spans. */

@@ -47,14 +47,16 @@ export const buildCatalog = (settings: GatewaySettings): ModelCatalog => {
     else for (const provider of providers) add({ id: `${provider}::${model}`, ownedBy: provider })
   }
   const entries = [...byId.values()]
-  const lists = {
-    openAi: JSON.stringify({ object: "list", data: entries.map(openAiModel) }),
-    anthropic: JSON.stringify({
-      data: entries.map(anthropicModel),
-      has_more: false,
-      first_id: entries[0]?.id ?? null,
-      last_id: entries[entries.length - 1]?.id ?? null
-    })
-  }
-  return { entries, byId, lists }
+  return { entries, byId, lists: catalogLists(entries) }
 }
+
+/** The two list bodies of `GET /v1/models` for these entries. */
+export const catalogLists = (entries: ReadonlyArray<CatalogEntry>): ModelCatalog["lists"] => ({
+  openAi: JSON.stringify({ object: "list", data: entries.map(openAiModel) }),
+  anthropic: JSON.stringify({
+    data: entries.map(anthropicModel),
+    has_more: false,
+    first_id: entries[0]?.id ?? null,
+    last_id: entries[entries.length - 1]?.id ?? null
+  })
+})

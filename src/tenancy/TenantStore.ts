@@ -52,7 +52,7 @@ const compilerOf = (stages: StageCompilers, gateway?: GatewaySettings): CompileS
   const settings = own === undefined
     ? snapshot.settings
     : { ...snapshot.settings, file: { ...snapshot.settings.file, cache: { ...snapshot.settings.file.cache, url: own.url, pool_size: own.pool_size } } }
-  return compileProject(settings, projectIdentity, stages, snapshot.disabledEndpoints)
+  return compileProject(settings, projectIdentity, stages, snapshot.disabledEndpoints, snapshot.limits)
 }
 
 /** The multi-tenant shape over a snapshot store: the request's tenant, checked, then its project. */

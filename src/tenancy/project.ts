@@ -5,7 +5,8 @@
  * Nothing downstream knows which mode produced it: the routing table, the
  * model catalog, the guardrail policy and the cache settings all come from here.
  */
-import type { EndpointType, GatewaySettings } from "../config/index.ts"
+import { priceTable } from "../config/index.ts"
+import type { CallerLimits, EndpointType, GatewaySettings, ModelPrice } from "../config/index.ts"
 import { compileProvider } from "../providers/adapter.ts"
 import { buildCatalog } from "../routing/catalog.ts"
 import type { ModelCatalog } from "../routing/catalog.ts"
@@ -30,6 +31,10 @@ export interface Project extends ProjectIdentity {
   readonly guard: GuardPolicy
   /** Endpoint types switched off for this project: such a request is a 403 `feature_disabled`. */
   readonly disabledEndpoints: ReadonlySet<EndpointType>
+  /** What the limits stage counts for the project (`project:<id>`); undefined when it has no limit. */
+  readonly subject: { readonly id: string; readonly limits: CallerLimits } | undefined
+  /** The price of a model name (`[models]` over the shipped table); undefined when unknown. */
+  readonly priceOf: (model: string) => ModelPrice | undefined
 }
 
 export const STATIC_IDENTITY: ProjectIdentity = { projectId: "default", environment: "production", version: "file" }
@@ -44,12 +49,15 @@ export const compileProject = (
   settings: GatewaySettings,
   identity: ProjectIdentity,
   stages: StageCompilers,
-  disabledEndpoints: ReadonlySet<EndpointType> = new Set()
+  disabledEndpoints: ReadonlySet<EndpointType> = new Set(),
+  limits: CallerLimits = {}
 ): Project => ({
   ...identity,
   settings,
   table: compileRoutingTable(settings, compileProvider),
   catalog: buildCatalog(settings),
   guard: stages.guard(settings.file.security),
-  disabledEndpoints
+  disabledEndpoints,
+  subject: Object.keys(limits).length === 0 ? undefined : { id: `project:${identity.projectId}`, limits },
+  priceOf: priceTable(settings.file.models)
 })

@@ -45,6 +45,8 @@ const DEFAULTS = {
     otlp_bearer_token: ""
   },
   auth: { enabled: false, cache_skew_seconds: 60, exchange_timeout_ms: 2000 },
+  keys: {},
+  limits: { on_store_error: "allow", pool_size: 4, timeout_ms: 250 },
   tenant_routing: {
     enabled: false,
     redis_url: "redis://localhost:6379",

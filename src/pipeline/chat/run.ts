@@ -40,6 +40,7 @@ import type { RequestContext } from "../context.ts"
 import type { JsonLog } from "../../infra/log.ts"
 import { attemptLogger } from "../attempts.ts"
 import { ResponseCollector } from "./collector.ts"
+import { Spend } from "../spend.ts"
 import { chatJsonInspector, chatStreamGate } from "./fast.ts"
 import {
   callerKey,
@@ -208,6 +209,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const keepText = guard.output || telemetry.genAi.captureContent
     const tap = ctx.tapEvents === true
     let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
+    const spend = new Spend(input.project.priceOf)
 
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
@@ -238,6 +240,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
+      spend.begin(target.model, collector.usage)
       collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
       const operation = fast && caller === "responses" ? "responses" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
@@ -296,6 +299,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       }
       if (collector.firstTokenAt !== undefined) ctx.log.ttft_ms = Math.round((collector.firstTokenAt - ctx.startedAt) * 1000) / 1000
       if (collector.model !== undefined) ctx.log.upstream_model = collector.model
+      spend.end(collector.usage)
+      spend.note(ctx)
       // A stream that failed after its head keeps status 200; the log line still says it failed.
       if (collector.error !== undefined) ctx.log.error_code ??= collector.error
       return trace.record(() => ({
@@ -311,7 +316,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
           text: collector.text,
           toolCalls: collector.toolCalls
         },
-        error: failureOf(exit) ?? collector.error
+        error: failureOf(exit) ?? collector.error,
+        costUsd: spend.costUsd
       }), collector.firstTokenAt)
     }
     const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(

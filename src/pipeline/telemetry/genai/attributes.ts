@@ -56,6 +56,8 @@ export const GATEWAY_GENAI = {
   providerId: "gateway.provider.id",
   /** How many upstream attempts the request took (retries and fallbacks included). */
   attempts: "gateway.attempts",
+  /** USD of the request's attempts at the models' prices (every attempt included). */
+  costUsd: "gateway.cost_usd",
   /** `fast` (bytes forwarded) or `normalized` (translated). */
   path: "gateway.path",
   /** The platform project of the request. */

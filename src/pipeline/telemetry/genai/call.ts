@@ -60,6 +60,8 @@ export interface GenAiCall {
   readonly attempts?: number | undefined
   readonly path?: "fast" | "normalized" | undefined
   readonly projectId?: string | undefined
+  /** USD of the request's attempts (spend.ts), when priced. */
+  readonly costUsd?: number | undefined
 }
 
 const planAttributes = (plan: string | undefined, attributes: Attributes): void => {
@@ -121,6 +123,7 @@ export const genAiCallAttributes = (call: GenAiCall, captureContent: boolean): A
     attributes[GEN_AI.responseTimeToFirstChunk] = (timing.firstTokenAt - timing.attemptStartedAt) / 1000
   }
   if (call.attempts !== undefined) attributes[GATEWAY_GENAI.attempts] = call.attempts
+  if (call.costUsd !== undefined) attributes[GATEWAY_GENAI.costUsd] = call.costUsd
   return attributes
 }
 

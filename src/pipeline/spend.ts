@@ -1,0 +1,65 @@
+/**
+ * What a request's attempts cost: each attempt's usage priced at the model
+ * its target sent to (`[models]` prices over the shipped table), summed over
+ * every attempt of the request (retries and fallbacks included). Noted, once
+ * the attempts are over, on the log line (`cost_usd`), the GenAI span and, for
+ * an answer whose head is still to be written, `x-gw-cost-usd`.
+ *
+ * A request none of whose attempts had both a usage and a price has no cost
+ * (nothing is noted), rather than a guessed one.
+ */
+import { costOf, roundCost } from "../config/index.ts"
+import type { ModelPrice } from "../config/index.ts"
+import type { Usage } from "../domain/index.ts"
+import type { RequestContext } from "./context.ts"
+
+export class Spend {
+  private usd = 0
+  private priced = false
+  /** The model of the attempt under way (priced when it ends). */
+  private current: string | undefined
+
+  private readonly priceOf: (model: string) => ModelPrice | undefined
+
+  constructor(priceOf: (model: string) => ModelPrice | undefined) {
+    this.priceOf = priceOf
+  }
+
+  /**
+   * An attempt starts at `model`; the one before it, if any, ended with
+   * `previous` (its collector's usage). Priced here rather than by a
+   * finalizer per attempt: nothing is added to an attempt's effect.
+   */
+  begin(model: string, previous: Usage | undefined): void {
+    if (this.current !== undefined) this.add(this.current, previous)
+    this.current = model
+  }
+
+  /** The attempts are over; the last one ended with `usage`. */
+  end(usage: Usage | undefined): void {
+    if (this.current !== undefined) this.add(this.current, usage)
+    this.current = undefined
+  }
+
+  /** Adds one attempt's usage at `model`'s price (nothing when either is unknown). */
+  private add(model: string, usage: Usage | undefined): void {
+    if (usage === undefined) return
+    const price = this.priceOf(model)
+    if (price === undefined) return
+    this.usd += costOf(price, usage)
+    this.priced = true
+  }
+
+  /** The request's cost so far (USD, rounded); undefined when nothing was priced. */
+  get costUsd(): number | undefined {
+    return this.priced ? roundCost(this.usd) : undefined
+  }
+
+  /** Notes the cost on the log line and the answer's headers (a head already written keeps its own: the writer reads them once). */
+  note(ctx: RequestContext): void {
+    const cost = this.costUsd
+    if (cost === undefined) return
+    ctx.log.cost_usd = cost
+    ;(ctx.replyHeaders ??= {})["x-gw-cost-usd"] = String(cost)
+  }
+}
