@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import type { StreamError } from "./chat.ts"
-import type { WireFamily } from "./sdk.ts"
+import type { ProviderWire } from "./sdk.ts"
 
 export const ERROR_CLASSES = [
   "auth",
@@ -64,9 +64,23 @@ const decoder = new TextDecoder()
 /** An upstream's error type worth logging: a short identifier, never free text. */
 const IDENTIFIER = /^[A-Za-z0-9_.:-]{1,64}$/
 
+/** A code from an error's `details`: Azure's `{error_code}`, or Google's `[{reason}]` (`API_KEY_INVALID`). */
+const detailCode = (details: unknown): string | undefined => {
+  if (Array.isArray(details)) {
+    for (const detail of details) {
+      const reason = typeof detail === "object" && detail !== null ? (detail as { reason?: unknown }).reason : undefined
+      if (typeof reason === "string") return reason
+    }
+    return undefined
+  }
+  const code = typeof details === "object" && details !== null ? (details as { error_code?: unknown }).error_code : undefined
+  return typeof code === "string" ? code : undefined
+}
+
 /**
  * Reads `error.type`, `error.code` and `error.message` from an upstream error
- * body of either family (OpenAI `{error:{…}}`, Anthropic `{type:"error",error:{…}}`).
+ * body of any family (OpenAI `{error:{…}}`, Anthropic `{type:"error",error:{…}}`,
+ * Google `{error:{code, message, status}}`).
  * Returns undefined for an empty, non-JSON or unrecognized body.
  */
 export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDetails | undefined => {
@@ -80,14 +94,12 @@ export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDe
   if (typeof json !== "object" || json === null) return undefined
   const error = (json as { error?: unknown }).error
   if (typeof error === "object" && error !== null) {
-    const e = error as { type?: unknown; code?: unknown; message?: unknown; details?: { error_code?: unknown } }
+    const e = error as { type?: unknown; code?: unknown; message?: unknown; status?: unknown; details?: unknown }
     if (typeof e.message !== "string") return undefined
-    const code = typeof e.code === "string"
-      ? e.code
-      : typeof e.details?.error_code === "string"
-      ? e.details.error_code
-      : undefined
-    return { type: typeof e.type === "string" ? e.type : undefined, code, message: e.message }
+    // Google's `{code: 429, message, status: "RESOURCE_EXHAUSTED"}`: the status name is the type.
+    const type = typeof e.type === "string" ? e.type : typeof e.status === "string" ? e.status : undefined
+    const code = typeof e.code === "string" ? e.code : detailCode(e.details)
+    return { type, code, message: e.message }
   }
   // Some OpenAI-compatible servers answer `{"error":"text"}` or `{"message":"text"}`.
   if (typeof error === "string") return { message: error }
@@ -104,7 +116,8 @@ export const classifyUpstream = (status: number, details: UpstreamErrorDetails):
   const code = details.code ?? ""
   const marker = `${type} ${code}`
   if (status === 529 || type === "overloaded_error") return "overloaded"
-  if (status === 401) return "auth"
+  // Google answers a wrong API key 400 (`API_KEY_INVALID`), not 401.
+  if (status === 401 || (status === 400 && code === "API_KEY_INVALID")) return "auth"
   if (status === 402) return "quota"
   if (status === 403) {
     if (ORG_VERIFICATION.test(marker) || ORG_VERIFICATION.test(details.message ?? "")) {
@@ -153,7 +166,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   /** Provider id the attempt went to (`x-gw-upstream-provider`). */
   provider: Schema.String,
   /** Wire family of that provider: decides verbatim vs translated bodies. */
-  family: Schema.Literals(["openai", "anthropic", "other"]),
+  family: Schema.Literals(["openai", "anthropic", "gemini", "other"]),
   message: Schema.String,
   timedOut: Schema.Boolean,
   /** Whether the request reached the upstream (false for a refused connection). */
@@ -305,4 +318,4 @@ export class InfraError extends Schema.TaggedError<InfraError>()("InfraError", {
 
 export type AnyGatewayFailure = UpstreamError | GatewayError | InfraError
 
-export type ProviderFamily = WireFamily | "other"
+export type ProviderFamily = ProviderWire | "other"

@@ -28,7 +28,7 @@ export type Capability =
   | "passthrough"
 
 export interface ProviderKindInfo {
-  /** The chat wire family this kind speaks (`other` for native-only kinds). */
+  /** The chat wire family this kind speaks (`other` for native-only kinds; `gemini` is reached only by translation). */
   readonly family: ProviderFamily
   readonly defaultBaseUrl: string
   /** Environment variable holding the key when `credential` is omitted. */
@@ -73,12 +73,12 @@ export const PROVIDER_KIND_INFO: Readonly<Record<ProviderKind, ProviderKindInfo>
     capabilities: caps("rerank", "passthrough")
   },
   gemini: {
-    family: "other",
+    family: "gemini",
     defaultBaseUrl: "https://generativelanguage.googleapis.com",
     conventionEnv: "GEMINI_API_KEY",
     authType: "api_key_header",
     authName: "x-goog-api-key",
-    capabilities: caps("passthrough")
+    capabilities: caps("chat", "passthrough")
   },
   bedrock: {
     family: "other",

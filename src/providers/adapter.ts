@@ -5,6 +5,7 @@
  *
  * Kinds differ only in data here: the URL layout (`openai`-style
  * `{base}/chat/completions`, Azure deployments, Anthropic `/v1/messages`,
+ * Gemini `/v1beta/models/{model}:generateContent` (`:streamGenerateContent?alt=sse`),
  * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter).
  */
 import { Redacted } from "effect"
@@ -14,6 +15,8 @@ import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
 
 export type Operation =
   | "chat"
+  /** A streamed chat request: the `chat` path, except for kinds with a streaming URL of their own (Gemini). */
+  | "chat_stream"
   /** The OpenAI Responses API, for providers that serve it (`responsesApi`). */
   | "responses"
   | "embeddings"
@@ -32,6 +35,7 @@ export const ANTHROPIC_VERSION = "2023-06-01"
 
 const OPENAI_PATHS: Record<Operation, string> = {
   chat: "/chat/completions",
+  chat_stream: "/chat/completions",
   responses: "/responses",
   embeddings: "/embeddings",
   image_generation: "/images/generations",
@@ -42,6 +46,14 @@ const OPENAI_PATHS: Record<Operation, string> = {
   count_tokens: "",
   files: "/files",
   passthrough: ""
+}
+
+/** Gemini's method per operation (`models/{model}:method`); operations it does not serve never get here (capabilities). */
+const GEMINI_METHODS: Partial<Record<Operation, string>> = {
+  chat: ":generateContent",
+  chat_stream: ":streamGenerateContent?alt=sse",
+  embeddings: ":batchEmbedContents",
+  count_tokens: ":countTokens"
 }
 
 /** Where one request goes and how it authenticates; `secret` is the key it carries (to mask if an upstream echoes it). */
@@ -155,6 +167,8 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
         return `${basePath}/v1/messages${operation === "count_tokens" ? "/count_tokens" : ""}`
       case "cohere":
         return `${basePath}/v2/rerank`
+      case "gemini":
+        return `${basePath}/v1beta/models/${encodeURIComponent(model)}${GEMINI_METHODS[operation]}`
       case "azure":
         // Files and the Responses API are not per deployment: the model is named in the body.
         if (operation === "files") return `${basePath}/openai/files${suffix}?${azureVersion}`

@@ -237,7 +237,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
       collector = new ResponseCollector(keepUpTo, keepText, keepStreamed)
-      const operation = fast && caller === "responses" ? "responses" : "chat"
+      const operation = fast && caller === "responses" ? "responses" : input.stream ? "chat_stream" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
       if (refused !== undefined) return Effect.fail(refused).pipe(trace.attempt(info, undefined, () => undefined))
