@@ -78,7 +78,7 @@ export const PROVIDER_KIND_INFO: Readonly<Record<ProviderKind, ProviderKindInfo>
     conventionEnv: "GEMINI_API_KEY",
     authType: "api_key_header",
     authName: "x-goog-api-key",
-    capabilities: caps("chat", "passthrough")
+    capabilities: caps("chat", "embeddings", "count_tokens", "passthrough")
   },
   bedrock: {
     family: "other",

@@ -25,5 +25,7 @@ export * as OpenAiResponses from "./openai-responses/index.ts"
 
 export type { DecodeFailure, EncodedRequest, RequestEncodeOptions, SseEvent, StreamDecoder, StreamEncoder } from "./contract.ts"
 export { CALLER_CODECS, PROVIDER_CODECS } from "./chat-codecs.ts"
+export { endpointCodec } from "./endpoint-codecs.ts"
+export type { EndpointCodec } from "./endpoint-codecs.ts"
 export type { CallerCodec, CallerFormat, ProviderCodec } from "./chat-codecs.ts"
 export { ResponseAssembler, responseEvents } from "./replay.ts"

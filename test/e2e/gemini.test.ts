@@ -18,7 +18,7 @@ const { fakes, gateway: gw } = gatewayWithFakes(
   { gemini: { kind: "gemini", apiKey: GEMINI_KEY } },
   (fakes) => ({
     providers: {
-      gemini: { base_url: fakes.gemini.url, models: [MODEL], credential: "env::E2E_GEMINI_KEY" },
+      gemini: { base_url: fakes.gemini.url, models: [MODEL, "text-embedding-004"], credential: "env::E2E_GEMINI_KEY" },
       "gemini-badkey": { kind: "gemini", base_url: fakes.gemini.url, models: ["gemini-wrong-key"], credential: "env::E2E_GEMINI_BAD" }
     },
     routing: { retry: { max_retries: 0 } }
@@ -342,5 +342,44 @@ describe("Gemini from Anthropic and Responses callers", () => {
     const final = await stream.finalResponse()
     expect(final.output_text).toBe("echo: hey you")
     expect(final.status).toBe("completed")
+  })
+})
+
+describe("Gemini embeddings and token counting", () => {
+  it("/v1/embeddings goes to batchEmbedContents, one request per input, and comes back as OpenAI's list (floats and base64)", async () => {
+    const client = openai()
+    const result = await client.embeddings.create({ model: "text-embedding-004", input: ["alpha", "beta"], dimensions: 8, encoding_format: "float" })
+    expect(result.data.map((item) => [item.index, item.embedding.length])).toEqual([[0, 8], [1, 8]])
+    const rec = sent()
+    expect(rec.path).toBe("/v1beta/models/text-embedding-004:batchEmbedContents")
+    expect(rec.headers["x-goog-api-key"]).toBe(GEMINI_KEY)
+    expect(bodyOf(rec).requests).toEqual([
+      { model: "models/text-embedding-004", content: { parts: [{ text: "alpha" }] }, outputDimensionality: 8 },
+      { model: "models/text-embedding-004", content: { parts: [{ text: "beta" }] }, outputDimensionality: 8 }
+    ])
+    // The SDK asks for base64 by default and decodes it: the same numbers.
+    const decoded = await client.embeddings.create({ model: "text-embedding-004", input: "alpha", dimensions: 8 })
+    expect(decoded.data[0].embedding).toEqual(result.data[0].embedding)
+  })
+
+  it("token arrays cannot be embedded by Gemini: 400 naming input, nothing sent", async () => {
+    const error = await openai().embeddings.create({ model: "text-embedding-004", input: [[1, 2, 3]] }).catch((e: unknown) => e)
+    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(400)
+    expect(JSON.stringify((error as InstanceType<typeof OpenAI.APIError>).error)).toContain("input")
+    expect(fakes.gemini.requests).toHaveLength(0)
+  })
+
+  it("/v1/messages/count_tokens goes to countTokens with the translated request and answers input_tokens", async () => {
+    const counted = await anthropic().messages.countTokens({ model: MODEL, system: "sys", messages: [{ role: "user", content: "count me" }] })
+    expect(counted.input_tokens).toBeGreaterThan(0)
+    const rec = sent()
+    expect(rec.path).toBe(`/v1beta/models/${MODEL}:countTokens`)
+    expect(bodyOf(rec)).toEqual({
+      generateContentRequest: {
+        model: `models/${MODEL}`,
+        contents: [{ role: "user", parts: [{ text: "count me" }] }],
+        systemInstruction: { parts: [{ text: "sys" }] }
+      }
+    })
   })
 })
