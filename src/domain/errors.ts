@@ -101,9 +101,39 @@ export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDe
     const code = typeof e.code === "string" ? e.code : detailCode(e.details)
     return { type, code, message: e.message }
   }
-  // Some OpenAI-compatible servers answer `{"error":"text"}` or `{"message":"text"}`.
+  // Some OpenAI-compatible servers answer `{"error":"text"}` or `{"message":"text"}`; so does AWS (`{"message"}`).
   if (typeof error === "string") return { message: error }
+  const message = (json as { message?: unknown; Message?: unknown }).message ?? (json as { Message?: unknown }).Message
+  if (typeof message === "string") return { message }
   return undefined
+}
+
+/**
+ * AWS exceptions by name (Bedrock's `x-amzn-errortype`, and its stream's
+ * `:exception-type`, lower camel case): what they mean whatever the status.
+ */
+const AWS_ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = {
+  ThrottlingException: "rate_limit",
+  throttlingException: "rate_limit",
+  ServiceUnavailableException: "overloaded",
+  serviceUnavailableException: "overloaded",
+  ModelNotReadyException: "overloaded",
+  modelNotReadyException: "overloaded",
+  AccessDeniedException: "forbidden",
+  accessDeniedException: "forbidden",
+  ValidationException: "bad_request",
+  validationException: "bad_request",
+  ResourceNotFoundException: "model_not_found",
+  resourceNotFoundException: "model_not_found",
+  ServiceQuotaExceededException: "quota",
+  serviceQuotaExceededException: "quota",
+  UnrecognizedClientException: "auth",
+  InternalServerException: "upstream",
+  internalServerException: "upstream",
+  ModelStreamErrorException: "upstream",
+  modelStreamErrorException: "upstream",
+  ModelTimeoutException: "upstream",
+  modelTimeoutException: "upstream"
 }
 
 /**
@@ -114,6 +144,8 @@ export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDe
 export const classifyUpstream = (status: number, details: UpstreamErrorDetails): ErrorClass => {
   const type = details.type ?? ""
   const code = details.code ?? ""
+  const aws = Object.hasOwn(AWS_ERROR_CLASSES, type) ? type : Object.hasOwn(AWS_ERROR_CLASSES, code) ? code : undefined
+  if (aws !== undefined) return AWS_ERROR_CLASSES[aws]
   const marker = `${type} ${code}`
   if (status === 529 || type === "overloaded_error") return "overloaded"
   // Google answers a wrong API key 400 (`API_KEY_INVALID`), not 401.
@@ -166,7 +198,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   /** Provider id the attempt went to (`x-gw-upstream-provider`). */
   provider: Schema.String,
   /** Wire family of that provider: decides verbatim vs translated bodies. */
-  family: Schema.Literals(["openai", "anthropic", "gemini", "other"]),
+  family: Schema.Literals(["openai", "anthropic", "gemini", "bedrock", "other"]),
   message: Schema.String,
   timedOut: Schema.Boolean,
   /** Whether the request reached the upstream (false for a refused connection). */
@@ -197,9 +229,12 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
       readonly retryAfterMs?: number | undefined
       readonly contentType?: string | undefined
       readonly inStream?: boolean | undefined
+      /** The error's type when the response names it outside the body (AWS `x-amzn-errortype`). */
+      readonly errorType?: string | undefined
     } = {}
   ): UpstreamError {
-    const details = parseErrorDetails(body)
+    const parsed = parseErrorDetails(body)
+    const details = options.errorType === undefined || options.errorType === "" ? parsed : { ...parsed, type: options.errorType }
     const upstreamType = details?.type ?? details?.code
     return new UpstreamError({
       reason: classifyUpstream(status, details ?? {}),

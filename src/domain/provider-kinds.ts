@@ -13,7 +13,8 @@ export type ProviderKind = typeof PROVIDER_KINDS[number]
 export const isProviderKind = (value: string): value is ProviderKind =>
   (PROVIDER_KINDS as ReadonlyArray<string>).includes(value)
 
-export type AuthType = "bearer" | "api_key_header" | "query_param"
+/** `sigv4`: AWS Signature Version 4 over each request (Bedrock), with the AWS credentials of the environment. */
+export type AuthType = "bearer" | "api_key_header" | "query_param" | "sigv4"
 
 /** Endpoint types of routes and functions (docs/reference/gateway-spec.md §2.7) plus the operations without one. */
 export type Capability =
@@ -81,11 +82,11 @@ export const PROVIDER_KIND_INFO: Readonly<Record<ProviderKind, ProviderKindInfo>
     capabilities: caps("chat", "embeddings", "count_tokens", "passthrough")
   },
   bedrock: {
-    family: "other",
+    family: "bedrock",
     defaultBaseUrl: "",
     conventionEnv: "AWS_BEARER_TOKEN_BEDROCK",
     authType: "bearer",
-    capabilities: caps("passthrough")
+    capabilities: caps("chat", "passthrough")
   },
   vertex: {
     family: "other",

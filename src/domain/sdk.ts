@@ -13,9 +13,9 @@ export type WireFamily = "openai" | "anthropic"
 
 /**
  * A chat wire family a provider may speak: the two a caller may speak too, and
- * the provider-only ones (Gemini's `generateContent`), reached only by translation.
+ * the provider-only ones (Gemini's `generateContent`, Bedrock's Converse), reached only by translation.
  */
-export type ProviderWire = WireFamily | "gemini"
+export type ProviderWire = WireFamily | "gemini" | "bedrock"
 
 /** What a chat client speaks: the two chat wire families, or the OpenAI Responses API. */
 export type CallerFormat = WireFamily | "responses"

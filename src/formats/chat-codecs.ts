@@ -6,7 +6,7 @@
  *   format a client speaks (Chat Completions, Messages, Responses);
  * - a provider codec writes requests and reads responses and streams in the
  *   wire family a provider speaks (Chat Completions, Messages, Gemini's
- *   `generateContent`).
+ *   `generateContent`, Bedrock's Converse).
  */
 import type { Result } from "effect"
 import type { ChatRequest, ChatResponse } from "../domain/chat.ts"
@@ -20,6 +20,7 @@ import {
   makeAnthropicStreamEncoder
 } from "./anthropic/index.ts"
 import type { DecodeFailure, EncodedRequest, RequestEncodeOptions, StreamDecoder, StreamEncoder } from "./contract.ts"
+import { decodeBedrockResponse, encodeBedrockRequest, makeBedrockStreamDecoder } from "./bedrock/index.ts"
 import { decodeGeminiResponse, encodeGeminiRequest, makeGeminiStreamDecoder } from "./gemini/index.ts"
 import {
   decodeOpenAiChatRequest,
@@ -44,6 +45,8 @@ export interface ProviderCodec {
   readonly encodeRequest: (request: ChatRequest, options: RequestEncodeOptions) => EncodedRequest
   readonly decodeResponse: (json: unknown) => Result.Result<ChatResponse, DecodeFailure>
   readonly streamDecoder: () => StreamDecoder
+  /** How the stream's bytes are cut into events: SSE unless said otherwise (Bedrock's binary event stream). */
+  readonly framing?: "aws-eventstream" | undefined
 }
 
 export const CALLER_CODECS: Readonly<Record<CallerFormat, CallerCodec>> = {
@@ -82,5 +85,12 @@ export const PROVIDER_CODECS: Readonly<Record<ProviderWire, ProviderCodec>> = {
     encodeRequest: encodeGeminiRequest,
     decodeResponse: decodeGeminiResponse,
     streamDecoder: makeGeminiStreamDecoder
+  },
+  bedrock: {
+    family: "bedrock",
+    encodeRequest: encodeBedrockRequest,
+    decodeResponse: decodeBedrockResponse,
+    streamDecoder: makeBedrockStreamDecoder,
+    framing: "aws-eventstream"
   }
 }

@@ -19,6 +19,7 @@
  *   without its terminal event ends with an `error` event, never a normal stop.
  */
 export * as Anthropic from "./anthropic/index.ts"
+export * as Bedrock from "./bedrock/index.ts"
 export * as Gemini from "./gemini/index.ts"
 export * as OpenAiChat from "./openai-chat/index.ts"
 export * as OpenAiResponses from "./openai-responses/index.ts"

@@ -6,12 +6,16 @@
  * Kinds differ only in data here: the URL layout (`openai`-style
  * `{base}/chat/completions`, Azure deployments, Anthropic `/v1/messages`,
  * Gemini `/v1beta/models/{model}:generateContent` (`:streamGenerateContent?alt=sse`),
- * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter).
+ * Bedrock `/model/{model}/converse` (`/converse-stream`),
+ * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter,
+ * or SigV4: the request carries a signer instead of headers, called by the transport over the body).
  */
 import { Redacted } from "effect"
 import type { FingerprintedCredential, ResolvedCredential, ResolvedProvider } from "../config/index.ts"
 import { UpstreamError } from "../domain/index.ts"
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
+import { sigv4Signer } from "./sigv4.ts"
+import type { SignRequest } from "./sigv4.ts"
 
 export type Operation =
   | "chat"
@@ -61,6 +65,14 @@ export interface ProviderRequest {
   readonly path: string
   readonly headers: Readonly<Record<string, string>>
   readonly secret: Redacted.Redacted<string> | undefined
+  /** SigV4 providers: signs the request once its body is known (the transport calls it). */
+  readonly sign?: SignRequest | undefined
+}
+
+/** Bedrock's Converse method per operation (`/model/{model}/method`). */
+const BEDROCK_METHODS: Partial<Record<Operation, string>> = {
+  chat: "/converse",
+  chat_stream: "/converse-stream"
 }
 
 export interface CompiledProvider {
@@ -105,7 +117,7 @@ const authFor = (
 ): Record<string, string> => {
   const headers: Record<string, string> = {}
   if (kind === "anthropic") headers["anthropic-version"] = ANTHROPIC_VERSION
-  if (key === undefined || authType === "query_param") return headers
+  if (key === undefined || authType === "query_param" || authType === "sigv4") return headers
   const value = Redacted.value(key)
   if (authType === "bearer") headers.authorization = `Bearer ${value}`
   else headers[authName.toLowerCase()] = value
@@ -146,6 +158,21 @@ export const unauthenticatedCall = (provider: CompiledProvider, request: Provide
     })
     : undefined
 
+const EMPTY_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+
+/** What every compiled provider has whatever its auth. */
+const compiledBase = (provider: ResolvedProvider, origin: string, credential: ResolvedCredential) => ({
+  id: provider.id,
+  kind: provider.kind,
+  family: provider.family,
+  origin,
+  models: new Set(provider.models),
+  timeoutMs: provider.timeoutMs,
+  maxTokensParam: provider.maxTokensParam,
+  responsesApi: provider.responsesApi,
+  credential
+})
+
 export const compileProvider = (provider: ResolvedProvider, credential?: ResolvedCredential): CompiledProvider => {
   const url = new URL(provider.baseUrl)
   const origin = url.origin
@@ -167,6 +194,8 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
         return `${basePath}/v1/messages${operation === "count_tokens" ? "/count_tokens" : ""}`
       case "cohere":
         return `${basePath}/v2/rerank`
+      case "bedrock":
+        return `${basePath}/model/${encodeURIComponent(model)}${BEDROCK_METHODS[operation] ?? ""}`
       case "gemini":
         return `${basePath}/v1beta/models/${encodeURIComponent(model)}${GEMINI_METHODS[operation]}`
       case "azure":
@@ -179,17 +208,29 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     }
   }
 
+  const sigv4 = provider.sigv4
+  if (sigv4 !== undefined) {
+    // SigV4: no static auth headers; a caller's own key is not an AWS credential, so it is not used.
+    const aws = sigv4.credentials
+    const sign = aws === undefined ? undefined : sigv4Signer(origin, sigv4.region, aws)
+    const request = (operation: Operation, model: string, _key?: Redacted.Redacted<string>, suffix?: string): ProviderRequest => ({
+      path: path(operation, model, suffix),
+      headers: EMPTY_HEADERS,
+      secret: aws?.secretAccessKey,
+      sign
+    })
+    return {
+      ...compiledBase(provider, origin, used),
+      missingCredential: aws === undefined
+        ? `provider "${provider.id}" signs with SigV4 but AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set in the gateway's environment`
+        : undefined,
+      request
+    }
+  }
+
   return {
-    id: provider.id,
-    kind: provider.kind,
-    family: provider.family,
-    origin,
-    models: new Set(provider.models),
-    timeoutMs: provider.timeoutMs,
-    maxTokensParam: provider.maxTokensParam,
-    responsesApi: provider.responsesApi,
+    ...compiledBase(provider, origin, used),
     missingCredential: missingCredentialMessage(provider, used),
-    credential: used,
     request: (operation, model, key, suffix) =>
       key === undefined
         ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders, secret: configured }

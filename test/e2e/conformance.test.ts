@@ -10,7 +10,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
-import { CONFORMANCE_KEY, FAMILIES } from "../fixtures/conformance.ts"
+import { FAMILIES } from "../fixtures/conformance.ts"
 import type { Family, Scenario } from "../fixtures/conformance.ts"
 import { gatewayWithFakes } from "./harness.ts"
 
@@ -23,7 +23,7 @@ const { fakes, gateway: gw } = gatewayWithFakes(
     providers: Object.fromEntries(FAMILIES.map((family) => [`conf-${family.name}`, family.provider(fakes[family.name].url)])),
     routing: { retry: { max_retries: 0 } }
   }),
-  { CONFORMANCE_KEY }
+  Object.assign({}, ...FAMILIES.map((family) => family.env))
 )
 
 const openai = () => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
@@ -247,13 +247,14 @@ describe.each(FAMILIES.map((family) => [family.name, family] as const))("conform
       else expect(results.map((r) => r.answers)).toEqual(["get_weather", "get_time"])
     })
 
-    it("images reach the upstream, inline bytes and URLs alike", async () => {
+    it("images reach the upstream, inline bytes and URLs (where the family takes them)", async () => {
       fake().script(family.answer(TEXT))
       await ask({ turns: [{ role: "user", text: "What is this?", image: { mediaType: "image/png", base64: "iVBORw0KGgo=" } }] })
       expect(family.images(upstreamBody())).toEqual([{ mediaType: "image/png", base64: "iVBORw0KGgo=" }])
       fake().script(family.answer(TEXT))
       await ask({ turns: [{ role: "user", text: "And this?", image: { url: "https://example.invalid/cat.png" } }] })
-      expect(family.images(upstreamBody())).toEqual([{ url: "https://example.invalid/cat.png" }])
+      // A family that takes no URL gets none: the gateway fetches nothing on the caller's behalf.
+      expect(family.images(upstreamBody())).toEqual(family.takesImageUrls ? [{ url: "https://example.invalid/cat.png" }] : [])
     })
 
     it("thinking stays out of the answer text", async () => {

@@ -102,4 +102,4 @@ const STATUS_BY_NAME: Readonly<Record<string, number>> = {
 export const statusOfGoogleError = (error: Record<string, unknown>): number =>
   typeof error.code === "number" && error.code >= 400
     ? error.code
-    : (typeof error.status === "string" ? STATUS_BY_NAME[error.status] : undefined) ?? 500
+    : typeof error.status === "string" && Object.hasOwn(STATUS_BY_NAME, error.status) ? STATUS_BY_NAME[error.status] : 500

@@ -31,6 +31,7 @@
  */
 import type { ChatRequest, ContentPart, MediaSource, Message, ToolChoice } from "../../domain/chat.ts"
 import type { EncodedRequest, RequestEncodeOptions } from "../contract.ts"
+import { toolInput } from "../tool-input.ts"
 import { isRecord, splitToolCallId } from "./mapping.ts"
 import { geminiSchema } from "./schema.ts"
 
@@ -176,7 +177,7 @@ const encodePart = (part: Exclude<ContentPart, { type: "reasoning" }>, names: Re
       return [mediaPart(part.source)]
     case "tool_call": {
       const { signature } = splitToolCallId(part.id)
-      const call: Part = { name: part.name, args: argsOf(part.arguments) }
+      const call: Part = { name: part.name, args: toolInput(part.arguments) }
       return [signature === undefined ? { functionCall: call } : { functionCall: call, thoughtSignature: signature }]
     }
     case "tool_result": {
@@ -186,17 +187,6 @@ const encodePart = (part: Exclude<ContentPart, { type: "reasoning" }>, names: Re
       const images = part.content.flatMap((inner) => (inner.type === "image" ? [mediaPart(inner.source)] : []))
       return [{ functionResponse: response }, ...images]
     }
-  }
-}
-
-/** Tool-call arguments (JSON text) as `args`: `{}` when empty, invalid or not an object. */
-const argsOf = (text: string): Record<string, unknown> => {
-  if (text.trim() === "") return {}
-  try {
-    const value: unknown = JSON.parse(text)
-    return isRecord(value) ? value : {}
-  } catch {
-    return {}
   }
 }
 
@@ -228,6 +218,6 @@ const mediaPart = (source: MediaSource): Part => {
   const data = DATA_URL.exec(source.url)
   if (data !== null) return { inlineData: { mimeType: data[1], data: data[2] } }
   const extension = /\.([a-z0-9]+)(?:[?#].*)?$/i.exec(source.url)?.[1]?.toLowerCase()
-  const mimeType = extension === undefined ? undefined : MEDIA_TYPES[extension]
+  const mimeType = extension !== undefined && Object.hasOwn(MEDIA_TYPES, extension) ? MEDIA_TYPES[extension] : undefined
   return { fileData: mimeType === undefined ? { fileUri: source.url } : { mimeType, fileUri: source.url } }
 }

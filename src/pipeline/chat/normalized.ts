@@ -13,7 +13,7 @@ import { Effect, Result, Stream } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
-import { SseParser } from "../../providers/sse.ts"
+import { framerFor } from "../../providers/framing.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
@@ -63,7 +63,7 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
 export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>
   Effect.suspend(() => {
     const { ctx } = t
-    const parser = new SseParser()
+    const parser = framerFor(t.provider.framing)
     const decoder = t.provider.streamDecoder()
     const encoder = t.caller.streamEncoder(t.request)
     const head = { ...SSE_HEADERS, ...responseHeaders(response.headers, "own"), ...t.headers }

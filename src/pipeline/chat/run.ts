@@ -241,7 +241,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
       if (refused !== undefined) return Effect.fail(refused).pipe(trace.attempt(info, undefined, () => undefined))
-      const { path, headers: auth, secret } = providerRequest
+      const { path, headers: auth, secret, sign } = providerRequest
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
@@ -278,7 +278,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         body,
         idleTimeoutMs: target.timeoutMs,
         decode: true,
-        secret
+        secret,
+        sign
       }, fast, extra).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
     }
 
