@@ -87,7 +87,23 @@ const credentialAt = (
 const isOfficialOpenAi = (id: string, kind: ProviderKind, baseUrl: string): boolean =>
   kind === "azure" || (kind === "openai" && (id === "openai" || new URL(baseUrl).hostname === "api.openai.com"))
 
-const bedrockUrl = (region: string): string => `https://bedrock-runtime.${region}.amazonaws.com`
+/** The URL a provider's own settings give it: Bedrock's from its region, Vertex's from its location. */
+const defaultUrlOf = (kind: ProviderKind, provider: ConfigFile["providers"][string]): string | undefined => {
+  if (kind === "bedrock" && provider.region !== undefined) return `https://bedrock-runtime.${provider.region}.amazonaws.com`
+  if (kind === "vertex" && provider.location !== undefined) {
+    return provider.location === "global" ? "https://aiplatform.googleapis.com" : `https://${provider.location}-aiplatform.googleapis.com`
+  }
+  return undefined
+}
+
+/** Vertex's project and location; a Vertex provider that serves models needs both. Undefined after an error, or for a passthrough-only one. */
+const vertexOf = (path: string, provider: ConfigFile["providers"][string], findings: Findings): ResolvedProvider["vertex"] | null => {
+  const { project, location } = provider
+  if (project !== undefined && location !== undefined) return { project, location }
+  if (provider.models.length === 0) return undefined
+  findings.error(`${path}.${project === undefined ? "project" : "location"}`, `required for a Vertex AI provider that serves models (its URLs are projects/{project}/locations/{location}/…)`)
+  return null
+}
 
 /**
  * SigV4 settings of a provider (`auth_type = "sigv4"`, Bedrock only): the region
@@ -149,7 +165,7 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       findings.error(`${path}.base_url`, `required for provider "${id}" (only a provider named after its kind has a default URL)`)
       continue
     }
-    const rawUrl = provider.base_url ?? (kind === "bedrock" && provider.region !== undefined ? bedrockUrl(provider.region) : info.defaultBaseUrl)
+    const rawUrl = provider.base_url ?? defaultUrlOf(kind, provider) ?? info.defaultBaseUrl
     if (rawUrl === "") {
       findings.error(`${path}.base_url`, `required for kind "${kind}"`)
       continue
@@ -174,6 +190,8 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       findings.error(`${path}.auth_header_name`, `required when auth_type = "api_key_header"`)
       continue
     }
+    const vertex = kind === "vertex" ? vertexOf(path, provider, findings) : undefined
+    if (vertex === null) continue
     const sigv4 = authType === "sigv4" ? sigv4Of(path, kind, provider.region, baseUrl, source, findings) : undefined
     if (authType === "sigv4" && sigv4 === undefined) continue
     const duplicates = provider.models.filter((model, index) => provider.models.indexOf(model) !== index)
@@ -197,7 +215,8 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       apiVersion: provider.api_version ?? AZURE_DEFAULT_API_VERSION,
       maxTokensParam: provider.max_tokens_param ?? (official ? "max_completion_tokens" : "max_tokens"),
       responsesApi: info.family === "openai" && (provider.responses_api ?? official),
-      ...(sigv4 === undefined ? {} : { sigv4 })
+      ...(sigv4 === undefined ? {} : { sigv4 }),
+      ...(vertex === undefined ? {} : { vertex })
     })
   }
   return providers

@@ -27,6 +27,8 @@ export interface ResolvedProvider {
   readonly maxTokensParam: "max_tokens" | "max_completion_tokens"
   /** Serves the Responses API natively (`/responses`). */
   readonly responsesApi: boolean
+  /** Vertex AI: where its models are called (`projects/{project}/locations/{location}`). */
+  readonly vertex?: { readonly project: string; readonly location: string } | undefined
   /** SigV4 (`auth_type = "sigv4"`): the region, and the AWS credentials when the environment has them. */
   readonly sigv4?: {
     readonly region: string

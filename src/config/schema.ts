@@ -68,6 +68,9 @@ export const Provider = Schema.Struct({
   auth_header_name: Schema.optionalKey(Schema.NonEmptyString),
   /** AWS region of a Bedrock provider (its default `base_url`, and the SigV4 scope); else read from a `bedrock-runtime.<region>.amazonaws.com` URL. */
   region: Schema.optionalKey(Schema.NonEmptyString),
+  /** Vertex AI: the Google Cloud project and location its Gemini models are called in (required with `models`). */
+  project: Schema.optionalKey(Schema.NonEmptyString),
+  location: Schema.optionalKey(Schema.NonEmptyString),
   /** Azure data-plane `api-version` (default 2024-10-21). */
   api_version: Schema.optionalKey(Schema.NonEmptyString),
   /**

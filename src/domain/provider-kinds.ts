@@ -89,11 +89,11 @@ export const PROVIDER_KIND_INFO: Readonly<Record<ProviderKind, ProviderKindInfo>
     capabilities: caps("chat", "passthrough")
   },
   vertex: {
-    family: "other",
+    family: "gemini",
     defaultBaseUrl: "",
     conventionEnv: "GOOGLE_ACCESS_TOKEN",
     authType: "bearer",
-    capabilities: caps("passthrough")
+    capabilities: caps("chat", "passthrough")
   }
 }
 

@@ -6,7 +6,8 @@
  * Kinds differ only in data here: the URL layout (`openai`-style
  * `{base}/chat/completions`, Azure deployments, Anthropic `/v1/messages`,
  * Gemini `/v1beta/models/{model}:generateContent` (`:streamGenerateContent?alt=sse`),
- * Bedrock `/model/{model}/converse` (`/converse-stream`),
+ * Bedrock `/model/{model}/converse` (`/converse-stream`), Vertex AI
+ * `/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent`,
  * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter,
  * or SigV4: the request carries a signer instead of headers, called by the transport over the body).
  */
@@ -186,6 +187,9 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
       : ""
   const configuredQuery = queryFor(configured)
   const azureVersion = `api-version=${encodeURIComponent(provider.apiVersion)}`
+  const vertexModels = provider.vertex === undefined
+    ? ""
+    : `/v1/projects/${encodeURIComponent(provider.vertex.project)}/locations/${encodeURIComponent(provider.vertex.location)}/publishers/google/models`
 
   const path = (operation: Operation, model: string, suffix = ""): string => {
     if (operation === "passthrough") return `${basePath}${suffix}`
@@ -198,6 +202,8 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
         return `${basePath}/model/${encodeURIComponent(model)}${BEDROCK_METHODS[operation] ?? ""}`
       case "gemini":
         return `${basePath}/v1beta/models/${encodeURIComponent(model)}${GEMINI_METHODS[operation]}`
+      case "vertex":
+        return `${basePath}${vertexModels}/${encodeURIComponent(model)}${GEMINI_METHODS[operation]}`
       case "azure":
         // Files and the Responses API are not per deployment: the model is named in the body.
         if (operation === "files") return `${basePath}/openai/files${suffix}?${azureVersion}`

@@ -383,3 +383,30 @@ describe("Gemini embeddings and token counting", () => {
     })
   })
 })
+
+describe("Vertex AI's Gemini (kind = \"vertex\")", () => {
+  const vertexFake = gatewayWithFakes(
+    { vertex: { kind: "gemini", apiKey: "ya29.vertex-token" } },
+    (fakes) => ({
+      providers: {
+        vertex: { base_url: fakes.vertex.url, project: "my-proj", location: "europe-west4", models: ["gemini-2.5-pro"], credential: "env::E2E_VERTEX_TOKEN" }
+      },
+      routing: { retry: { max_retries: 0 } }
+    }),
+    { E2E_VERTEX_TOKEN: "ya29.vertex-token" }
+  )
+
+  it("calls the model under the project and location with the bearer token, streamed and not", async () => {
+    const client = new OpenAI({ baseURL: `${vertexFake.gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
+    const completion = await client.chat.completions.create({ model: "gemini-2.5-pro", messages: [{ role: "user", content: "hi vertex" }] })
+    expect(completion.choices[0].message.content).toBe("echo: hi vertex")
+    const rec = vertexFake.fakes.vertex.lastRequest()!
+    expect(rec.path).toBe("/v1/projects/my-proj/locations/europe-west4/publishers/google/models/gemini-2.5-pro:generateContent")
+    expect(rec.headers.authorization).toBe("Bearer ya29.vertex-token")
+    const stream = await client.chat.completions.create({ model: "gemini-2.5-pro", messages: [{ role: "user", content: "hi again" }], stream: true })
+    let text = ""
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+    expect(text).toBe("echo: hi again")
+    expect(vertexFake.fakes.vertex.lastRequest()!.path).toBe("/v1/projects/my-proj/locations/europe-west4/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
+  })
+})
