@@ -43,6 +43,8 @@ export interface GatewayOptions {
   readonly cpu?: string | undefined
   /** Another bundle (a path relative to the checkout) than dist/gateway.mjs. */
   readonly entry?: string | undefined
+  /** Environment added to the gateway's (credentials a configuration names). */
+  readonly env?: Readonly<Record<string, string>> | undefined
   /** Node flags instead of `npm start`'s. */
   readonly nodeFlags?: ReadonlyArray<string> | undefined
   /** A command that runs Node (bench/instructions.ts: callgrind). */
@@ -68,7 +70,7 @@ ${options.extra ?? ""}`)
   const started = await startProcess([entry, "serve", "--config", configPath], options.cpu ?? "0", dir, name, {
     ready: (line) => line.includes("\"port\""),
     node: options.nodeFlags ?? (options.source === true ? [] : START_NODE_FLAGS),
-    env: options.source === true ? {} : START_ENV,
+    env: { ...(options.source === true ? {} : START_ENV), ...options.env },
     ...(options.wrap === undefined ? {} : { wrap: options.wrap })
   })
   return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
