@@ -177,3 +177,20 @@ describe("Bedrock errors", () => {
     expect(sent().responseStatus).toBe(403)
   })
 })
+
+describe("Bedrock passthrough", () => {
+  it("/v1/bedrock/* is signed with SigV4 too: the body read whole and signed as sent, the fake checks it", async () => {
+    const body = JSON.stringify({ messages: [{ role: "user", content: [{ text: "native call" }] }] })
+    const response = await fetch(`${gw.url}/v1/bedrock/model/${encodeURIComponent(MODEL)}/converse`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body
+    })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({ output: { message: { content: [{ text: "echo: native call" }] } }, stopReason: "end_turn" })
+    const rec = sent()
+    expect(rec.responseStatus).toBe(200)
+    expect(String(rec.headers.authorization)).toMatch(/^AWS4-HMAC-SHA256 /)
+    expect(rec.body.toString()).toBe(body)
+  })
+})
