@@ -194,3 +194,30 @@ describe("Bedrock passthrough", () => {
     expect(rec.body.toString()).toBe(body)
   })
 })
+
+describe("Bedrock prompt caching", () => {
+  const cached = {
+    max_tokens: 20,
+    system: [{ type: "text" as const, text: "A long system prompt.", cache_control: { type: "ephemeral" as const } }],
+    tools: [{ name: "lookup", input_schema: { type: "object" as const, properties: { q: { type: "string" } } }, cache_control: { type: "ephemeral" as const } }],
+    messages: [{ role: "user" as const, content: [{ type: "text" as const, text: "a long document", cache_control: { type: "ephemeral" as const } }, { type: "text" as const, text: "question" }] }]
+  }
+
+  it("an Anthropic caller's cache_control becomes a cachePoint after the marked system text, tool and message block", async () => {
+    const { response } = await anthropic().messages.create({ model: MODEL, ...cached }).withResponse()
+    const body = bodyOf(sent())
+    expect(body.system).toEqual([{ text: "A long system prompt." }, { cachePoint: { type: "default" } }])
+    expect(body.toolConfig.tools).toEqual([
+      { toolSpec: { name: "lookup", inputSchema: { json: cached.tools[0].input_schema } } },
+      { cachePoint: { type: "default" } }
+    ])
+    expect(body.messages[0].content).toEqual([{ text: "a long document" }, { cachePoint: { type: "default" } }, { text: "question" }])
+    expect(response.headers.get("x-gw-dropped-params") ?? "").not.toContain("cache_control")
+  })
+
+  it("a model that cannot take a cachePoint gets none, and the markers are reported dropped", async () => {
+    const { response } = await anthropic().messages.create({ model: "meta.llama3-70b-instruct-v1:0", ...cached }).withResponse()
+    expect(JSON.stringify(bodyOf(sent()))).not.toContain("cachePoint")
+    expect(response.headers.get("x-gw-dropped-params")).toContain("messages[].cache_control")
+  })
+})

@@ -22,6 +22,10 @@
  * - `maxTokens`, `temperature`, `topP`, `stop` → `inferenceConfig`; `topK`
  *   and a reasoning effort (as an Anthropic `thinking` budget, for Claude
  *   models) → `additionalModelRequestFields`.
+ * - Prompt-cache breakpoints (`cachePoint` on a part, a system text or a tool,
+ *   from Anthropic's `cache_control`) → a `cachePoint` block after it, for the
+ *   models that take one (Claude and Nova); for any other model the caller's
+ *   `cache_control` is reported as dropped.
  * - `user` and unmapped caller fields are reported as dropped.
  */
 import type { ChatRequest, ContentPart, MediaSource, Message, ToolChoice } from "../../domain/chat.ts"
@@ -43,10 +47,19 @@ const EFFORT_BUDGET: Partial<Record<NonNullable<ChatRequest["reasoningEffort"]>,
   xhigh: 8192
 }
 
+/** Bedrock models that take `cachePoint` blocks (prompt caching). */
+const CACHING_MODELS = /anthropic\.claude|amazon\.nova/
+
+const CACHE_POINT: Block = { cachePoint: { type: "default" } }
+
+/** The caller's cache markers as notes (Anthropic `cache_control`): carried as `cachePoint`s, not dropped, where the model takes them. */
+const CACHE_NOTES = new Set(["system[].cache_control", "messages[].cache_control", "tools[].cache_control"])
+
 export const encodeBedrockRequest = (req: ChatRequest, options: RequestEncodeOptions): EncodedRequest => {
   const dropped: Array<string> = []
-  const body: Record<string, unknown> = { messages: encodeMessages(req.messages, dropped) }
-  const system = req.system.filter((part) => part.text.trim() !== "").map((part) => ({ text: part.text }))
+  const caching = CACHING_MODELS.test(options.model)
+  const body: Record<string, unknown> = { messages: encodeMessages(req.messages, dropped, caching) }
+  const system = req.system.filter((part) => part.text.trim() !== "").flatMap((part) => withCachePoint({ text: part.text }, part, caching))
   if (system.length > 0) body.system = system
   const inference: Block = {}
   const maxTokens = req.maxTokens ?? options.defaultMaxTokens
@@ -56,7 +69,7 @@ export const encodeBedrockRequest = (req: ChatRequest, options: RequestEncodeOpt
   const stop = req.stop?.filter((sequence) => sequence.trim() !== "") ?? []
   if (stop.length > 0) inference.stopSequences = stop
   if (Object.keys(inference).length > 0) body.inferenceConfig = inference
-  const tools = toolConfig(req, dropped)
+  const tools = toolConfig(req, dropped, caching)
   if (tools !== undefined) body.toolConfig = tools
   const additional: Block = {}
   if (req.topK !== undefined) additional.top_k = req.topK
@@ -66,21 +79,27 @@ export const encodeBedrockRequest = (req: ChatRequest, options: RequestEncodeOpt
   if (Object.keys(additional).length > 0) body.additionalModelRequestFields = additional
   if (req.user !== undefined) dropped.push("user")
   for (const key of Object.keys(req.unmapped)) {
-    if (!(key === "thinking" && additional.thinking !== undefined)) dropped.push(key)
+    if (!(key === "thinking" && additional.thinking !== undefined) && !(caching && CACHE_NOTES.has(key))) dropped.push(key)
   }
   return { body, dropped }
 }
 
-const toolConfig = (req: ChatRequest, dropped: Array<string>): Block | undefined => {
+/** `block`, then a `cachePoint` when `part` carries a breakpoint and the model takes one. */
+const withCachePoint = (block: Block, part: { readonly cachePoint?: true | undefined }, caching: boolean): Array<Block> =>
+  caching && part.cachePoint === true ? [block, CACHE_POINT] : [block]
+
+const toolConfig = (req: ChatRequest, dropped: Array<string>, caching: boolean): Block | undefined => {
   const format = req.responseFormat
   const json = format !== undefined && format.type !== "text"
-  const tools: Array<Block> = (req.tools ?? []).map((tool) => ({
-    toolSpec: {
-      name: tool.name,
-      ...(tool.description === undefined ? {} : { description: tool.description }),
-      inputSchema: { json: Object.keys(tool.parameters).length > 0 ? tool.parameters : { type: "object", properties: {} } }
-    }
-  }))
+  const tools: Array<Block> = (req.tools ?? []).flatMap((tool) =>
+    withCachePoint({
+      toolSpec: {
+        name: tool.name,
+        ...(tool.description === undefined ? {} : { description: tool.description }),
+        inputSchema: { json: Object.keys(tool.parameters).length > 0 ? tool.parameters : { type: "object", properties: {} } }
+      }
+    }, tool, caching)
+  )
   if (json) {
     const schema = format.type === "json_schema" ? format.schema : { type: "object" }
     tools.push({ toolSpec: { name: JSON_TOOL, description: "Give the answer as this tool's input.", inputSchema: { json: schema } } })
@@ -108,10 +127,13 @@ const toolChoiceOf = (choice: ToolChoice | undefined, dropped: Array<string>): B
   }
 }
 
-const encodeMessages = (messages: ReadonlyArray<Message>, dropped: Array<string>): Array<Turn> => {
+const encodeMessages = (messages: ReadonlyArray<Message>, dropped: Array<string>, caching: boolean): Array<Turn> => {
   const turns: Array<Turn> = []
   for (const message of messages) {
-    const blocks = message.content.flatMap((part) => encodeBlock(part, dropped))
+    const blocks = message.content.flatMap((part) => {
+      const encoded = encodeBlock(part, dropped)
+      return encoded.length === 0 ? encoded : [...encoded.slice(0, -1), ...withCachePoint(encoded[encoded.length - 1], part, caching)]
+    })
     if (blocks.length === 0) continue
     const last = turns.at(-1)
     if (last?.role === message.role) last.content.push(...blocks)
