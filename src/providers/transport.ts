@@ -487,15 +487,16 @@ export class ProviderClient extends Context.Service<ProviderClient, {
       )
       const watch = new Watch(yield* Effect.clockWith(Effect.succeed))
       yield* Effect.forkScoped(watch.run)
+      const open = (call: UpstreamCall) =>
+        Effect.flatMap(Effect.scope, (scope) => {
+          const exchange = new Exchange(call, watch)
+          return Effect.andThen(Scope.addFinalizer(scope, Effect.sync(exchange.abort)), exchange.start(agent))
+        })
       return ProviderClient.of({
         // The exchange is the attempt's resource: its release (registered before the
         // request goes out, and idempotent) aborts it unless it already finished.
-        send: (call) =>
-          Effect.flatMap(signed(call), (ready) =>
-            Effect.flatMap(Effect.scope, (scope) => {
-              const exchange = new Exchange(ready, watch)
-              return Effect.andThen(Scope.addFinalizer(scope, Effect.sync(exchange.abort)), exchange.start(agent))
-            }))
+        // Unsigned calls (all but SigV4 providers) go out as they are: no extra step on their path.
+        send: (call) => (call.sign === undefined ? open(call) : Effect.flatMap(signed(call), open))
       })
     })
   )
