@@ -15,6 +15,7 @@ import { Redacted } from "effect"
 import type { FingerprintedCredential, ResolvedCredential, ResolvedProvider } from "../config/index.ts"
 import { UpstreamError } from "../domain/index.ts"
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
+import { loadEventStreamCodec } from "./framing.ts"
 import { sigv4Signer } from "./sigv4.ts"
 import type { SignRequest } from "./sigv4.ts"
 
@@ -214,6 +215,8 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     }
   }
 
+  // Bedrock streams in Amazon's binary event stream: its decoder is loaded now, only where it is needed.
+  if (provider.family === "bedrock") void loadEventStreamCodec()
   const sigv4 = provider.sigv4
   if (sigv4 !== undefined) {
     // SigV4: no static auth headers; a caller's own key is not an AWS credential, so it is not used.

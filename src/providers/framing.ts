@@ -5,9 +5,13 @@
  * A provider codec names its framing; the normalized path asks `framerFor` for
  * one per stream. Both framers give `SseEvent`s: an event-stream message
  * becomes `{event: its :event-type (or :exception-type), data: its payload}`.
+ *
+ * The event-stream codec is loaded only by a gateway that has a provider that
+ * needs it (`loadEventStreamCodec`, called when such a provider is compiled),
+ * long before any of its streams arrives; until then a stream in that framing
+ * fails as a server error (and is retried like one).
  */
-import { EventStreamCodec } from "@smithy/eventstream-codec"
-import { fromUtf8, toUtf8 } from "@smithy/util-utf8"
+import type { EventStreamCodec } from "@smithy/eventstream-codec"
 import type { SseEvent } from "../formats/index.ts"
 import { SseParser } from "./sse.ts"
 
@@ -34,14 +38,25 @@ const MIN_MESSAGE = 16
  * decoded (CRCs checked) by `@smithy/eventstream-codec`. A message that does not
  * decode, or claims a length out of bounds, ends the stream as a server error.
  */
+let loaded: EventStreamCodec | undefined
+let loading: Promise<void> | undefined
+
+/** Loads the event-stream codec once (a provider that streams in `aws-eventstream` is being compiled). */
+export const loadEventStreamCodec = (): Promise<void> =>
+  loading ??= Promise.all([import("@smithy/eventstream-codec"), import("@smithy/util-utf8")]).then(([codec, utf8]) => {
+    loaded = new codec.EventStreamCodec(utf8.toUtf8, utf8.fromUtf8)
+  })
+
 class EventStreamFramer implements Framer {
-  private readonly codec = new EventStreamCodec(toUtf8, fromUtf8)
+  private readonly codec = loaded
   private pending: Buffer = Buffer.alloc(0)
   private broken = false
   overflowed = false
 
   push(chunk: Uint8Array): Array<SseEvent> {
     if (this.broken) return []
+    const codec = this.codec
+    if (codec === undefined) return this.fail()
     this.pending = this.pending.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.pending, chunk])
     const out: Array<SseEvent> = []
     while (this.pending.length >= 4) {
@@ -53,7 +68,7 @@ class EventStreamFramer implements Framer {
       if (this.pending.length < length) break
       const message = this.pending.subarray(0, length)
       this.pending = this.pending.subarray(length)
-      const event = this.eventOf(message)
+      const event = eventOf(codec, message)
       if (event === undefined) return [...out, ...this.fail()]
       out.push(event)
     }
@@ -65,28 +80,29 @@ class EventStreamFramer implements Framer {
     return this.broken || this.pending.length === 0 ? [] : this.fail()
   }
 
-  private eventOf(bytes: Uint8Array): SseEvent | undefined {
-    let message
-    try {
-      message = this.codec.decode(bytes)
-    } catch {
-      return undefined
-    }
-    const header = (name: string) => {
-      const value = message.headers[name]?.value
-      return typeof value === "string" ? value : undefined
-    }
-    const kind = header(":message-type")
-    if (kind === "error") {
-      return { event: "internalServerException", data: JSON.stringify({ message: header(":error-message") ?? header(":error-code") ?? "upstream error" }) }
-    }
-    return { event: kind === "exception" ? header(":exception-type") : header(":event-type"), data: decoder.decode(message.body) }
-  }
-
   private fail(): Array<SseEvent> {
     this.broken = true
     return [{ event: "internalServerException", data: JSON.stringify({ message: "upstream sent a malformed event-stream frame" }) }]
   }
+}
+
+/** One whole message as an event; undefined when it does not decode (bad CRC, bad headers). */
+const eventOf = (codec: EventStreamCodec, bytes: Uint8Array): SseEvent | undefined => {
+  let message
+  try {
+    message = codec.decode(bytes)
+  } catch {
+    return undefined
+  }
+  const header = (name: string) => {
+    const value = message.headers[name]?.value
+    return typeof value === "string" ? value : undefined
+  }
+  const kind = header(":message-type")
+  if (kind === "error") {
+    return { event: "internalServerException", data: JSON.stringify({ message: header(":error-message") ?? header(":error-code") ?? "upstream error" }) }
+  }
+  return { event: kind === "exception" ? header(":exception-type") : header(":event-type"), data: decoder.decode(message.body) }
 }
 
 export const framerFor = (framing: Framing | undefined): Framer =>

@@ -4,9 +4,10 @@
  * `@smithy/signature-v4` (service `bedrock`, the provider's region), the
  * SHA-256 and HMAC from node:crypto. Credentials are read once at start
  * (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optional `AWS_SESSION_TOKEN`)
- * and kept `Redacted`.
+ * and kept `Redacted`. The library is loaded with the first signature, so a
+ * gateway without a SigV4 provider never loads it.
  */
-import { SignatureV4 } from "@smithy/signature-v4"
+import type { SignatureV4 } from "@smithy/signature-v4"
 import { Redacted } from "effect"
 import { createHash, createHmac } from "node:crypto"
 import type { Hash, Hmac } from "node:crypto"
@@ -47,19 +48,24 @@ export type SignRequest = (request: {
 /** A signer for requests to `origin` (its host is signed) in `region`. */
 export const sigv4Signer = (origin: string, region: string, credentials: AwsCredentials, service = "bedrock"): SignRequest => {
   const url = new URL(origin)
-  const signer = new SignatureV4({
-    service,
-    region,
-    sha256: NodeSha256,
-    applyChecksum: true,
-    credentials: () =>
-      Promise.resolve({
-        accessKeyId: credentials.accessKeyId,
-        secretAccessKey: Redacted.value(credentials.secretAccessKey),
-        ...(credentials.sessionToken === undefined ? {} : { sessionToken: Redacted.value(credentials.sessionToken) })
+  let signerOnce: Promise<SignatureV4> | undefined
+  const signerOf = () =>
+    signerOnce ??= import("@smithy/signature-v4").then(({ SignatureV4 }) =>
+      new SignatureV4({
+        service,
+        region,
+        sha256: NodeSha256,
+        applyChecksum: true,
+        credentials: () =>
+          Promise.resolve({
+            accessKeyId: credentials.accessKeyId,
+            secretAccessKey: Redacted.value(credentials.secretAccessKey),
+            ...(credentials.sessionToken === undefined ? {} : { sessionToken: Redacted.value(credentials.sessionToken) })
+          })
       })
-  })
+    )
   return async ({ method, path, headers, body }) => {
+    const signer = await signerOf()
     const at = path.indexOf("?")
     const query = at < 0 ? {} : Object.fromEntries(new URLSearchParams(path.slice(at + 1)))
     const signed = await signer.sign({

@@ -6,11 +6,11 @@
  * prototype keys.
  */
 import { Result } from "effect"
-import { describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
 import type { ChatRequest, ChatStreamEvent } from "../../src/domain/chat.ts"
 import { classifyUpstream, classifyStreamError } from "../../src/domain/errors.ts"
 import { Bedrock } from "../../src/formats/index.ts"
-import { framerFor } from "../../src/providers/framing.ts"
+import { framerFor, loadEventStreamCodec } from "../../src/providers/framing.ts"
 import { bedrockFrame, converseFrames } from "../fixtures/bedrock.ts"
 
 const { encodeBedrockRequest, decodeBedrockResponse, makeBedrockStreamDecoder, JSON_TOOL } = Bedrock
@@ -25,6 +25,9 @@ const request = (over: Partial<ChatRequest>): ChatRequest => ({
   untranslatable: [],
   ...over
 })
+
+// A gateway loads the codec when it compiles a Bedrock provider; this file uses the framer alone.
+beforeAll(() => loadEventStreamCodec())
 
 /** Bytes through the event-stream framer and the stream decoder, as the normalized path runs them. */
 const decodeBytes = (chunks: ReadonlyArray<Uint8Array>): Array<ChatStreamEvent> => {
