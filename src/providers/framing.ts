@@ -43,9 +43,15 @@ let loading: Promise<void> | undefined
 
 /** Loads the event-stream codec once (a provider that streams in `aws-eventstream` is being compiled). */
 export const loadEventStreamCodec = (): Promise<void> =>
-  loading ??= Promise.all([import("@smithy/eventstream-codec"), import("@smithy/util-utf8")]).then(([codec, utf8]) => {
-    loaded = new codec.EventStreamCodec(utf8.toUtf8, utf8.fromUtf8)
-  })
+  loading ??= import("./eventstream-codec.ts").then(
+    ({ makeEventStreamCodec }) => {
+      loaded = makeEventStreamCodec()
+    },
+    () => {
+      // Not loaded: streams in this framing fail as server errors; the next compile tries again.
+      loading = undefined
+    }
+  )
 
 class EventStreamFramer implements Framer {
   private readonly codec = loaded

@@ -50,7 +50,7 @@ export const sigv4Signer = (origin: string, region: string, credentials: AwsCred
   const url = new URL(origin)
   let signerOnce: Promise<SignatureV4> | undefined
   const signerOf = () =>
-    signerOnce ??= import("@smithy/signature-v4").then(({ SignatureV4 }) =>
+    signerOnce ??= import("./sigv4-library.ts").then(({ SignatureV4 }) =>
       new SignatureV4({
         service,
         region,
@@ -65,7 +65,10 @@ export const sigv4Signer = (origin: string, region: string, credentials: AwsCred
       })
     )
   return async ({ method, path, headers, body }) => {
-    const signer = await signerOf()
+    const signer = await signerOf().catch((error: unknown) => {
+      signerOnce = undefined // a failed load is tried again with the next request
+      throw error
+    })
     const at = path.indexOf("?")
     const query = at < 0 ? {} : Object.fromEntries(new URLSearchParams(path.slice(at + 1)))
     const signed = await signer.sign({
