@@ -58,18 +58,26 @@ sample_ratio = 1.0
   return path
 }
 
+/** The bundle serving `configPath`, once it printed its listening line. */
+const serveBundle = async (configPath: string, nodeFlags: ReadonlyArray<string>, env: NodeJS.ProcessEnv = process.env) => {
+  const child = spawn(process.execPath, [...nodeFlags, join(dist, "gateway.mjs"), "serve", "--config", configPath], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+  const deadline = Date.now() + 30_000
+  while (!/"port":\d+/.test(stdout)) {
+    if (Date.now() > deadline) {
+      child.kill("SIGTERM")
+      throw new Error(`no listening line:\n${stdout}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  return { child, port: /"port":(\d+)/.exec(stdout)![1] }
+}
+
 describe("the production bundle", () => {
   it("serves, with the telemetry and cache chunks loaded on demand", async () => {
-    const child = spawn(process.execPath, ["--max-semi-space-size=4", "--heap-growing-percent=25", join(dist, "gateway.mjs"), "serve", "--config", config()], { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    const { child, port } = await serveBundle(config(), ["--max-semi-space-size=4", "--heap-growing-percent=25"])
     try {
-      const deadline = Date.now() + 30_000
-      while (!/"port":\d+/.test(stdout)) {
-        if (Date.now() > deadline) throw new Error(`no listening line:\n${stdout}`)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-      const port = /"port":(\d+)/.exec(stdout)![1]
       const prompt = `bundled ${process.pid} ${Date.now()}`
       const ask = () => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
         method: "POST",
@@ -111,16 +119,8 @@ models = ["anthropic.claude-bundle-v1:0"]
       AWS_SECRET_ACCESS_KEY: BEDROCK_TEST_CREDENTIALS.secretAccessKey,
       AWS_SESSION_TOKEN: BEDROCK_TEST_CREDENTIALS.sessionToken
     }
-    const child = spawn(process.execPath, [join(dist, "gateway.mjs"), "serve", "--config", path], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    const { child, port } = await serveBundle(path, [], env)
     try {
-      const deadline = Date.now() + 30_000
-      while (!/"port":\d+/.test(stdout)) {
-        if (Date.now() > deadline) throw new Error(`no listening line:\n${stdout}`)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-      const port = /"port":(\d+)/.exec(stdout)![1]
       const ask = (stream: boolean) => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
