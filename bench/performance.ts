@@ -43,12 +43,12 @@ export interface GatewayOptions {
   readonly cpu?: string | undefined
   /** Another bundle (a path relative to the checkout) than dist/gateway.mjs. */
   readonly entry?: string | undefined
+  /** Environment added to the gateway's (credentials a configuration names, a gateway key). */
+  readonly env?: Readonly<Record<string, string>> | undefined
   /** Node flags instead of `npm start`'s. */
   readonly nodeFlags?: ReadonlyArray<string> | undefined
   /** A command that runs Node (bench/instructions.ts: callgrind). */
   readonly wrap?: ReadonlyArray<string> | undefined
-  /** Environment variables added to the gateway's (a gateway key). */
-  readonly env?: Readonly<Record<string, string>> | undefined
 }
 
 /** Starts a gateway with the base configuration (one OpenAI provider at `upstream`, logs at info) and `options`. */

@@ -9,7 +9,8 @@
  * stream (Anthropic caller → OpenAI upstream). For each: requests/s and
  * latency at fixed concurrency, latency at a paced 500 requests/s, and the
  * gateway's CPU time per proxied request (from /proc, user + system).
- * Then each stage's cost (guardrails, cache, telemetry, tenant mode) and the
+ * Then each stage's cost (guardrails, cache, telemetry, tenant mode), the
+ * CPU of Gemini and Bedrock targets beside OpenAI's (bench/clouds.ts), and the
  * performance figures of bench/performance.ts (added latency and CPU at
  * 500 req/s and at full load beside a bare Node hop, memory with 1,000 open
  * streams, a burst then a low rate, workers).
@@ -22,6 +23,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Redis } from "ioredis"
+import { runCloudsBench } from "./clouds.ts"
 import { compareMain } from "./compare.ts"
 import { runGuardrailBench } from "./guardrail.ts"
 import { closedLoop as closedLoopAt, pacedLoop as pacedLoopAt, PIN, Pools, root, round, served, startProcess, stopProcess, withCpu } from "./lib.ts"
@@ -82,6 +84,7 @@ const main = async () => {
   let cache: Record<string, number> = {}
   let telemetry: Record<string, number> = {}
   let tenancy: Record<string, unknown> = {}
+  let clouds: Array<Record<string, unknown>> = []
   let performance: PerformanceResult | undefined
   const pools = new Pools(CONCURRENCY * 2)
   const poolFor = (origin: string) => pools.for(origin)
@@ -197,6 +200,8 @@ ttl_seconds = 120
     }
     // Issue 14's figures: latency and CPU against the direct call and a bare Node hop, memory, burst, workers.
     await stopProcess(upstream.child)
+    // Gemini and Bedrock targets beside OpenAI's, and SigV4 signing's cost.
+    clouds = await runCloudsBench(QUICK)
     performance = await runPerformanceBench({ quick: QUICK })
   } finally {
     await pools.close()
@@ -208,8 +213,9 @@ ttl_seconds = 120
   console.table(cache)
   console.table(telemetry)
   console.table(tenancy)
+  console.table(clouds)
   if (performance !== undefined) printPerformance(performance)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, performance }
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, clouds, performance }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }

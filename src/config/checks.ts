@@ -5,7 +5,7 @@
  * route/function shapes, experiment variants, and the fallbacks and
  * deprecations that only warn. Produces the resolved providers and targets.
  */
-import { Result } from "effect"
+import { Redacted, Result } from "effect"
 import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, foldCase, isProviderKind, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { ProviderKind } from "../domain/index.ts"
 import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./credentials.ts"
@@ -107,6 +107,64 @@ const credentialAt = (
 const isOfficialOpenAi = (id: string, kind: ProviderKind, baseUrl: string): boolean =>
   kind === "azure" || (kind === "openai" && (id === "openai" || new URL(baseUrl).hostname === "api.openai.com"))
 
+/** The URL a provider's own settings give it: Bedrock's from its region, Vertex's from its location. */
+const defaultUrlOf = (kind: ProviderKind, provider: ConfigFile["providers"][string]): string | undefined => {
+  if (kind === "bedrock" && provider.region !== undefined) return `https://bedrock-runtime.${provider.region}.amazonaws.com`
+  if (kind === "vertex" && provider.location !== undefined) {
+    return provider.location === "global" ? "https://aiplatform.googleapis.com" : `https://${provider.location}-aiplatform.googleapis.com`
+  }
+  return undefined
+}
+
+/** Vertex's project and location; a Vertex provider that serves models needs both. Undefined after an error, or for a passthrough-only one. */
+const vertexOf = (path: string, provider: ConfigFile["providers"][string], findings: Findings): ResolvedProvider["vertex"] | null => {
+  const { project, location } = provider
+  if (project !== undefined && location !== undefined) return { project, location }
+  if (provider.models.length === 0) return undefined
+  findings.error(`${path}.${project === undefined ? "project" : "location"}`, `required for a Vertex AI provider that serves models (its URLs are projects/{project}/locations/{location}/…)`)
+  return null
+}
+
+/**
+ * SigV4 settings of a provider (`auth_type = "sigv4"`, Bedrock only): the region
+ * (`region`, else the one in a `bedrock-runtime.<region>.amazonaws.com` URL) and the
+ * AWS credentials of the gateway's environment. Undefined after an error.
+ */
+const sigv4Of = (
+  path: string,
+  kind: ProviderKind,
+  region: string | undefined,
+  baseUrl: string,
+  source: CredentialSource,
+  findings: Findings
+): ResolvedProvider["sigv4"] => {
+  if (kind !== "bedrock") {
+    findings.error(`${path}.auth_type`, `"sigv4" signs requests to Bedrock only; kind "${kind}" takes "bearer", "api_key_header" or "query_param"`)
+    return undefined
+  }
+  const resolved = region ?? /^bedrock-runtime\.([a-z0-9-]+)\.amazonaws\.com$/.exec(new URL(baseUrl).hostname)?.[1]
+  if (resolved === undefined) {
+    findings.error(`${path}.region`, `required with auth_type = "sigv4" when base_url is not https://bedrock-runtime.<region>.amazonaws.com`)
+    return undefined
+  }
+  const env = source.kind === "snapshot" ? {} : source.env
+  const accessKeyId = env.AWS_ACCESS_KEY_ID
+  const secret = env.AWS_SECRET_ACCESS_KEY
+  const token = env.AWS_SESSION_TOKEN
+  if (accessKeyId === undefined || accessKeyId === "" || secret === undefined || secret === "") {
+    findings.warn(`${path}.auth_type`, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set; requests to this provider are refused until they are")
+    return { region: resolved, credentials: undefined }
+  }
+  return {
+    region: resolved,
+    credentials: {
+      accessKeyId,
+      secretAccessKey: Redacted.make(secret),
+      ...(token === undefined || token === "" ? {} : { sessionToken: Redacted.make(token) })
+    }
+  }
+}
+
 const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Findings): Map<string, ResolvedProvider> => {
   const providers = new Map<string, ResolvedProvider>()
   for (const [id, provider] of Object.entries(file.providers)) {
@@ -127,7 +185,7 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       findings.error(`${path}.base_url`, `required for provider "${id}" (only a provider named after its kind has a default URL)`)
       continue
     }
-    const rawUrl = provider.base_url ?? info.defaultBaseUrl
+    const rawUrl = provider.base_url ?? defaultUrlOf(kind, provider) ?? info.defaultBaseUrl
     if (rawUrl === "") {
       findings.error(`${path}.base_url`, `required for kind "${kind}"`)
       continue
@@ -152,6 +210,10 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       findings.error(`${path}.auth_header_name`, `required when auth_type = "api_key_header"`)
       continue
     }
+    const vertex = kind === "vertex" ? vertexOf(path, provider, findings) : undefined
+    if (vertex === null) continue
+    const sigv4 = authType === "sigv4" ? sigv4Of(path, kind, provider.region, baseUrl, source, findings) : undefined
+    if (authType === "sigv4" && sigv4 === undefined) continue
     const duplicates = provider.models.filter((model, index) => provider.models.indexOf(model) !== index)
     if (duplicates.length > 0) findings.warn(`${path}.models`, `listed twice: ${[...new Set(duplicates)].join(", ")}`)
     const official = isOfficialOpenAi(id, kind, baseUrl)
@@ -172,7 +234,9 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       timeoutMs: provider.timeout_ms,
       apiVersion: provider.api_version ?? AZURE_DEFAULT_API_VERSION,
       maxTokensParam: provider.max_tokens_param ?? (official ? "max_completion_tokens" : "max_tokens"),
-      responsesApi: info.family === "openai" && (provider.responses_api ?? official)
+      responsesApi: info.family === "openai" && (provider.responses_api ?? official),
+      ...(sigv4 === undefined ? {} : { sigv4 }),
+      ...(vertex === undefined ? {} : { vertex })
     })
   }
   return providers

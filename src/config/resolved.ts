@@ -4,6 +4,7 @@
  * resolved; targets bound to a provider. Built once at start (or per tenant
  * snapshot) by `load.ts`.
  */
+import type { Redacted } from "effect"
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
 import { availableParallelism } from "node:os"
 import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
@@ -27,6 +28,20 @@ export interface ResolvedProvider {
   readonly maxTokensParam: "max_tokens" | "max_completion_tokens"
   /** Serves the Responses API natively (`/responses`). */
   readonly responsesApi: boolean
+  /** Vertex AI: where its models are called (`projects/{project}/locations/{location}`). */
+  readonly vertex?: { readonly project: string; readonly location: string } | undefined
+  /** SigV4 (`auth_type = "sigv4"`): the region, and the AWS credentials when the environment has them. */
+  readonly sigv4?: {
+    readonly region: string
+    readonly credentials: AwsCredentials | undefined
+  } | undefined
+}
+
+/** AWS credentials from the gateway's environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`). */
+export interface AwsCredentials {
+  readonly accessKeyId: string
+  readonly secretAccessKey: Redacted.Redacted<string>
+  readonly sessionToken?: Redacted.Redacted<string> | undefined
 }
 
 export interface ResolvedTarget {

@@ -17,7 +17,7 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }))
 const Ratio = Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
 
-export const AuthType = Schema.Literals(["bearer", "api_key_header", "query_param"])
+export const AuthType = Schema.Literals(["bearer", "api_key_header", "query_param", "sigv4"])
 export const Strategy = Schema.Literals(["single", "weighted", "fallback"])
 export const FunctionStrategy = Schema.Literals(["single", "weighted", "fallback", "experiment"])
 export const EndpointType = Schema.Literals(["chat", "embeddings", "audio_speech", "audio_transcription", "image_generation"])
@@ -70,6 +70,11 @@ export const Provider = Schema.Struct({
   timeout_ms: Schema.optionalKey(PositiveInt),
   auth_type: Schema.optionalKey(AuthType),
   auth_header_name: Schema.optionalKey(Schema.NonEmptyString),
+  /** AWS region of a Bedrock provider (its default `base_url`, and the SigV4 scope); else read from a `bedrock-runtime.<region>.amazonaws.com` URL. */
+  region: Schema.optionalKey(Schema.NonEmptyString),
+  /** Vertex AI: the Google Cloud project and location its Gemini models are called in (required with `models`). */
+  project: Schema.optionalKey(Schema.NonEmptyString),
+  location: Schema.optionalKey(Schema.NonEmptyString),
   /** Azure data-plane `api-version` (default 2024-10-21). */
   api_version: Schema.optionalKey(Schema.NonEmptyString),
   /**

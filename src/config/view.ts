@@ -38,6 +38,9 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         auth_header_name: provider.authType === "bearer" ? undefined : provider.authName,
         timeout_ms: provider.timeoutMs,
         api_version: provider.kind === "azure" ? provider.apiVersion : undefined,
+        region: provider.sigv4?.region,
+        project: provider.vertex?.project,
+        location: provider.vertex?.location,
         max_tokens_param: provider.family === "openai" ? provider.maxTokensParam : undefined,
         responses_api: provider.family === "openai" ? provider.responsesApi : undefined
       }])

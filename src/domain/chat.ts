@@ -7,7 +7,16 @@
  * Plain readonly data, no classes: values cross fibers, caches and tests as-is.
  */
 
-export interface TextPart {
+/**
+ * A prompt-cache breakpoint the caller put after this part (Anthropic
+ * `cache_control`). Only a family with markers of its own carries it (Bedrock's
+ * `cachePoint`); the others report the caller's field as dropped.
+ */
+export interface CacheMarked {
+  readonly cachePoint?: true | undefined
+}
+
+export interface TextPart extends CacheMarked {
   readonly type: "text"
   readonly text: string
   /**
@@ -22,20 +31,20 @@ export type MediaSource =
   | { readonly kind: "base64"; readonly mediaType: string; readonly data: string }
   | { readonly kind: "url"; readonly url: string }
 
-export interface ImagePart {
+export interface ImagePart extends CacheMarked {
   readonly type: "image"
   readonly source: MediaSource
 }
 
 /** A PDF or other document (Anthropic `document`, OpenAI `file` with `file_data`). */
-export interface DocumentPart {
+export interface DocumentPart extends CacheMarked {
   readonly type: "document"
   readonly source: MediaSource
   readonly title?: string | undefined
 }
 
 /** A tool call made by the assistant. `arguments` is JSON text, as the model produced it. */
-export interface ToolCallPart {
+export interface ToolCallPart extends CacheMarked {
   readonly type: "tool_call"
   readonly id: string
   readonly name: string
@@ -43,7 +52,7 @@ export interface ToolCallPart {
 }
 
 /** The caller's answer to a tool call; lives in a user message. */
-export interface ToolResultPart {
+export interface ToolResultPart extends CacheMarked {
   readonly type: "tool_result"
   readonly toolCallId: string
   readonly content: ReadonlyArray<TextPart | ImagePart>
@@ -55,7 +64,7 @@ export interface ToolResultPart {
  * item's summary). `signature` is the upstream's proof that it wrote the text:
  * Anthropic accepts a thinking block sent back in a later turn only with it.
  */
-export interface ReasoningPart {
+export interface ReasoningPart extends CacheMarked {
   readonly type: "reasoning"
   readonly text: string
   readonly signature?: string | undefined
@@ -78,7 +87,7 @@ export interface Message {
   readonly content: ReadonlyArray<ContentPart>
 }
 
-export interface ToolDefinition {
+export interface ToolDefinition extends CacheMarked {
   readonly name: string
   readonly description?: string | undefined
   /** JSON Schema of the arguments object. */

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import type { StreamError } from "./chat.ts"
-import type { WireFamily } from "./sdk.ts"
+import type { ProviderWire } from "./sdk.ts"
 
 export const ERROR_CLASSES = [
   "auth",
@@ -64,9 +64,23 @@ const decoder = new TextDecoder()
 /** An upstream's error type worth logging: a short identifier, never free text. */
 const IDENTIFIER = /^[A-Za-z0-9_.:-]{1,64}$/
 
+/** A code from an error's `details`: Azure's `{error_code}`, or Google's `[{reason}]` (`API_KEY_INVALID`). */
+const detailCode = (details: unknown): string | undefined => {
+  if (Array.isArray(details)) {
+    for (const detail of details) {
+      const reason = typeof detail === "object" && detail !== null ? (detail as { reason?: unknown }).reason : undefined
+      if (typeof reason === "string") return reason
+    }
+    return undefined
+  }
+  const code = typeof details === "object" && details !== null ? (details as { error_code?: unknown }).error_code : undefined
+  return typeof code === "string" ? code : undefined
+}
+
 /**
  * Reads `error.type`, `error.code` and `error.message` from an upstream error
- * body of either family (OpenAI `{error:{…}}`, Anthropic `{type:"error",error:{…}}`).
+ * body of any family (OpenAI `{error:{…}}`, Anthropic `{type:"error",error:{…}}`,
+ * Google `{error:{code, message, status}}`).
  * Returns undefined for an empty, non-JSON or unrecognized body.
  */
 export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDetails | undefined => {
@@ -80,18 +94,46 @@ export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDe
   if (typeof json !== "object" || json === null) return undefined
   const error = (json as { error?: unknown }).error
   if (typeof error === "object" && error !== null) {
-    const e = error as { type?: unknown; code?: unknown; message?: unknown; details?: { error_code?: unknown } }
+    const e = error as { type?: unknown; code?: unknown; message?: unknown; status?: unknown; details?: unknown }
     if (typeof e.message !== "string") return undefined
-    const code = typeof e.code === "string"
-      ? e.code
-      : typeof e.details?.error_code === "string"
-      ? e.details.error_code
-      : undefined
-    return { type: typeof e.type === "string" ? e.type : undefined, code, message: e.message }
+    // Google's `{code: 429, message, status: "RESOURCE_EXHAUSTED"}`: the status name is the type.
+    const type = typeof e.type === "string" ? e.type : typeof e.status === "string" ? e.status : undefined
+    const code = typeof e.code === "string" ? e.code : detailCode(e.details)
+    return { type, code, message: e.message }
   }
-  // Some OpenAI-compatible servers answer `{"error":"text"}` or `{"message":"text"}`.
+  // Some OpenAI-compatible servers answer `{"error":"text"}` or `{"message":"text"}`; so does AWS (`{"message"}`).
   if (typeof error === "string") return { message: error }
+  const message = (json as { message?: unknown; Message?: unknown }).message ?? (json as { Message?: unknown }).Message
+  if (typeof message === "string") return { message }
   return undefined
+}
+
+/**
+ * AWS exceptions by name (Bedrock's `x-amzn-errortype`, and its stream's
+ * `:exception-type`, lower camel case): what they mean whatever the status.
+ */
+const AWS_ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = {
+  ThrottlingException: "rate_limit",
+  throttlingException: "rate_limit",
+  ServiceUnavailableException: "overloaded",
+  serviceUnavailableException: "overloaded",
+  ModelNotReadyException: "overloaded",
+  modelNotReadyException: "overloaded",
+  AccessDeniedException: "forbidden",
+  accessDeniedException: "forbidden",
+  ValidationException: "bad_request",
+  validationException: "bad_request",
+  ResourceNotFoundException: "model_not_found",
+  resourceNotFoundException: "model_not_found",
+  ServiceQuotaExceededException: "quota",
+  serviceQuotaExceededException: "quota",
+  UnrecognizedClientException: "auth",
+  InternalServerException: "upstream",
+  internalServerException: "upstream",
+  ModelStreamErrorException: "upstream",
+  modelStreamErrorException: "upstream",
+  ModelTimeoutException: "upstream",
+  modelTimeoutException: "upstream"
 }
 
 /**
@@ -102,9 +144,12 @@ export const parseErrorDetails = (body: Uint8Array | undefined): UpstreamErrorDe
 export const classifyUpstream = (status: number, details: UpstreamErrorDetails): ErrorClass => {
   const type = details.type ?? ""
   const code = details.code ?? ""
+  const aws = Object.hasOwn(AWS_ERROR_CLASSES, type) ? type : Object.hasOwn(AWS_ERROR_CLASSES, code) ? code : undefined
+  if (aws !== undefined) return AWS_ERROR_CLASSES[aws]
   const marker = `${type} ${code}`
   if (status === 529 || type === "overloaded_error") return "overloaded"
-  if (status === 401) return "auth"
+  // Google answers a wrong API key 400 (`API_KEY_INVALID`), not 401.
+  if (status === 401 || (status === 400 && code === "API_KEY_INVALID")) return "auth"
   if (status === 402) return "quota"
   if (status === 403) {
     if (ORG_VERIFICATION.test(marker) || ORG_VERIFICATION.test(details.message ?? "")) {
@@ -153,7 +198,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   /** Provider id the attempt went to (`x-gw-upstream-provider`). */
   provider: Schema.String,
   /** Wire family of that provider: decides verbatim vs translated bodies. */
-  family: Schema.Literals(["openai", "anthropic", "other"]),
+  family: Schema.Literals(["openai", "anthropic", "gemini", "bedrock", "other"]),
   message: Schema.String,
   timedOut: Schema.Boolean,
   /** Whether the request reached the upstream (false for a refused connection). */
@@ -184,9 +229,12 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
       readonly retryAfterMs?: number | undefined
       readonly contentType?: string | undefined
       readonly inStream?: boolean | undefined
+      /** The error's type when the response names it outside the body (AWS `x-amzn-errortype`). */
+      readonly errorType?: string | undefined
     } = {}
   ): UpstreamError {
-    const details = parseErrorDetails(body)
+    const parsed = parseErrorDetails(body)
+    const details = options.errorType === undefined || options.errorType === "" ? parsed : { ...parsed, type: options.errorType }
     const upstreamType = details?.type ?? details?.code
     return new UpstreamError({
       reason: classifyUpstream(status, details ?? {}),
@@ -307,4 +355,4 @@ export class InfraError extends Schema.TaggedError<InfraError>()("InfraError", {
 
 export type AnyGatewayFailure = UpstreamError | GatewayError | InfraError
 
-export type ProviderFamily = WireFamily | "other"
+export type ProviderFamily = ProviderWire | "other"

@@ -13,7 +13,8 @@ export type ProviderKind = typeof PROVIDER_KINDS[number]
 export const isProviderKind = (value: string): value is ProviderKind =>
   (PROVIDER_KINDS as ReadonlyArray<string>).includes(value)
 
-export type AuthType = "bearer" | "api_key_header" | "query_param"
+/** `sigv4`: AWS Signature Version 4 over each request (Bedrock), with the AWS credentials of the environment. */
+export type AuthType = "bearer" | "api_key_header" | "query_param" | "sigv4"
 
 /** Endpoint types of routes and functions (docs/reference/gateway-spec.md §2.7) plus the operations without one. */
 export type Capability =
@@ -28,7 +29,7 @@ export type Capability =
   | "passthrough"
 
 export interface ProviderKindInfo {
-  /** The chat wire family this kind speaks (`other` for native-only kinds). */
+  /** The chat wire family this kind speaks (`other` for native-only kinds; `gemini` is reached only by translation). */
   readonly family: ProviderFamily
   readonly defaultBaseUrl: string
   /** Environment variable holding the key when `credential` is omitted. */
@@ -73,26 +74,26 @@ export const PROVIDER_KIND_INFO: Readonly<Record<ProviderKind, ProviderKindInfo>
     capabilities: caps("rerank", "passthrough")
   },
   gemini: {
-    family: "other",
+    family: "gemini",
     defaultBaseUrl: "https://generativelanguage.googleapis.com",
     conventionEnv: "GEMINI_API_KEY",
     authType: "api_key_header",
     authName: "x-goog-api-key",
-    capabilities: caps("passthrough")
+    capabilities: caps("chat", "embeddings", "count_tokens", "passthrough")
   },
   bedrock: {
-    family: "other",
+    family: "bedrock",
     defaultBaseUrl: "",
     conventionEnv: "AWS_BEARER_TOKEN_BEDROCK",
     authType: "bearer",
-    capabilities: caps("passthrough")
+    capabilities: caps("chat", "passthrough")
   },
   vertex: {
-    family: "other",
+    family: "gemini",
     defaultBaseUrl: "",
     conventionEnv: "GOOGLE_ACCESS_TOKEN",
     authType: "bearer",
-    capabilities: caps("passthrough")
+    capabilities: caps("chat", "passthrough")
   }
 }
 

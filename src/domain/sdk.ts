@@ -11,6 +11,12 @@ export const isSdkFormat = (value: string): value is SdkFormat => (SDK_FORMATS a
 /** The chat wire family: completions-style (`openai`) or messages-style (`anthropic`). */
 export type WireFamily = "openai" | "anthropic"
 
+/**
+ * A chat wire family a provider may speak: the two a caller may speak too, and
+ * the provider-only ones (Gemini's `generateContent`, Bedrock's Converse), reached only by translation.
+ */
+export type ProviderWire = WireFamily | "gemini" | "bedrock"
+
 /** What a chat client speaks: the two chat wire families, or the OpenAI Responses API. */
 export type CallerFormat = WireFamily | "responses"
 

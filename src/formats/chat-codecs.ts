@@ -5,11 +5,12 @@
  * - a caller codec reads requests and writes responses and streams in the
  *   format a client speaks (Chat Completions, Messages, Responses);
  * - a provider codec writes requests and reads responses and streams in the
- *   wire family a provider speaks (Chat Completions or Messages).
+ *   wire family a provider speaks (Chat Completions, Messages, Gemini's
+ *   `generateContent`, Bedrock's Converse).
  */
 import type { Result } from "effect"
 import type { ChatRequest, ChatResponse } from "../domain/chat.ts"
-import type { CallerFormat, WireFamily } from "../domain/sdk.ts"
+import type { CallerFormat, ProviderWire } from "../domain/sdk.ts"
 import {
   decodeAnthropicRequest,
   decodeAnthropicResponse,
@@ -19,6 +20,8 @@ import {
   makeAnthropicStreamEncoder
 } from "./anthropic/index.ts"
 import type { DecodeFailure, EncodedRequest, RequestEncodeOptions, StreamDecoder, StreamEncoder } from "./contract.ts"
+import { decodeBedrockResponse, encodeBedrockRequest, makeBedrockStreamDecoder } from "./bedrock/index.ts"
+import { decodeGeminiResponse, encodeGeminiRequest, makeGeminiStreamDecoder } from "./gemini/index.ts"
 import {
   decodeOpenAiChatRequest,
   decodeOpenAiChatResponse,
@@ -38,10 +41,12 @@ export interface CallerCodec {
 }
 
 export interface ProviderCodec {
-  readonly family: WireFamily
+  readonly family: ProviderWire
   readonly encodeRequest: (request: ChatRequest, options: RequestEncodeOptions) => EncodedRequest
   readonly decodeResponse: (json: unknown) => Result.Result<ChatResponse, DecodeFailure>
   readonly streamDecoder: () => StreamDecoder
+  /** How the stream's bytes are cut into events: SSE unless said otherwise (Bedrock's binary event stream). */
+  readonly framing?: "aws-eventstream" | undefined
 }
 
 export const CALLER_CODECS: Readonly<Record<CallerFormat, CallerCodec>> = {
@@ -62,7 +67,7 @@ export const CALLER_CODECS: Readonly<Record<CallerFormat, CallerCodec>> = {
   }
 }
 
-export const PROVIDER_CODECS: Readonly<Record<WireFamily, ProviderCodec>> = {
+export const PROVIDER_CODECS: Readonly<Record<ProviderWire, ProviderCodec>> = {
   openai: {
     family: "openai",
     encodeRequest: encodeOpenAiChatRequest,
@@ -74,5 +79,18 @@ export const PROVIDER_CODECS: Readonly<Record<WireFamily, ProviderCodec>> = {
     encodeRequest: encodeAnthropicRequest,
     decodeResponse: (json) => decodeAnthropicResponse(json),
     streamDecoder: () => makeAnthropicStreamDecoder()
+  },
+  gemini: {
+    family: "gemini",
+    encodeRequest: encodeGeminiRequest,
+    decodeResponse: decodeGeminiResponse,
+    streamDecoder: makeGeminiStreamDecoder
+  },
+  bedrock: {
+    family: "bedrock",
+    encodeRequest: encodeBedrockRequest,
+    decodeResponse: decodeBedrockResponse,
+    streamDecoder: makeBedrockStreamDecoder,
+    framing: "aws-eventstream"
   }
 }

@@ -19,10 +19,14 @@
  *   without its terminal event ends with an `error` event, never a normal stop.
  */
 export * as Anthropic from "./anthropic/index.ts"
+export * as Bedrock from "./bedrock/index.ts"
+export * as Gemini from "./gemini/index.ts"
 export * as OpenAiChat from "./openai-chat/index.ts"
 export * as OpenAiResponses from "./openai-responses/index.ts"
 
 export type { DecodeFailure, EncodedRequest, RequestEncodeOptions, SseEvent, StreamDecoder, StreamEncoder } from "./contract.ts"
 export { CALLER_CODECS, PROVIDER_CODECS } from "./chat-codecs.ts"
+export { endpointCodec } from "./endpoint-codecs.ts"
+export type { EndpointCodec } from "./endpoint-codecs.ts"
 export type { CallerCodec, CallerFormat, ProviderCodec } from "./chat-codecs.ts"
 export { ResponseAssembler, responseEvents } from "./replay.ts"

@@ -59,6 +59,10 @@ const collect = <A>(
     return Effect.sync(cleanup)
   })
 
+/** The whole body as bytes, bounded (a SigV4 passthrough signs over them before sending). */
+export const readWholeBody = (ctx: HttpRequestContext, limit: number): Effect.Effect<Buffer, GatewayError> =>
+  collect(ctx, limit, Effect.succeed)
+
 /** 413; the response closes the connection (`sendBody`), so the rest of the body is never read. */
 const tooLarge = (limit: number) =>
   new GatewayError({ status: 413, code: "request_too_large", message: `request body exceeds ${limit} bytes` })

@@ -31,6 +31,7 @@ import { parseRetryAfterMs } from "../providers/retry-after.ts"
 import { ERROR_BODY_LIMIT, maskSecret } from "../providers/transport.ts"
 import type { ProviderClient, UpstreamResponse } from "../providers/transport.ts"
 import { bodyTooLarge, hasBody, limitedBody } from "./limited-body.ts"
+import { readWholeBody } from "./body.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { RouteDef } from "./router.ts"
 
@@ -227,15 +228,17 @@ export const passthroughRoutes = ({ project: projectOf, server, client }: Passth
         const providerRequest = provider.request("passthrough", "", configured ? undefined : callerCredential(incoming), `/${rest}`)
         const refused = unauthenticatedCall(provider, providerRequest)
         if (refused !== undefined) return yield* refused
-        const { path, headers: auth, secret } = providerRequest
+        const { path, headers: auth, secret, sign } = providerRequest
         const headers = passThroughHeaders(withoutCredentials(incoming, authName), auth, ctx.requestId)
         const queryCredentials = [...(CREDENTIAL_PARAMS[kind] ?? []), ...(resolved?.authType === "query_param" ? [resolved.authName] : [])]
         const withBody = hasBody(incoming)
         const maxBody = server.max_body_bytes
         if (Number(incoming["content-length"]) > maxBody) return yield* bodyTooLarge(maxBody, "server.max_body_bytes")
         if (withBody && incoming["content-length"] !== undefined) headers["content-length"] = incoming["content-length"]
+        // A SigV4 provider signs over the exact bytes: its body is read whole (bounded) first.
+        const whole = sign !== undefined && withBody ? yield* readWholeBody(ctx, maxBody) : undefined
         // Opaque, but not unbounded: the body is counted as it streams and stopped at the limit.
-        const body = withBody ? limitedBody(ctx.req, maxBody) : undefined
+        const body = withBody && whole === undefined ? limitedBody(ctx.req, maxBody) : undefined
         ctx.log.provider = provider.id
         const response = yield* client.send({
           providerId: provider.id,
@@ -244,10 +247,11 @@ export const passthroughRoutes = ({ project: projectOf, server, client }: Passth
           method: ctx.method,
           path: upstreamPath(path, forwardedQuery(ctx.query, queryCredentials)),
           headers,
-          body: body?.stream ?? (incoming["content-length"] === "0" ? "" : undefined),
+          body: whole ?? body?.stream ?? (incoming["content-length"] === "0" || sign !== undefined ? "" : undefined),
           idleTimeoutMs: providerTimeoutMs(settings, provider.id),
           errorBodies: "stream",
-          secret
+          secret,
+          sign
         }).pipe(
           Effect.catchTag("UpstreamError", (error) =>
             Effect.fail(body?.exceeded() === true ? bodyTooLarge(maxBody, "server.max_body_bytes") : error)

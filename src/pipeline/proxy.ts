@@ -4,7 +4,11 @@
  * timeouts and error mapping as chat, with the upstream body forwarded to the
  * caller byte for byte (JSON or binary audio): held until complete (a JSON
  * body must parse) and sent once the plan succeeded; a body past the hold
- * limit, or an event stream, is a reply whose body streams as it arrives.
+ * limit, or an event stream, is a reply whose body streams as it arrives. A
+ * provider whose family answers an endpoint in a format of its own (Gemini's
+ * `batchEmbedContents`, `countTokens`) gets the body its codec encodes
+ * (`endpointCodec`, src/formats/endpoint-codecs.ts) and its answer is decoded
+ * back, held.
  *
  * The request body is either a JSON object (its `model` replaced by the
  * target's) or a body builder called per attempt (multipart uploads, which
@@ -12,11 +16,14 @@
  */
 import { Effect, Exit, Result } from "effect"
 import type { Readable } from "node:stream"
-import type { Capability, WireFamily } from "../domain/index.ts"
+import { GatewayError, UpstreamError } from "../domain/index.ts"
+import type { Capability, FailureSource, WireFamily } from "../domain/index.ts"
+import { endpointCodec } from "../formats/index.ts"
+import type { EndpointCodec } from "../formats/index.ts"
 import { replaceTopLevelModel } from "../formats/splice.ts"
 import { unauthenticatedCall } from "../providers/adapter.ts"
 import type { Operation } from "../providers/adapter.ts"
-import type { ProviderClient } from "../providers/transport.ts"
+import type { ProviderClient, UpstreamResponse } from "../providers/transport.ts"
 import { executePlan } from "../routing/execute.ts"
 import { servableSteps } from "../routing/servable.ts"
 import type { PlanStep, PlanTarget } from "../routing/plan.ts"
@@ -36,8 +43,10 @@ import {
   isJson,
   OPEN_GATE,
   passThroughHeaders,
-  requestCredential
+  requestCredential,
+  responseHeaders
 } from "./forward/index.ts"
+import type { Forwarded } from "./forward/index.ts"
 import { failureOf, ModelCallTrace } from "./model-call.ts"
 import { attemptScoped, bodyReply, isValueBody, onBodyExit, reply } from "./reply.ts"
 import type { Reply } from "./reply.ts"
@@ -115,6 +124,48 @@ const bodySummary = (json: unknown): GenAiResponseSummary => {
   }
 }
 
+/** The largest answer a translated endpoint reads (embeddings of a large batch). */
+const TRANSLATED_LIMIT = 64 * 1024 * 1024
+
+/**
+ * A JSON body no target's codec can encode (Gemini embeds only text): the caller's 400,
+ * before anything is sent. Undefined when every target can take it.
+ */
+const untranslatableBody = (input: ProxyInput, steps: ReadonlyArray<PlanStep>): GatewayError | undefined => {
+  const json = input.scan?.json
+  if (json === undefined) return undefined
+  for (const step of steps) {
+    for (const target of step.targets) {
+      const encoded = endpointCodec(input.operation, target.provider.family)?.encodeRequest(json, target.model)
+      if (encoded !== undefined && Result.isFailure(encoded)) {
+        return new GatewayError({ status: 400, code: "invalid_request", message: encoded.failure.message, param: encoded.failure.param })
+      }
+    }
+  }
+  return undefined
+}
+
+/** Reads a translated endpoint's answer and decodes it to the caller's format; the attempt resolves with it unsent. */
+const translateHeld = (
+  codec: EndpointCodec,
+  request: Readonly<Record<string, unknown>>,
+  source: FailureSource,
+  response: UpstreamResponse,
+  extra: Readonly<Record<string, string>>
+): Effect.Effect<Forwarded, UpstreamError> =>
+  Effect.flatMap(response.body.readAll(TRANSLATED_LIMIT), (bytes) => {
+    let json: unknown
+    try {
+      json = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"))
+    } catch {
+      return Effect.fail(UpstreamError.fault(source, "upstream sent a response that is not JSON", { status: response.status }))
+    }
+    const decoded = codec.decodeResponse(json, request)
+    if (Result.isFailure(decoded)) return Effect.fail(UpstreamError.fault(source, decoded.failure.message, { status: response.status }))
+    const headers = { ...responseHeaders(response.headers, "own"), ...extra, "content-type": "application/json" }
+    return Effect.succeed<Forwarded>(reply(200, headers, Buffer.from(JSON.stringify(decoded.success))))
+  })
+
 export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDependencies) =>
   Effect.fnUntraced(function*(input: ProxyInput) {
     const { ctx } = input
@@ -129,6 +180,8 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
     const servable = servableSteps(planSteps, { capability: input.capability })
     if (Result.isFailure(servable)) return yield* servable.failure
     const steps = servable.success
+    const untranslatable = untranslatableBody(input, steps)
+    if (untranslatable !== undefined) return yield* untranslatable
 
     // Embeddings are cached (in auto mode always): a hit answers with the stored body.
     const caching = yield* planBodyCaching(input, chosen.resolved, drawn, steps)
@@ -157,7 +210,13 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
       const { path, headers: auth, secret } = providerRequest
       const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       headers["content-type"] = input.body.contentType
-      const length = input.body.contentLength?.(target, overrides)
+      // A provider answering in a format of its own (Gemini's embeddings): its body, checked encodable above.
+      const codec = input.scan === undefined ? undefined : endpointCodec(input.operation, provider.family)
+      const request = codec === undefined ? undefined : { ...input.scan?.json, ...overrides }
+      const body = codec === undefined || request === undefined
+        ? input.body.forTarget(target, overrides)
+        : JSON.stringify(Result.getOrThrow(codec.encodeRequest(request, target.model)))
+      const length = codec === undefined ? input.body.contentLength?.(target, overrides) : undefined
       if (length !== undefined) headers["content-length"] = String(length)
       ctx.log.provider = provider.id
       ctx.log.upstream_model = target.model
@@ -168,7 +227,7 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
         method: "POST",
         path,
         headers,
-        body: input.body.forTarget(target, overrides),
+        body,
         idleTimeoutMs: target.timeoutMs,
         secret
       }).pipe(
@@ -176,6 +235,7 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
           trace.responded()
           const source = { providerId: provider.id, family: provider.family }
           const extra = { "x-gw-upstream-provider": provider.id }
+          if (codec !== undefined && request !== undefined) return translateHeld(codec, request, source, response, extra)
           return isEventStream(response)
             ? forwardStream(ctx, input.family, source, response, extra, OPEN_GATE)
             : forwardHeld(source, response, extra, isJson(response) && response.status < 300 ? inspect : undefined)

@@ -5,15 +5,24 @@
  *
  * Kinds differ only in data here: the URL layout (`openai`-style
  * `{base}/chat/completions`, Azure deployments, Anthropic `/v1/messages`,
- * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter).
+ * Gemini `/v1beta/models/{model}:generateContent` (`:streamGenerateContent?alt=sse`),
+ * Bedrock `/model/{model}/converse` (`/converse-stream`), Vertex AI
+ * `/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent`,
+ * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter,
+ * or SigV4: the request carries a signer instead of headers, called by the transport over the body).
  */
 import { Redacted } from "effect"
 import type { FingerprintedCredential, ResolvedCredential, ResolvedProvider } from "../config/index.ts"
 import { UpstreamError } from "../domain/index.ts"
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
+import { loadEventStreamCodec } from "./framing.ts"
+import { sigv4Signer } from "./sigv4.ts"
+import type { SignRequest } from "./sigv4.ts"
 
 export type Operation =
   | "chat"
+  /** A streamed chat request: the `chat` path, except for kinds with a streaming URL of their own (Gemini). */
+  | "chat_stream"
   /** The OpenAI Responses API, for providers that serve it (`responsesApi`). */
   | "responses"
   | "embeddings"
@@ -32,6 +41,7 @@ export const ANTHROPIC_VERSION = "2023-06-01"
 
 const OPENAI_PATHS: Record<Operation, string> = {
   chat: "/chat/completions",
+  chat_stream: "/chat/completions",
   responses: "/responses",
   embeddings: "/embeddings",
   image_generation: "/images/generations",
@@ -44,11 +54,27 @@ const OPENAI_PATHS: Record<Operation, string> = {
   passthrough: ""
 }
 
+/** Gemini's method per operation (`models/{model}:method`); operations it does not serve never get here (capabilities). */
+const GEMINI_METHODS: Partial<Record<Operation, string>> = {
+  chat: ":generateContent",
+  chat_stream: ":streamGenerateContent?alt=sse",
+  embeddings: ":batchEmbedContents",
+  count_tokens: ":countTokens"
+}
+
 /** Where one request goes and how it authenticates; `secret` is the key it carries (to mask if an upstream echoes it). */
 export interface ProviderRequest {
   readonly path: string
   readonly headers: Readonly<Record<string, string>>
   readonly secret: Redacted.Redacted<string> | undefined
+  /** SigV4 providers: signs the request once its body is known (the transport calls it). */
+  readonly sign?: SignRequest | undefined
+}
+
+/** Bedrock's Converse method per operation (`/model/{model}/method`). */
+const BEDROCK_METHODS: Partial<Record<Operation, string>> = {
+  chat: "/converse",
+  chat_stream: "/converse-stream"
 }
 
 export interface CompiledProvider {
@@ -93,7 +119,7 @@ const authFor = (
 ): Record<string, string> => {
   const headers: Record<string, string> = {}
   if (kind === "anthropic") headers["anthropic-version"] = ANTHROPIC_VERSION
-  if (key === undefined || authType === "query_param") return headers
+  if (key === undefined || authType === "query_param" || authType === "sigv4") return headers
   const value = Redacted.value(key)
   if (authType === "bearer") headers.authorization = `Bearer ${value}`
   else headers[authName.toLowerCase()] = value
@@ -134,6 +160,21 @@ export const unauthenticatedCall = (provider: CompiledProvider, request: Provide
     })
     : undefined
 
+const EMPTY_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+
+/** What every compiled provider has whatever its auth. */
+const compiledBase = (provider: ResolvedProvider, origin: string, credential: ResolvedCredential) => ({
+  id: provider.id,
+  kind: provider.kind,
+  family: provider.family,
+  origin,
+  models: new Set(provider.models),
+  timeoutMs: provider.timeoutMs,
+  maxTokensParam: provider.maxTokensParam,
+  responsesApi: provider.responsesApi,
+  credential
+})
+
 export const compileProvider = (provider: ResolvedProvider, credential?: ResolvedCredential): CompiledProvider => {
   const url = new URL(provider.baseUrl)
   const origin = url.origin
@@ -147,6 +188,9 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
       : ""
   const configuredQuery = queryFor(configured)
   const azureVersion = `api-version=${encodeURIComponent(provider.apiVersion)}`
+  const vertexModels = provider.vertex === undefined
+    ? ""
+    : `/v1/projects/${encodeURIComponent(provider.vertex.project)}/locations/${encodeURIComponent(provider.vertex.location)}/publishers/google/models`
 
   const path = (operation: Operation, model: string, suffix = ""): string => {
     if (operation === "passthrough") return `${basePath}${suffix}`
@@ -155,6 +199,12 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
         return `${basePath}/v1/messages${operation === "count_tokens" ? "/count_tokens" : ""}`
       case "cohere":
         return `${basePath}/v2/rerank`
+      case "bedrock":
+        return `${basePath}/model/${encodeURIComponent(model)}${BEDROCK_METHODS[operation] ?? ""}`
+      case "gemini":
+        return `${basePath}/v1beta/models/${encodeURIComponent(model)}${GEMINI_METHODS[operation]}`
+      case "vertex":
+        return `${basePath}${vertexModels}/${encodeURIComponent(model)}${GEMINI_METHODS[operation]}`
       case "azure":
         // Files and the Responses API are not per deployment: the model is named in the body.
         if (operation === "files") return `${basePath}/openai/files${suffix}?${azureVersion}`
@@ -165,17 +215,31 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     }
   }
 
+  // Bedrock streams in Amazon's binary event stream: its decoder is loaded now, only where it is needed.
+  if (provider.family === "bedrock") void loadEventStreamCodec()
+  const sigv4 = provider.sigv4
+  if (sigv4 !== undefined) {
+    // SigV4: no static auth headers; a caller's own key is not an AWS credential, so it is not used.
+    const aws = sigv4.credentials
+    const sign = aws === undefined ? undefined : sigv4Signer(origin, sigv4.region, aws)
+    const request = (operation: Operation, model: string, _key?: Redacted.Redacted<string>, suffix?: string): ProviderRequest => ({
+      path: path(operation, model, suffix),
+      headers: EMPTY_HEADERS,
+      secret: aws?.secretAccessKey,
+      sign
+    })
+    return {
+      ...compiledBase(provider, origin, used),
+      missingCredential: aws === undefined
+        ? `provider "${provider.id}" signs with SigV4 but AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set in the gateway's environment`
+        : undefined,
+      request
+    }
+  }
+
   return {
-    id: provider.id,
-    kind: provider.kind,
-    family: provider.family,
-    origin,
-    models: new Set(provider.models),
-    timeoutMs: provider.timeoutMs,
-    maxTokensParam: provider.maxTokensParam,
-    responsesApi: provider.responsesApi,
+    ...compiledBase(provider, origin, used),
     missingCredential: missingCredentialMessage(provider, used),
-    credential: used,
     request: (operation, model, key, suffix) =>
       key === undefined
         ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders, secret: configured }

@@ -45,6 +45,7 @@ import { timedOut, Watch } from "./deadline.ts"
 import type { Watched } from "./deadline.ts"
 import type { Decompressor } from "./content-encoding.ts"
 import { parseRetryAfterMs } from "./retry-after.ts"
+import type { SignRequest } from "./sigv4.ts"
 
 export interface UpstreamCall {
   /** Provider id and family, for errors and `x-gw-upstream-provider`. */
@@ -65,6 +66,8 @@ export interface UpstreamCall {
   readonly errorBodies?: "classify" | "stream" | undefined
   /** The key this request carries: masked wherever an upstream error body echoes it. */
   readonly secret?: Redacted.Redacted<string> | undefined
+  /** Signs the request over its exact body (SigV4): the headers it adds, computed just before it goes out. */
+  readonly sign?: SignRequest | undefined
 }
 
 export interface ChunkSink {
@@ -329,7 +332,9 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
     const body = maskSecret(decodeWhole(this.headers["content-encoding"], raw, ERROR_BODY_LIMIT) ?? Buffer.alloc(0), this.call.secret)
     return UpstreamError.fromResponse(this.call, this.status, body, {
       retryAfterMs: parseRetryAfterMs(this.headers),
-      contentType: headerValue(this.headers, "content-type")
+      contentType: headerValue(this.headers, "content-type"),
+      // AWS names the error in a header (`ThrottlingException:http://…`), its body is only `{"message"}`.
+      errorType: headerValue(this.headers, "x-amzn-errortype")?.split(":")[0]
     })
   }
 
@@ -434,6 +439,16 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
   }
 }
 
+/** The call with its signature's headers added, when it is signed (a streamed body cannot be: it is sent unsigned). */
+const signed = (call: UpstreamCall): Effect.Effect<UpstreamCall, UpstreamError> => {
+  const { sign, body } = call
+  if (sign === undefined || (typeof body !== "string" && !(body instanceof Uint8Array))) return Effect.succeed(call)
+  return Effect.tryPromise({
+    try: () => sign({ method: call.method, path: call.path, headers: call.headers, body }),
+    catch: () => UpstreamError.fault({ providerId: call.providerId, family: call.family }, "the request could not be signed", { reached: false })
+  }).pipe(Effect.map((headers) => ({ ...call, headers: { ...call.headers, ...headers } })))
+}
+
 /** Sends upstream requests. The live layer uses undici; tests script it. */
 export class ProviderClient extends Context.Service<ProviderClient, {
   /**
@@ -463,14 +478,16 @@ export class ProviderClient extends Context.Service<ProviderClient, {
       )
       const watch = new Watch(yield* Effect.clockWith(Effect.succeed))
       yield* Effect.forkScoped(watch.run)
+      const open = (call: UpstreamCall) =>
+        Effect.flatMap(Effect.scope, (scope) => {
+          const exchange = new Exchange(call, watch)
+          return Effect.andThen(Scope.addFinalizer(scope, Effect.sync(exchange.abort)), exchange.start(agent))
+        })
       return ProviderClient.of({
         // The exchange is the attempt's resource: its release (registered before the
         // request goes out, and idempotent) aborts it unless it already finished.
-        send: (call) =>
-          Effect.flatMap(Effect.scope, (scope) => {
-            const exchange = new Exchange(call, watch)
-            return Effect.andThen(Scope.addFinalizer(scope, Effect.sync(exchange.abort)), exchange.start(agent))
-          })
+        // Unsigned calls (all but SigV4 providers) go out as they are: no extra step on their path.
+        send: (call) => (call.sign === undefined ? open(call) : Effect.flatMap(signed(call), open))
       })
     })
   )

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { BEDROCK_TEST_CREDENTIALS } from "../fixtures/bedrock.ts"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
 import { startOtlpReceiver } from "../fixtures/otlp-receiver.ts"
@@ -57,18 +58,26 @@ sample_ratio = 1.0
   return path
 }
 
+/** The bundle serving `configPath`, once it printed its listening line. */
+const serveBundle = async (configPath: string, nodeFlags: ReadonlyArray<string>, env: NodeJS.ProcessEnv = process.env) => {
+  const child = spawn(process.execPath, [...nodeFlags, join(dist, "gateway.mjs"), "serve", "--config", configPath], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+  const deadline = Date.now() + 30_000
+  while (!/"port":\d+/.test(stdout)) {
+    if (Date.now() > deadline) {
+      child.kill("SIGTERM")
+      throw new Error(`no listening line:\n${stdout}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  return { child, port: /"port":(\d+)/.exec(stdout)![1] }
+}
+
 describe("the production bundle", () => {
   it("serves, with the telemetry, cache and metrics chunks loaded on demand", async () => {
-    const child = spawn(process.execPath, ["--max-semi-space-size=4", "--heap-growing-percent=25", join(dist, "gateway.mjs"), "serve", "--config", config()], { cwd: PROJECT_ROOT, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    const { child, port } = await serveBundle(config(), ["--max-semi-space-size=4", "--heap-growing-percent=25"])
     try {
-      const deadline = Date.now() + 30_000
-      while (!/"port":\d+/.test(stdout)) {
-        if (Date.now() > deadline) throw new Error(`no listening line:\n${stdout}`)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
-      const port = /"port":(\d+)/.exec(stdout)![1]
       const prompt = `bundled ${process.pid} ${Date.now()}`
       const ask = () => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
         method: "POST",
@@ -88,6 +97,45 @@ describe("the production bundle", () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
       expect(metrics).toContain(`gateway_cache_requests_total{result="hit"} 1`)
       await collector.waitFor((c) => c.spans().some((span) => span.name === "POST /v1/chat/completions"), 10_000)
+    } finally {
+      child.kill("SIGTERM")
+      await new Promise((resolve) => child.once("exit", resolve))
+    }
+  }, TIMEOUT_MS)
+
+  it("serves a Bedrock model: the AWS libraries loaded on demand sign the request and read the binary event stream", async () => {
+    const path = join(dir, "bedrock.toml")
+    writeFileSync(path, `[server]
+host = "127.0.0.1"
+port = 0
+
+[providers.bedrock]
+base_url = "${upstream.url}"
+region = "${BEDROCK_TEST_CREDENTIALS.region}"
+auth_type = "sigv4"
+models = ["anthropic.claude-bundle-v1:0"]
+`)
+    const env = {
+      ...process.env,
+      AWS_ACCESS_KEY_ID: BEDROCK_TEST_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: BEDROCK_TEST_CREDENTIALS.secretAccessKey,
+      AWS_SESSION_TOKEN: BEDROCK_TEST_CREDENTIALS.sessionToken
+    }
+    const { child, port } = await serveBundle(path, [], env)
+    try {
+      const ask = (stream: boolean) => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "anthropic.claude-bundle-v1:0", stream, messages: [{ role: "user", content: "from the bundle" }] })
+      })
+      const whole = await ask(false)
+      expect(whole.status).toBe(200)
+      expect(((await whole.json()) as { choices: Array<{ message: { content: string } }> }).choices[0].message.content).toBe("echo: from the bundle")
+      const streamed = await ask(true)
+      expect(streamed.status).toBe(200)
+      const text = await streamed.text()
+      expect(text).toContain('"content":" from"')
+      expect(text).toContain("data: [DONE]")
     } finally {
       child.kill("SIGTERM")
       await new Promise((resolve) => child.once("exit", resolve))

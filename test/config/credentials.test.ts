@@ -25,7 +25,7 @@ describe("convention variables when credential is omitted", () => {
     ["cohere", "COHERE_API_KEY", {}],
     ["gemini", "GEMINI_API_KEY", {}],
     ["bedrock", "AWS_BEARER_TOKEN_BEDROCK", { base_url: "https://bedrock-runtime.us-east-1.amazonaws.com" }],
-    ["vertex", "GOOGLE_ACCESS_TOKEN", { base_url: "https://us-central1-aiplatform.googleapis.com" }]
+    ["vertex", "GOOGLE_ACCESS_TOKEN", { project: "my-project", location: "us-central1" }]
   ]
 
   it.each(KINDS)("[providers.%s] reads %s", (kind, variable, table) => {

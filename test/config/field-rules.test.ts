@@ -53,15 +53,15 @@ describe("sample_ratio is a number from 0.0 to 1.0", () => {
 })
 
 describe("enums", () => {
-  const AUTH_TYPES = `expected "bearer" | "api_key_header" | "query_param"`
+  const AUTH_TYPES = `expected "bearer" | "api_key_header" | "query_param" | "sigv4"`
 
-  it("defaults.provider.auth_type must be bearer, api_key_header or query_param", () => {
+  it("defaults.provider.auth_type must be bearer, api_key_header, query_param or sigv4", () => {
     expect(failure(withServer({ defaults: { provider: { auth_type: "basic" } } }))).toBe(
       `${INVALID}defaults.provider.auth_type: ${AUTH_TYPES}, got "basic"`
     )
   })
 
-  it("a provider's auth_type must be bearer, api_key_header or query_param", () => {
+  it("a provider's auth_type must be bearer, api_key_header, query_param or sigv4", () => {
     expect(failure(withServer({ providers: { openai: { models: [], auth_type: "Bearer" } } }))).toBe(
       `${INVALID}providers.openai.auth_type: ${AUTH_TYPES}, got "Bearer"`
     )

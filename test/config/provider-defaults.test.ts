@@ -32,7 +32,14 @@ describe("provider defaults per kind", () => {
   })
 
   it.each(["bedrock", "vertex"])("%s uses bearer auth", (kind) => {
-    expect(resolve(kind, { base_url: "https://upstream.example" })).toMatchObject({ kind, authType: "bearer" })
+    expect(resolve(kind, { base_url: "https://upstream.example", project: "p", location: "l" })).toMatchObject({ kind, authType: "bearer" })
+  })
+
+  it("vertex: the URL from the location (global is aiplatform.googleapis.com); project and location required with models", () => {
+    expect(resolve("vertex", { project: "p", location: "europe-west4" }).baseUrl).toBe("https://europe-west4-aiplatform.googleapis.com")
+    expect(resolve("vertex", { project: "p", location: "global" }).baseUrl).toBe("https://aiplatform.googleapis.com")
+    const refused = settingsFromDocument(withServer({ providers: { vertex: { models: ["gemini-2.5-pro"], location: "us-central1" } } }), {}, "test.toml")
+    expect(Result.isFailure(refused) && refused.failure.message).toContain("providers.vertex.project: required")
   })
 
   it("an OpenAI-compatible server is any id with kind = openai", () => {

@@ -48,6 +48,12 @@ describe("docs/routing.md", () => {
     expect(plan.retry).toEqual({ maxRetries: 1, backoffBaseMs: 100 })
     expect(plan.steps[0].targets.map((target) => target.timeoutMs)).toEqual([15000, 30000])
   })
+  it("the clouds example falls back from Bedrock to Gemini to OpenAI", () => {
+    const plan = tableOf(5).resolve("clouds", undefined, "chat").pipe(Result.getOrThrow)
+    expect(plan.steps.map((step) => [step.strategy, step.targets.map((target) => [target.provider.kind, target.provider.family])])).toEqual([
+      ["fallback", [["bedrock", "bedrock"], ["gemini", "gemini"], ["openai", "openai"]]]
+    ])
+  })
 })
 
 describe("docs/testing-your-routing.md", () => {

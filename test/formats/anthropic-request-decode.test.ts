@@ -110,7 +110,8 @@ describe("Messages request decoder", () => {
         }
       ]
     })
-    expect(req.messages[1].content).toEqual([{ type: "text", text: "Answer" }])
+    // The cache marker stays on its block's part (Bedrock's cachePoint carries it) and is noted for the others.
+    expect(req.messages[1].content).toEqual([{ type: "text", text: "Answer", cachePoint: true }])
     expect(req.unmapped).toEqual({
       "messages[].thinking": 2,
       "messages[].redacted_thinking": 1,

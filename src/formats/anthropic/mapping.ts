@@ -20,19 +20,8 @@ const UNSAFE_TOOL_ID_CHARS = /[^a-zA-Z0-9_-]/g
  */
 export const cleanToolId = (id: string): string => (id === "" ? "_" : id.replace(UNSAFE_TOOL_ID_CHARS, "_"))
 
-/**
- * Tool-call arguments (JSON text) as a `tool_use.input` object: `{}` when they
- * are empty, invalid JSON or not an object, since `input` must be an object.
- */
-export const toolInput = (args: string): Record<string, unknown> => {
-  if (args.trim() === "") return {}
-  try {
-    const value: unknown = JSON.parse(args)
-    return isRecord(value) ? value : {}
-  } catch {
-    return {}
-  }
-}
+/** Tool-call arguments as a `tool_use.input` object (`input` must be an object). */
+export { toolInput } from "../tool-input.ts"
 
 /** An id in Anthropic's `msg_` form: `chatcmpl-…` becomes `msg_chatcmpl-…`. */
 export const messageId = (id: string): string => (id.startsWith("msg_") ? id : `msg_${id}`)

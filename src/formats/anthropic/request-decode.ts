@@ -113,8 +113,9 @@ const convertSystem = (system: MessagesRequest["system"], note: Note): Array<Tex
   if (system == null) return []
   if (typeof system === "string") return [{ type: "text", text: system }]
   return system.map((block) => {
-    if (block.cache_control != null) note("system[].cache_control")
-    return { type: "text", text: block.text }
+    if (block.cache_control == null) return { type: "text", text: block.text }
+    note("system[].cache_control")
+    return { type: "text", text: block.text, cachePoint: true }
   })
 }
 
@@ -137,6 +138,7 @@ const convertContent = (content: string | ReadonlyArray<WireBlock>, note: Note, 
       continue
     }
     if (block.cache_control != null) note("messages[].cache_control")
+    const before = parts.length
     switch (block.type) {
       case "text":
         parts.push({ type: "text", text: block.text })
@@ -166,6 +168,8 @@ const convertContent = (content: string | ReadonlyArray<WireBlock>, note: Note, 
         parts.push(convertToolResult(block, note, lose))
         break
     }
+    // The block's part carries its cache breakpoint (for families with markers of their own).
+    if (block.cache_control != null && parts.length > before) parts[parts.length - 1] = { ...parts[parts.length - 1], cachePoint: true }
   }
   return parts
 }
@@ -210,6 +214,7 @@ const convertTools = (wire: NonNullable<MessagesRequest["tools"]>, note: Note, l
     }
     if (tool.cache_control != null) note("tools[].cache_control")
     tools.push({
+      ...(tool.cache_control != null ? { cachePoint: true as const } : {}),
       name: tool.name,
       description: tool.description ?? undefined,
       parameters: tool.input_schema,

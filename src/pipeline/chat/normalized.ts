@@ -14,7 +14,7 @@ import type { Scope } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily, StreamError } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
-import { SseParser } from "../../providers/sse.ts"
+import { framerFor } from "../../providers/framing.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
@@ -68,7 +68,7 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
  * attempt.
  */
 export const translateStage = (t: Translation): StreamStage => {
-  const parser = new SseParser()
+  const parser = framerFor(t.provider.framing)
   const decoder = t.provider.streamDecoder()
   const encoder = t.caller.streamEncoder(t.request)
   let committed = false

@@ -242,11 +242,11 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const fast = speaksNatively(caller, provider)
       spend.begin(target.model, collector.usage)
       collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
-      const operation = fast && caller === "responses" ? "responses" : "chat"
+      const operation = fast && caller === "responses" ? "responses" : input.stream ? "chat_stream" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
       if (refused !== undefined) return Effect.fail(refused).pipe(trace.attempt(info, undefined, () => undefined))
-      const { path, headers: auth, secret } = providerRequest
+      const { path, headers: auth, secret, sign } = providerRequest
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
@@ -283,7 +283,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         body,
         idleTimeoutMs: target.timeoutMs,
         decode: true,
-        secret
+        secret,
+        sign
       }, fast, extra).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
     }
 
