@@ -232,6 +232,7 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       authType,
       authName: authName ?? "authorization",
       timeoutMs: provider.timeout_ms,
+      ttftMs: provider.ttft_ms,
       apiVersion: provider.api_version ?? AZURE_DEFAULT_API_VERSION,
       maxTokensParam: provider.max_tokens_param ?? (official ? "max_completion_tokens" : "max_tokens"),
       responsesApi: info.family === "openai" && (provider.responses_api ?? official),
@@ -307,7 +308,8 @@ const checkTargets = (
       providerId: resolved.providerId,
       credential,
       weight: target.weight,
-      timeoutMs: target.timeout_ms
+      timeoutMs: target.timeout_ms,
+      ttftMs: target.ttft_ms
     })
   }
   return targets

@@ -22,6 +22,8 @@ export interface ResolvedProvider {
   /** Header or query parameter name for non-bearer auth. */
   readonly authName: string
   readonly timeoutMs?: number | undefined
+  /** `ttft_ms`: how long a streamed attempt may go without content. */
+  readonly ttftMs?: number | undefined
   /** Azure `api-version`. */
   readonly apiVersion: string
   /** Chat Completions field of a translated request's output limit. */
@@ -53,6 +55,7 @@ export interface ResolvedTarget {
   readonly credential?: ResolvedCredential | undefined
   readonly weight: number
   readonly timeoutMs?: number | undefined
+  readonly ttftMs?: number | undefined
 }
 
 export interface GatewaySettings {

@@ -58,6 +58,8 @@ export const Server = Schema.Struct({
 
 export const ProviderDefaults = Schema.Struct({
   timeout_ms: Schema.optionalKey(PositiveInt),
+  /** No content (text, tool-call or reasoning delta) within this many ms of a streamed attempt's start: it fails as a timeout before the commit, so routing retries or fails over (off when unset). */
+  ttft_ms: Schema.optionalKey(PositiveInt),
   auth_type: Schema.optionalKey(AuthType)
 })
 
@@ -68,6 +70,8 @@ export const Provider = Schema.Struct({
   models: Schema.Array(Schema.String).pipe(withDefault([])),
   credential: Schema.optionalKey(Schema.String),
   timeout_ms: Schema.optionalKey(PositiveInt),
+  /** No content (text, tool-call or reasoning delta) within this many ms of a streamed attempt's start: it fails as a timeout before the commit, so routing retries or fails over (off when unset). */
+  ttft_ms: Schema.optionalKey(PositiveInt),
   auth_type: Schema.optionalKey(AuthType),
   auth_header_name: Schema.optionalKey(Schema.NonEmptyString),
   /** AWS region of a Bedrock provider (its default `base_url`, and the SigV4 scope); else read from a `bedrock-runtime.<region>.amazonaws.com` URL. */
@@ -97,6 +101,8 @@ const PositiveNumber = Schema.Number.check(Schema.isGreaterThan(0))
 
 export const Model = Schema.Struct({
   timeout_ms: Schema.optionalKey(PositiveInt),
+  /** No content (text, tool-call or reasoning delta) within this many ms of a streamed attempt's start: it fails as a timeout before the commit, so routing retries or fails over (off when unset). */
+  ttft_ms: Schema.optionalKey(PositiveInt),
   /** Default `max_tokens` when a messages-style upstream needs one (beyond spec; else 4096). */
   max_tokens: Schema.optionalKey(PositiveInt),
   /** USD per million input tokens (cost accounting). */
@@ -159,7 +165,9 @@ export const Target = Schema.Struct({
   model: Schema.NonEmptyString,
   credential: Schema.optionalKey(Schema.String),
   weight: PositiveInt.pipe(withDefault(1)),
-  timeout_ms: Schema.optionalKey(PositiveInt)
+  timeout_ms: Schema.optionalKey(PositiveInt),
+  /** No content (text, tool-call or reasoning delta) within this many ms of a streamed attempt's start: it fails as a timeout before the commit, so routing retries or fails over (off when unset). */
+  ttft_ms: Schema.optionalKey(PositiveInt)
 })
 export type Target = typeof Target.Type
 
@@ -171,7 +179,9 @@ export type Retry = typeof Retry.Type
 
 export const Step = Schema.Struct({
   strategy: Strategy,
-  targets: Schema.Array(Schema.NonEmptyString)
+  targets: Schema.Array(Schema.NonEmptyString),
+  /** Applies to each of the step's targets that sets none itself. */
+  ttft_ms: Schema.optionalKey(PositiveInt)
 })
 export type Step = typeof Step.Type
 
@@ -181,7 +191,9 @@ export const Route = Schema.Struct({
   strategy: Strategy,
   targets: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
   steps: Schema.optionalKey(Schema.Array(Step)),
-  retry: Schema.optionalKey(Retry)
+  retry: Schema.optionalKey(Retry),
+  /** Applies to each of the route's targets that neither it nor its step sets. */
+  ttft_ms: Schema.optionalKey(PositiveInt)
 })
 export type Route = typeof Route.Type
 
@@ -204,7 +216,9 @@ export const FunctionDef = Schema.Struct({
   targets: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
   steps: Schema.optionalKey(Schema.Array(Step)),
   variants: Schema.optionalKey(Schema.Record(Schema.String, Variant)),
-  retry: Schema.optionalKey(Retry)
+  retry: Schema.optionalKey(Retry),
+  /** Applies to each of the function's targets that neither it nor its step sets. */
+  ttft_ms: Schema.optionalKey(PositiveInt)
 })
 export type FunctionDef = typeof FunctionDef.Type
 

@@ -37,6 +37,7 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         auth_type: provider.authType,
         auth_header_name: provider.authType === "bearer" ? undefined : provider.authName,
         timeout_ms: provider.timeoutMs,
+        ttft_ms: provider.ttftMs,
         api_version: provider.kind === "azure" ? provider.apiVersion : undefined,
         region: provider.sigv4?.region,
         project: provider.vertex?.project,
@@ -51,7 +52,8 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         model: `${target.providerId}::${target.model}`,
         credential: target.credential === undefined ? undefined : describeCredential(target.credential),
         weight: target.weight,
-        timeout_ms: target.timeoutMs
+        timeout_ms: target.timeoutMs,
+        ttft_ms: target.ttftMs
       }])
     ),
     // The terms are policy an operator may not want printed: their number only.

@@ -211,8 +211,8 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   inStream: Schema.optional(Schema.Boolean),
   /** A network failure's error code (`ECONNREFUSED`, `UND_ERR_SOCKET`…): what the log says instead of the error's message. */
   networkCode: Schema.optional(Schema.String),
-  /** Which wait ran out: for the response head, or a gap between two chunks after it. */
-  timeout: Schema.optional(Schema.Literals(["head", "idle"])),
+  /** Which wait ran out: for the response head, a gap between two chunks after it, or a stream's first content (`ttft_ms`). */
+  timeout: Schema.optional(Schema.Literals(["head", "idle", "first_token"])),
   /** An error response's `error.type` (else `error.code`) when it is a plain identifier: loggable, unlike the body. */
   upstreamType: Schema.optional(Schema.String)
 }) {
@@ -262,7 +262,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
     message: string,
     options: {
       readonly status?: number
-      readonly timeout?: "head" | "idle"
+      readonly timeout?: "head" | "idle" | "first_token"
       readonly reached?: boolean
       readonly networkCode?: string
     } = {}

@@ -5,7 +5,8 @@
  *
  * A failed attempt's line says why, so the reason is in the log even with
  * telemetry off: the network error code, which timeout ran out (`head`: no
- * response; `idle`: a gap between two chunks), or the upstream's status with
+ * response; `idle`: a gap between two chunks; `first_token`: no content
+ * within `ttft_ms`), or the upstream's status with
  * its error type. Never a body, an upstream's message or a secret.
  */
 import type { UpstreamError } from "../domain/index.ts"

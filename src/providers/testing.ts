@@ -19,12 +19,25 @@ import { ProviderClient } from "./transport.ts"
 import type { ByteSink, UpstreamBody, UpstreamCall, UpstreamResponse } from "./transport.ts"
 
 export type TestReply =
-  | { readonly _tag: "Respond"; readonly status: number; readonly headers: IncomingHttpHeaders; readonly chunks: ReadonlyArray<Uint8Array>; readonly failAfter?: number | undefined }
+  | {
+    readonly _tag: "Respond"
+    readonly status: number
+    readonly headers: IncomingHttpHeaders
+    readonly chunks: ReadonlyArray<Uint8Array>
+    readonly failAfter?: number | undefined
+    readonly stallAfter?: number | undefined
+  }
   | { readonly _tag: "NetworkError"; readonly message: string }
   | { readonly _tag: "Hang" }
   | { readonly _tag: "Delay"; readonly duration: Duration.Input; readonly then: TestReply }
 
 const encoder = new TextEncoder()
+
+/** How a scripted stream goes wrong: it breaks (`failAfter` frames), or goes silent (`stallAfter` frames). */
+export interface StreamFaults {
+  readonly failAfter?: number | undefined
+  readonly stallAfter?: number | undefined
+}
 
 export const TestReply = {
   /** A JSON response. */
@@ -41,20 +54,26 @@ export const TestReply = {
     headers: { "content-type": "application/json", ...(options.retryAfter === undefined ? {} : { "retry-after": String(options.retryAfter) }) },
     chunks: [encoder.encode(JSON.stringify(options.body ?? { error: { message: `status ${status}`, type: "error", code: null } }))]
   }),
-  /** A successful SSE stream of raw frames; with `failAfter` the connection breaks after that many frames. */
-  stream: (frames: ReadonlyArray<string>, options: { readonly failAfter?: number } = {}): TestReply => ({
+  /**
+   * A successful SSE stream of raw frames; with `failAfter` the connection
+   * breaks after that many frames; with `stallAfter` it goes silent after
+   * that many, open until the gateway gives up on it (a slow first token).
+   */
+  stream: (frames: ReadonlyArray<string>, options: StreamFaults = {}): TestReply => ({
     _tag: "Respond",
     status: 200,
     headers: { "content-type": "text/event-stream" },
     chunks: frames.map((frame) => encoder.encode(frame)),
-    failAfter: options.failAfter
+    failAfter: options.failAfter,
+    stallAfter: options.stallAfter
   }),
   /**
    * A complete chat answer streamed in a provider's own format, one content
    * event per piece (OpenAI chunks, or Anthropic events); with `failAfter` the
-   * connection breaks after that many frames (the opening frame counts).
+   * connection breaks after that many frames (the opening frame counts); with
+   * `stallAfter` it goes silent after that many.
    */
-  chatStream: (family: "openai" | "anthropic", pieces: ReadonlyArray<string>, options: { readonly failAfter?: number } = {}): TestReply =>
+  chatStream: (family: "openai" | "anthropic", pieces: ReadonlyArray<string>, options: StreamFaults = {}): TestReply =>
     TestReply.stream(family === "openai" ? openAiFrames(pieces) : anthropicFrames(pieces), options),
   /** The connection fails before any response (connection refused, reset). */
   networkError: (message = "ECONNRESET"): TestReply => ({ _tag: "NetworkError", message }),
@@ -89,9 +108,11 @@ const anthropicFrames = (pieces: ReadonlyArray<string>): Array<string> => [
 const failure = (call: UpstreamCall, message: string): UpstreamError => UpstreamError.fault(call, message, { networkCode: message })
 
 /** A scripted body, pushed chunk by chunk with the sink's backpressure; it stops when aborted. */
-const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, failAfter: number | undefined): UpstreamBody => {
-  const delivered = failAfter === undefined ? chunks : chunks.slice(0, failAfter)
-  const broken = failAfter !== undefined
+const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, { failAfter, stallAfter }: StreamFaults): UpstreamBody => {
+  const cut = stallAfter ?? failAfter
+  const delivered = cut === undefined ? chunks : chunks.slice(0, cut)
+  const broken = stallAfter === undefined && failAfter !== undefined
+  const stalled = stallAfter !== undefined
   let aborted = false
   return {
     attach: (sink: ByteSink<UpstreamError>) => {
@@ -101,13 +122,14 @@ const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, failAfter
           if (aborted) return
           if (!sink.write(delivered[next++])) return sink.onDrain(go)
         }
-        if (aborted) return
+        if (aborted || stalled) return
         if (broken) sink.fail(failure(call, "ECONNRESET"))
         else sink.end()
       }
       go()
     },
-    readAll: () => Effect.sync(() => Buffer.concat([...delivered])).pipe(Effect.flatMap((all) => (broken ? Effect.fail(failure(call, "ECONNRESET")) : Effect.succeed(all)))),
+    readAll: () =>
+      stalled ? Effect.never : Effect.sync(() => Buffer.concat([...delivered])).pipe(Effect.flatMap((all) => (broken ? Effect.fail(failure(call, "ECONNRESET")) : Effect.succeed(all)))),
     abort: () => {
       aborted = true
     }
@@ -124,7 +146,7 @@ const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamRe
       return Effect.fail(failure(call, reply.message))
     case "Respond": {
       if (reply.status < 400) {
-        return Effect.succeed({ status: reply.status, headers: reply.headers, body: bodyOf(call, reply.chunks, reply.failAfter) })
+        return Effect.succeed({ status: reply.status, headers: reply.headers, body: bodyOf(call, reply.chunks, reply) })
       }
       return Effect.fail(
         UpstreamError.fromResponse(call, reply.status, Buffer.concat([...reply.chunks]), { retryAfterMs: parseRetryAfterMs(reply.headers) })

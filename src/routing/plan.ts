@@ -22,6 +22,12 @@ export interface PlanTarget {
   readonly weight: number
   /** Per attempt: target → model → provider → `[defaults.provider]` → 30000 ms. */
   readonly timeoutMs: number
+  /**
+   * How long a streamed attempt may go without content before it fails as a
+   * timeout (before the commit): target → step → route or function → model →
+   * provider → `[defaults.provider]`; undefined (off) when none sets it.
+   */
+  readonly ttftMs?: number | undefined
   /** `[models.<name>] max_tokens`, for messages-style upstreams that require it. */
   readonly maxTokens?: number | undefined
 }

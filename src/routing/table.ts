@@ -54,6 +54,9 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
 
   const timeoutFor = (provider: ResolvedProvider, model: string, targetTimeout?: number): number =>
     targetTimeout ?? file.models[model]?.timeout_ms ?? provider.timeoutMs ?? file.defaults.provider.timeout_ms ?? DEFAULT_TIMEOUT_MS
+  /** `ttft_ms` below the target, step and route: the model's, the provider's, `[defaults.provider]`'s, or none. */
+  const ttftFor = (provider: ResolvedProvider, model: string): number | undefined =>
+    file.models[model]?.ttft_ms ?? provider.ttftMs ?? file.defaults.provider.ttft_ms
 
   const modelTarget = (provider: ResolvedProvider, model: string): PlanTarget => ({
     id: `${provider.id}::${model}`,
@@ -61,6 +64,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
     model,
     weight: 1,
     timeoutMs: timeoutFor(provider, model),
+    ttftMs: ttftFor(provider, model),
     maxTokens: file.models[model]?.max_tokens
   })
 
@@ -76,11 +80,19 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       model: target.model,
       weight: target.weight,
       timeoutMs: timeoutFor(provider, target.model, target.timeoutMs),
+      ttftMs: target.ttftMs ?? ttftFor(provider, target.model),
       maxTokens: file.models[target.model]?.max_tokens
     }
     compiledTargets.set(id, compiled)
     return compiled
   }
+
+  /**
+   * A step's, route's or function's `ttft_ms` (`scoped`) over a target that
+   * sets none itself: it wins over the model's, provider's and defaults' value.
+   */
+  const withTtft = (target: PlanTarget, scoped: number | undefined): PlanTarget =>
+    scoped === undefined || settings.targets.get(target.id)?.ttftMs !== undefined || target.ttftMs === scoped ? target : { ...target, ttftMs: scoped }
 
   const modelRef = (reference: string): PlanTarget => {
     // The configuration's checks resolved every reference before anything is compiled.
@@ -106,15 +118,16 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
   const stepsOf = (
     strategy: Strategy,
     targets: ReadonlyArray<string> | undefined,
-    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string> }> | undefined
+    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string>; readonly ttft_ms?: number }> | undefined,
+    ttftMs: number | undefined
   ): ReadonlyArray<PlanStep> =>
     steps !== undefined
-      ? steps.map((step) => ({ strategy: step.strategy, targets: step.targets.map(targetById) }))
-      : [{ strategy, targets: (targets ?? []).map(targetById) }]
+      ? steps.map((step) => ({ strategy: step.strategy, targets: step.targets.map((id) => withTtft(targetById(id), step.ttft_ms ?? ttftMs)) }))
+      : [{ strategy, targets: (targets ?? []).map((id) => withTtft(targetById(id), ttftMs)) }]
 
   const routePlans = new Map<string, Plan>()
   for (const [id, route] of Object.entries(file.routes)) {
-    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps), retryOf(route.retry)))
+    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps, route.ttft_ms), retryOf(route.retry)))
   }
 
   const functionPlans = new Map<string, Plan>()
@@ -124,7 +137,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       const variants: Array<Variant> = Object.entries(fn.variants ?? {}).map(([variantName, variant]) => {
         const steps: ReadonlyArray<PlanStep> = [{
           strategy: "single",
-          targets: [variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!)]
+          targets: [withTtft(variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!), fn.ttft_ms)]
         }]
         return { name: variantName, weight: variant.weight, steps, shape: shapeOf(steps), overrides: variantParameters(variant) }
       })
@@ -132,8 +145,8 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       continue
     }
     const steps = fn.models !== undefined
-      ? [{ strategy: fn.strategy, targets: fn.models.map(modelRef) }]
-      : stepsOf(fn.strategy, fn.targets, fn.steps)
+      ? [{ strategy: fn.strategy, targets: fn.models.map((model) => withTtft(modelRef(model), fn.ttft_ms)) }]
+      : stepsOf(fn.strategy, fn.targets, fn.steps, fn.ttft_ms)
     functionPlans.set(name, planOf(`function::${name}`, fn.endpoint, steps, retry))
   }
 

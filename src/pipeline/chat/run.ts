@@ -45,6 +45,7 @@ import { chatJsonInspector, chatStreamGate } from "./fast.ts"
 import {
   callerKey,
   callerKeyPolicy,
+  firstContentWithin,
   forwardHeld,
   forwardStream,
   isEventStream,
@@ -273,7 +274,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       ctx.log.provider = provider.id
       ctx.log.upstream_model = target.model
       ctx.log.path_kind = fast ? "fast" : "normalized"
-      return send(provider, {
+      const sent = send(provider, {
         providerId: provider.id,
         family: provider.family,
         origin: provider.origin,
@@ -285,7 +286,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         decode: true,
         secret,
         sign
-      }, fast, extra).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
+      }, fast, extra)
+      return firstContentWithin(sent, input.stream ? target.ttftMs : undefined, provider).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
     }
 
     /** What the log line and the GenAI record say of the answer, once it is over (a stream: once it ended). */

@@ -23,12 +23,18 @@
  * - The body belongs to the attempt's scope: whoever closes that scope (the
  *   reply's end, or the request's end when the reply is never written) aborts
  *   the upstream; a reader that stops (the caller gone) aborts it at once.
+ * - `ttft_ms` (`firstContentWithin`) is a timeout on Effect's `Clock` around
+ *   the attempt up to its commit: no content in time and the attempt fails
+ *   as a timeout (`first_token`), before anything reached the caller, so
+ *   routing retries or fails over; its interruption aborts the upstream.
+ *   Unset, the attempt is returned untouched: nothing on the request path.
  * - A draining shutdown stops a committed stream through the request context
  *   (`stopStream`): the upstream is aborted and the stage writes its error
  *   frame, so the caller's stream ends cleanly, written by the reply's writer.
  */
 import { Effect } from "effect"
-import type { AnyGatewayFailure, ErrorClass, StreamError, UpstreamError } from "../../domain/index.ts"
+import { UpstreamError } from "../../domain/index.ts"
+import type { AnyGatewayFailure, ErrorClass, FailureSource, StreamError } from "../../domain/index.ts"
 import type { ByteSink, UpstreamBody } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import { pushStream } from "../reply.ts"
@@ -230,6 +236,21 @@ export const holdBody = (
   stage: StreamStage,
   failed: (error: StreamError) => UpstreamError
 ): Effect.Effect<Uint8Array | ReplyStream, UpstreamError> => commitBody(ctx, body, stage, failed, true)
+
+/**
+ * `ttft_ms` over a streamed attempt (its head and its commit) at `provider`:
+ * no content within `ttftMs` and it fails as a `first_token` timeout;
+ * `ttftMs` undefined leaves the attempt as it is.
+ */
+export const firstContentWithin = <A, R>(
+  attempt: Effect.Effect<A, UpstreamError, R>,
+  ttftMs: number | undefined,
+  provider: { readonly id: string; readonly family: FailureSource["family"] }
+): Effect.Effect<A, UpstreamError, R> =>
+  ttftMs === undefined ? attempt : Effect.timeoutOrElse(attempt, {
+    duration: ttftMs,
+    orElse: () => Effect.fail(UpstreamError.fault({ providerId: provider.id, family: provider.family }, `no content within ${ttftMs} ms`, { timeout: "first_token" }))
+  })
 
 /** The error frame's terms for a stop: the gateway shutting down, or the upstream timed out or failed. */
 export const stopFrame = (reason: StreamStop): { readonly reason: ErrorClass; readonly message: string; readonly status: number; readonly timedOut: boolean } =>

@@ -4,7 +4,7 @@
  * answers, and the verbatim body forwarder.
  */
 export { callerKey, callerKeyPolicy, passThroughHeaders, requestCredential, responseHeaders, translatedHeaders } from "./headers.ts"
-export { commitStream, holdBody, stopFrame } from "./commit.ts"
+export { commitStream, firstContentWithin, holdBody, stopFrame } from "./commit.ts"
 export type { StageVerdict, StreamStage, StreamStop } from "./commit.ts"
 export { SSE_HEADERS } from "./sink.ts"
 export {
