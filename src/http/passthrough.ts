@@ -21,7 +21,7 @@ import type { GatewaySettings } from "../config/index.ts"
 import { classificationHeaders, clip, GatewayError, PROVIDER_KIND_INFO, PROVIDER_KINDS, UpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, FailureSource, ProviderKind } from "../domain/index.ts"
 import { attemptScoped, callerKey, header, heldStage, holdBody, inBandFailure, passThroughHeaders, reply, responseHeaders } from "../pipeline/index.ts"
-import type { Reply, StreamStage } from "../pipeline/index.ts"
+import type { ChunkOut, Reply, StreamStage } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { providerTimeoutMs } from "../config/index.ts"
 import { unauthenticatedCall } from "../providers/adapter.ts"
@@ -151,7 +151,7 @@ const errorStage = (
   const prefix: Array<Uint8Array> = []
   let prefixSize = 0
   let committed = false
-  const classified = (out: Array<Uint8Array>): void => {
+  const classified = (out: ChunkOut): void => {
     committed = true
     let held: Uint8Array = prefix.length === 1 ? prefix[0] : Buffer.concat(prefix, prefixSize)
     const error = classify(source, response, held)

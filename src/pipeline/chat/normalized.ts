@@ -20,7 +20,7 @@ import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
 import { commitStream, inBandFailure, responseHeaders, SSE_HEADERS, stopFrame } from "../forward/index.ts"
 import { reply } from "../reply.ts"
-import type { Forwarded, StreamStage } from "../forward/index.ts"
+import type { ChunkOut, Forwarded, StreamStage } from "../forward/index.ts"
 
 const RESPONSE_LIMIT = 32 * 1024 * 1024
 
@@ -72,7 +72,7 @@ export const translateStage = (t: Translation): StreamStage => {
   const decoder = t.provider.streamDecoder()
   const encoder = t.caller.streamEncoder(t.request)
   let committed = false
-  const emit = (events: ReadonlyArray<ChatStreamEvent>, out: Array<Uint8Array>): "hold" | "commit" | StreamError => {
+  const emit = (events: ReadonlyArray<ChatStreamEvent>, out: ChunkOut): "hold" | "commit" | StreamError => {
     let frames = ""
     for (const event of events) {
       t.collector.event(event)

@@ -50,17 +50,26 @@ export type StageVerdict = "hold" | "commit" | "end" | StreamError
 /** Why a committed stream is cut: the upstream failed, or the gateway is shutting down. */
 export type StreamStop = UpstreamError | "shutdown"
 
+/**
+ * Where a stage puts the caller's bytes, in order: held by the operator, or
+ * (once the answer committed and its reader started) handed straight on. An
+ * array is one.
+ */
+export interface ChunkOut {
+  push(chunk: Uint8Array): unknown
+}
+
 export interface StreamStage {
-  /** Reads an upstream chunk, appending what the caller gets to `out`. */
-  readonly push: (chunk: Uint8Array, out: Array<Uint8Array>) => StageVerdict
+  /** Reads an upstream chunk, putting what the caller gets to `out`. */
+  readonly push: (chunk: Uint8Array, out: ChunkOut) => StageVerdict
   /** The upstream ended: the rest of the answer to `out`; "end", or the failure when nothing was committed. */
-  readonly end: (out: Array<Uint8Array>) => "end" | StreamError
+  readonly end: (out: ChunkOut) => "end" | StreamError
   /**
    * A committed stream is cut: its error frame to `out`. A stage without one
    * (a body that is not an event stream) fails its body instead, and the
    * writer cuts the connection: the caller cannot mistake it for a whole answer.
    */
-  readonly stop: ((reason: StreamStop, out: Array<Uint8Array>) => void) | undefined
+  readonly stop: ((reason: StreamStop, out: ChunkOut) => void) | undefined
 }
 
 /** Chunks held between the commit and the reader's start before the upstream is paused. */
@@ -98,14 +107,18 @@ const commitBody = (
     let paused: (() => void) | undefined
     let stopping = false
 
+    /**
+     * The stage's output: held until the answer committed and its reader
+     * started, then written straight to the reader (no array per chunk).
+     */
+    const out: ChunkOut = {
+      push: (chunk: Uint8Array) => {
+        if (reader === undefined || !committed) held.push(chunk)
+        else if (!reader.write(chunk)) readerRoom = false
+      }
+    }
     const handOn = (to: ByteSink<AnyGatewayFailure>): boolean => {
       if (held.length === 0) return true
-      if (held.length === 1) {
-        // The usual case, a chunk in and a chunk out: no new array per chunk.
-        const chunk = held[0]
-        held.length = 0
-        return (readerRoom = to.write(chunk))
-      }
       const chunks = held
       held = []
       let room = true
@@ -155,7 +168,8 @@ const commitBody = (
     body.attach({
       write: (chunk) => {
         if (finished) return true
-        const verdict = stage.push(chunk, held)
+        readerRoom = true
+        const verdict = stage.push(chunk, out)
         if (typeof verdict === "object") {
           fail(failed(verdict))
           return true
@@ -175,9 +189,8 @@ const commitBody = (
           return finished || (reader === undefined ? held.length < HELD_BEFORE_READER : readerRoom)
         }
         if (reader === undefined) return finished || held.length < HELD_BEFORE_READER
-        const room = handOn(reader)
         if (finished) close(reader)
-        return room
+        return readerRoom
       },
       onDrain: (go) => {
         if (reader !== undefined) reader.onDrain(go)
@@ -185,28 +198,24 @@ const commitBody = (
       },
       end: () => {
         if (finished) return
-        const verdict = stage.end(held)
+        const verdict = stage.end(out)
         if (typeof verdict === "object") return fail(failed(verdict))
         finished = true
         ending = "end"
         if (!committed) return commit()
-        if (reader === undefined) return
-        handOn(reader)
-        close(reader)
+        if (reader !== undefined) close(reader)
       },
       fail: (error) => {
         if (finished) return
         if (!committed) return fail(error)
         finished = true
         if (stage.stop !== undefined) {
-          stage.stop(stopping ? "shutdown" : error, held)
+          stage.stop(stopping ? "shutdown" : error, out)
           ending = "end"
         } else {
           ending = error
         }
-        if (reader === undefined) return
-        handOn(reader)
-        close(reader)
+        if (reader !== undefined) close(reader)
       }
     })
     return Effect.sync(() => {

@@ -5,7 +5,7 @@
  */
 export { callerKey, callerKeyPolicy, passThroughHeaders, requestCredential, responseHeaders, translatedHeaders } from "./headers.ts"
 export { commitStream, firstContentWithin, holdBody, stopFrame } from "./commit.ts"
-export type { StageVerdict, StreamStage, StreamStop } from "./commit.ts"
+export type { ChunkOut, StageVerdict, StreamStage, StreamStop } from "./commit.ts"
 export { SSE_HEADERS } from "./sink.ts"
 export {
   EVENT_HOLD_CAP,

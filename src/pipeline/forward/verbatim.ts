@@ -39,7 +39,7 @@ import type { RequestContext } from "../context.ts"
 import { reply } from "../reply.ts"
 import type { Reply, ReplyHeaders, ReplyStream } from "../reply.ts"
 import { commitStream, holdBody, stopFrame } from "./commit.ts"
-import type { StreamStage } from "./commit.ts"
+import type { ChunkOut, StreamStage } from "./commit.ts"
 import { responseHeaders } from "./headers.ts"
 
 /** What a forwarding attempt achieved: a complete body, or a committed stream; not yet sent. */
@@ -153,7 +153,7 @@ class EventAligner {
   private heldSize = 0
 
   /** Appends to `out` the bytes of `chunk` up to its last complete event (and those held before it). */
-  write(chunk: Uint8Array, out: Array<Uint8Array>): void {
+  write(chunk: Uint8Array, out: ChunkOut): void {
     let end: number
     if (this.heldSize === 0) {
       end = lastEventEnd(chunk)
@@ -169,6 +169,17 @@ class EventAligner {
       if (this.heldSize > EVENT_HOLD_CAP) this.release(out)
       return
     }
+    if (this.held.length === 0) {
+      // The usual case, whole events in: they go out as they came, no array made.
+      if (end < chunk.length) {
+        this.held.push(chunk.subarray(end))
+        this.heldSize = chunk.length - end
+        out.push(chunk.subarray(0, end))
+      } else {
+        out.push(chunk)
+      }
+      return
+    }
     const parts = this.held
     this.held = []
     this.heldSize = 0
@@ -180,7 +191,7 @@ class EventAligner {
     out.push(parts.length === 1 ? parts[0] : Buffer.concat(parts))
   }
 
-  private release(out: Array<Uint8Array>): void {
+  private release(out: ChunkOut): void {
     out.push(this.held.length === 1 ? this.held[0] : Buffer.concat(this.held))
     this.held = []
     this.heldSize = 0
@@ -228,7 +239,7 @@ export const forwardStage = (ctx: RequestContext, family: CallerFormat, gate: St
    * that stopped parsing. Then the stream ends: nothing after the break (a
    * `[DONE]`) reaches the caller.
    */
-  const breakOff = (cut: StreamBreak, chunk: Uint8Array, out: Array<Uint8Array>): "end" | StreamError => {
+  const breakOff = (cut: StreamBreak, chunk: Uint8Array, out: ChunkOut): "end" | StreamError => {
     if (!committed && !cut.committed) return cut.error
     let unsent: Uint8Array
     if (committed) {
@@ -270,7 +281,10 @@ export const forwardStage = (ctx: RequestContext, family: CallerFormat, gate: St
       }
       // A last event the upstream did not close with a blank line is still an event.
       const rest = aligned.takeHeld()
-      if (rest !== undefined) out.push(rest, EVENT_END)
+      if (rest !== undefined) {
+        out.push(rest)
+        out.push(EVENT_END)
+      }
       return "end"
     },
     stop: (reason, out) => {
