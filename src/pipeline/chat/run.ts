@@ -287,7 +287,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         secret,
         sign
       }, fast, extra)
-      return firstContentWithin(sent, input.stream ? target.ttftMs : undefined, provider).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => collector.error))
+      // `ttft_ms`: a stream with no content in time fails before the commit (unset: `sent` as it is).
+      return firstContentWithin(sent, input.stream ? target.ttftMs : undefined, provider).pipe(
+        trace.attempt(info, fast ? "fast" : "normalized", () => collector.error)
+      )
     }
 
     /** What the log line and the GenAI record say of the answer, once it is over (a stream: once it ended). */
