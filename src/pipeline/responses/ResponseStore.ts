@@ -1,0 +1,172 @@
+/**
+ * The Responses API's state (`[responses]`): every stored response under its
+ * id, in Redis, encrypted per caller and project, read by
+ * `previous_response_id`, `item_reference` and `/v1/responses/{id}`.
+ *
+ * Details
+ * - Whose: a scope is the project and the caller's identity (its gateway or
+ *   platform key, else its own provider key, else none: the project alone),
+ *   never the provider credential the gateway adds, so a conversation can
+ *   move between providers. The Redis key is a SHA-256 of project, the
+ *   identity's fingerprint and the id: another caller's id names no entry
+ *   of this caller (unknown, as an expired one is). The value is sealed with
+ *   the cache's key derivation (src/pipeline/cache/crypto.ts), its Redis key
+ *   bound in, so a copy of the store reveals nothing.
+ * - `put` returns at once; the write happens in the background and its
+ *   failure is only logged (`responses store unavailable`, at most one line
+ *   per 10 s per kind, as the cache does), never an error to the caller. An entry larger than
+ *   `max_entry_size_bytes` is not written (`fits` lets a request refuse
+ *   first).
+ * - `get` and `remove` need the store: one that is down or slower than
+ *   `timeout_ms` fails them with 503 `INFRA_UNAVAILABLE` (the request cannot
+ *   be answered correctly without its state).
+ * - `layerOff` (no `[responses]` store): `enabled` is false, nothing is
+ *   stored, and nothing (ioredis included) is loaded.
+ */
+import { Context, Effect, Layer, Result } from "effect"
+import { createHash } from "node:crypto"
+import type { FingerprintedCredential, ResponsesSection } from "../../config/index.ts"
+import { InfraError } from "../../domain/index.ts"
+import { Log } from "../../infra/log.ts"
+import { failureReporter, memoryAnswer, open, reasonOf, scopedPools, seal, withinBudget } from "../cache/index.ts"
+import type { MemoryStore, ReportFailure } from "../cache/index.ts"
+import { decodeStored, encodeStored } from "./entry.ts"
+import type { StoredResponse } from "./entry.ts"
+
+/** Whose responses a call reads or writes. */
+export interface ResponseScope {
+  readonly section: ResponsesSection
+  readonly projectId: string
+  /** The caller's own identity (gateway, platform or provider key it sent), never the gateway's provider credential. */
+  readonly caller: FingerprintedCredential
+}
+
+/** The hex key an id is stored under for a scope: nothing of the id, caller or project in clear. */
+export const storeKey = (scope: ResponseScope, id: string): string =>
+  createHash("sha256")
+    .update(`gateway-responses/v1\n${scope.projectId}\n${scope.caller.fingerprint ?? "none"}\n${id}`)
+    .digest("hex")
+
+/** The Redis key of an entry. */
+export const responseRedisKey = (key: string): string => `gw:responses:v1:${key}`
+
+const RETRY_AFTER_MS = 1_000
+
+const reporterOf = (log: Log["Service"]): ReportFailure => failureReporter(log, Date.now, "responses store unavailable")
+
+const unavailable = (why: string) =>
+  new InfraError({ code: "INFRA_UNAVAILABLE", message: `the Responses store is unavailable (${why}); retry shortly`, retryAfterMs: RETRY_AFTER_MS })
+
+const sealOptions = (scope: ResponseScope, key: string) => ({
+  encrypt: true,
+  salt: scope.section.encrypt_salt,
+  projectId: scope.projectId,
+  credential: scope.caller,
+  entryKey: `responses:${key}`
+})
+
+/** What the live and memory layers differ in: raw values under Redis key names. */
+interface RawStore {
+  readonly get: (section: ResponsesSection, name: string) => Promise<Uint8Array | null>
+  readonly set: (section: ResponsesSection, name: string, value: Uint8Array, ttlSeconds: number) => Promise<unknown>
+  readonly del: (section: ResponsesSection, name: string) => Promise<number>
+}
+
+const needing = <A>(section: ResponsesSection, read: () => Promise<A>, report: ReportFailure): Effect.Effect<A, InfraError> =>
+  withinBudget(section.timeout_ms, read).pipe(
+    Effect.mapError((error) => {
+      report("lookup failed", section.url, error.message)
+      return unavailable(error.message.includes("within") ? "no answer in time" : "not reachable")
+    })
+  )
+
+const makeStore = (raw: RawStore, report: ReportFailure) =>
+  ResponseStore.of({
+    enabled: true,
+    get: (scope, id) => {
+      const key = storeKey(scope, id)
+      return needing(scope.section, () => raw.get(scope.section, responseRedisKey(key)), report).pipe(
+        Effect.map((stored) => {
+          if (stored === null) return undefined
+          const plaintext = open(stored, sealOptions(scope, key))
+          const entry = plaintext === undefined ? undefined : Result.getOrUndefined(decodeStored(plaintext))
+          if (entry === undefined || entry.id !== id) {
+            report("unreadable entry", scope.section.url)
+            return undefined
+          }
+          return entry
+        })
+      )
+    },
+    put: (scope, response) =>
+      Effect.sync(() => {
+        const { url, store_ttl_seconds } = scope.section
+        const key = storeKey(scope, response.id)
+        let value: Buffer
+        try {
+          value = seal(encodeStored(response), sealOptions(scope, key))
+        } catch (error) {
+          return report("store failed", url, reasonOf(error))
+        }
+        if (value.byteLength > scope.section.max_entry_size_bytes) {
+          return report("store skipped", url, `a response of ${value.byteLength} bytes exceeds responses.max_entry_size_bytes`)
+        }
+        raw.set(scope.section, responseRedisKey(key), value, store_ttl_seconds).catch((error: unknown) =>
+          report("store failed", url, reasonOf(error))
+        )
+      }),
+    remove: (scope, id) =>
+      needing(scope.section, () => raw.del(scope.section, responseRedisKey(storeKey(scope, id))), report).pipe(Effect.map((count) => count > 0))
+  })
+
+export class ResponseStore extends Context.Service<ResponseStore, {
+  /** False when no store is configured: state-needing requests keep their 400. */
+  readonly enabled: boolean
+  /** The response stored under `id` for this scope; undefined when unknown, expired, another caller's or unreadable. */
+  readonly get: (scope: ResponseScope, id: string) => Effect.Effect<StoredResponse | undefined, InfraError>
+  /** Stores in the background; returns at once and never fails (a failure is logged). */
+  readonly put: (scope: ResponseScope, response: StoredResponse) => Effect.Effect<void>
+  /** Deletes the response; false when there was none for this scope. */
+  readonly remove: (scope: ResponseScope, id: string) => Effect.Effect<boolean, InfraError>
+}>()("gateway/pipeline/responses/ResponseStore") {
+  /** Redis pools per url (ioredis is loaded when the layer is built, not before). */
+  static readonly layer: Layer.Layer<ResponseStore, never, Log> = Layer.effect(
+    ResponseStore,
+    Effect.gen(function*() {
+      const report = reporterOf(yield* Log)
+      const poolFor = yield* scopedPools<ResponsesSection>("gateway-responses", (section) => section.timeout_ms, report)
+      return makeStore({
+        get: (section, name) => poolFor(section).acquire().then((client) => client.getBuffer(name)),
+        set: (section, name, value, ttlSeconds) =>
+          poolFor(section).acquire().then((client) => client.set(name, Buffer.from(value.buffer, value.byteOffset, value.byteLength), "EX", ttlSeconds)),
+        del: (section, name) => poolFor(section).acquire().then((client) => client.del(name))
+      }, report)
+    })
+  )
+
+  /** No store configured: nothing is stored, and a request that needs state keeps its 400. */
+  static readonly layerOff: Layer.Layer<ResponseStore> = Layer.succeed(ResponseStore, ResponseStore.of({
+    enabled: false,
+    get: () => Effect.succeed(undefined),
+    put: () => Effect.void,
+    remove: () => Effect.succeed(false)
+  }))
+
+  /** An in-memory store (the cache's `MemoryStore` shape): a test reads raw values or takes the store down. */
+  static readonly layerTest = (store: MemoryStore = { values: new Map(), down: false }): Layer.Layer<ResponseStore, never, Log> =>
+    Layer.effect(
+      ResponseStore,
+      Effect.map(Effect.service(Log), (log) => {
+        const answer = memoryAnswer(store)
+        const live = (name: string) => {
+          const entry = store.values.get(name)
+          return entry === undefined || entry.expiresAt < Date.now() ? undefined : entry
+        }
+        return makeStore({
+          get: (_section, name) => answer(() => live(name)?.value ?? null),
+          set: (_section, name, value, ttlSeconds) => answer(() => store.values.set(name, { value, expiresAt: Date.now() + ttlSeconds * 1000 })),
+          del: (_section, name) => answer(() => (live(name) !== undefined && store.values.delete(name) ? 1 : 0))
+        }, reporterOf(log))
+      })
+    )
+}
