@@ -1,6 +1,7 @@
 import OpenAI from "openai"
 import { beforeAll, describe, expect, it } from "vitest"
 import { gatewayWithFakes, waitForRequestLogs } from "./harness.ts"
+import { RESPONSES_WEATHER_TOOL } from "../fixtures/responses.ts"
 
 /**
  * `/v1/responses` with the official OpenAI SDK, against three kinds of provider:
@@ -30,13 +31,7 @@ beforeAll(() => {
   client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
 })
 
-const weatherTool = {
-  type: "function" as const,
-  name: "get_weather",
-  description: "Weather in a city",
-  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-  strict: false
-}
+const weatherTool = RESPONSES_WEATHER_TOOL
 
 const PROVIDERS = [
   ["OpenAI's own Responses API", "gpt-4o", () => fakes.openai],

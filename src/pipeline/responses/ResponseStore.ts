@@ -12,12 +12,12 @@
  *   of this caller (unknown, as an expired one is). The value is sealed with
  *   the cache's key derivation (src/pipeline/cache/crypto.ts), its Redis key
  *   bound in, so a copy of the store reveals nothing.
- * - `put` returns at once; the write happens in the background and its
- *   failure is only logged (`responses store unavailable`, at most one line
- *   per 10 s per kind, as the cache does), never an error to the caller. An entry larger than
- *   `max_entry_size_bytes` is not written (`fits` lets a request refuse
- *   first).
- * - `get` and `remove` need the store: one that is down or slower than
+ * - `put` waits for its one round trip (so the caller's next turn finds
+ *   the response) but never fails: a write's failure is only logged
+ *   (`responses store unavailable`, at most one line per 10 s per kind, as
+ *   the cache does). An entry larger than `max_entry_size_bytes` is not
+ *   written (logged).
+ * - `get`, `state` and `remove` need the store: one that is down or slower than
  *   `timeout_ms` fails them with 503 `INFRA_UNAVAILABLE` (the request cannot
  *   be answered correctly without its state).
  * - `layerOff` (no `[responses]` store): `enabled` is false, nothing is
@@ -31,7 +31,8 @@ import { Log } from "../../infra/log.ts"
 import { failureReporter, memoryAnswer, open, reasonOf, scopedPools, seal, withinBudget } from "../cache/index.ts"
 import type { MemoryStore, ReportFailure } from "../cache/index.ts"
 import { decodeStored, encodeStored } from "./entry.ts"
-import type { StoredResponse } from "./entry.ts"
+import type { StoredItem, StoredResponse } from "./entry.ts"
+import type { StateNeeds, StoredState } from "./resolve.ts"
 
 /** Whose responses a call reads or writes. */
 export interface ResponseScope {
@@ -67,8 +68,9 @@ const sealOptions = (scope: ResponseScope, key: string) => ({
 
 /** What the live and memory layers differ in: raw values under Redis key names. */
 interface RawStore {
-  readonly get: (section: ResponsesSection, name: string) => Promise<Uint8Array | null>
-  readonly set: (section: ResponsesSection, name: string, value: Uint8Array, ttlSeconds: number) => Promise<unknown>
+  readonly mget: (section: ResponsesSection, names: ReadonlyArray<string>) => Promise<ReadonlyArray<Uint8Array | null>>
+  /** Every value with the TTL, in one round trip. */
+  readonly setMany: (section: ResponsesSection, values: ReadonlyArray<readonly [string, Uint8Array]>, ttlSeconds: number) => Promise<unknown>
   readonly del: (section: ResponsesSection, name: string) => Promise<number>
 }
 
@@ -80,51 +82,100 @@ const needing = <A>(section: ResponsesSection, read: () => Promise<A>, report: R
     })
   )
 
-const makeStore = (raw: RawStore, report: ReportFailure) =>
-  ResponseStore.of({
+/** The store key of an item (an output item kept on its own, for `item_reference`). */
+const itemKey = (scope: ResponseScope, id: string): string => storeKey(scope, `item:${id}`)
+
+const toBuffer = (value: Uint8Array): Buffer => Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+
+const makeStore = (raw: RawStore, report: ReportFailure) => {
+  /** The plaintext of a value read under `key`, or undefined (none, or it does not open: logged). */
+  const opened = (scope: ResponseScope, key: string, stored: Uint8Array | null | undefined): Uint8Array | undefined => {
+    if (stored === null || stored === undefined) return undefined
+    const plaintext = open(stored, sealOptions(scope, key))
+    if (plaintext === undefined) report("unreadable entry", scope.section.url)
+    return plaintext
+  }
+  const response = (scope: ResponseScope, id: string, key: string, stored: Uint8Array | null | undefined): StoredResponse | undefined => {
+    const plaintext = opened(scope, key, stored)
+    const entry = plaintext === undefined ? undefined : Result.getOrUndefined(decodeStored(plaintext))
+    if (plaintext !== undefined && (entry === undefined || entry.id !== id)) report("unreadable entry", scope.section.url)
+    return entry?.id === id ? entry : undefined
+  }
+  const item = (scope: ResponseScope, key: string, stored: Uint8Array | null | undefined): StoredItem | undefined => {
+    const plaintext = opened(scope, key, stored)
+    if (plaintext === undefined) return undefined
+    try {
+      const value: unknown = JSON.parse(toBuffer(plaintext).toString("utf8"))
+      return typeof value === "object" && value !== null && !Array.isArray(value) ? value as StoredItem : undefined
+    } catch {
+      return undefined
+    }
+  }
+  return ResponseStore.of({
     enabled: true,
     get: (scope, id) => {
       const key = storeKey(scope, id)
-      return needing(scope.section, () => raw.get(scope.section, responseRedisKey(key)), report).pipe(
-        Effect.map((stored) => {
-          if (stored === null) return undefined
-          const plaintext = open(stored, sealOptions(scope, key))
-          const entry = plaintext === undefined ? undefined : Result.getOrUndefined(decodeStored(plaintext))
-          if (entry === undefined || entry.id !== id) {
-            report("unreadable entry", scope.section.url)
-            return undefined
-          }
-          return entry
+      return needing(scope.section, () => raw.mget(scope.section, [responseRedisKey(key)]), report).pipe(
+        Effect.map(([stored]) => response(scope, id, key, stored))
+      )
+    },
+    state: (scope, needs) => {
+      const keys = [
+        ...(needs.previousResponseId === undefined ? [] : [storeKey(scope, needs.previousResponseId)]),
+        ...needs.itemIds.map((id) => itemKey(scope, id))
+      ]
+      return needing(scope.section, () => raw.mget(scope.section, keys.map(responseRedisKey)), report).pipe(
+        Effect.map((values) => {
+          const offset = needs.previousResponseId === undefined ? 0 : 1
+          const items = new Map<string, StoredItem>()
+          needs.itemIds.forEach((id, index) => {
+            const found = item(scope, keys[offset + index], values[offset + index])
+            if (found !== undefined) items.set(id, found)
+          })
+          const previous = needs.previousResponseId === undefined ? undefined : response(scope, needs.previousResponseId, keys[0], values[0])
+          return { previous, items }
         })
       )
     },
-    put: (scope, response) =>
-      Effect.sync(() => {
+    put: (scope, stored) =>
+      Effect.suspend(() => {
         const { url, store_ttl_seconds } = scope.section
-        const key = storeKey(scope, response.id)
-        let value: Buffer
+        const values: Array<readonly [string, Uint8Array]> = []
         try {
-          value = seal(encodeStored(response), sealOptions(scope, key))
+          const key = storeKey(scope, stored.id)
+          values.push([responseRedisKey(key), seal(encodeStored(stored), sealOptions(scope, key))])
+          for (const output of stored.output) {
+            if (typeof output.id !== "string") continue
+            const key = itemKey(scope, output.id)
+            values.push([responseRedisKey(key), seal(Buffer.from(JSON.stringify(output)), sealOptions(scope, key))])
+          }
         } catch (error) {
-          return report("store failed", url, reasonOf(error))
+          return Effect.sync(() => report("store failed", url, reasonOf(error)))
         }
-        if (value.byteLength > scope.section.max_entry_size_bytes) {
-          return report("store skipped", url, `a response of ${value.byteLength} bytes exceeds responses.max_entry_size_bytes`)
+        if (values[0][1].byteLength > scope.section.max_entry_size_bytes) {
+          return Effect.sync(() => report("store skipped", url, `a response of ${values[0][1].byteLength} bytes exceeds responses.max_entry_size_bytes`))
         }
-        raw.set(scope.section, responseRedisKey(key), value, store_ttl_seconds).catch((error: unknown) =>
-          report("store failed", url, reasonOf(error))
+        // Awaited (one round trip, bounded by the command timeout), so the caller's next turn finds it.
+        return Effect.promise(() =>
+          raw.setMany(scope.section, values, store_ttl_seconds).then(
+            () => undefined,
+            (error: unknown) => report("store failed", url, reasonOf(error))
+          )
         )
       }),
     remove: (scope, id) =>
       needing(scope.section, () => raw.del(scope.section, responseRedisKey(storeKey(scope, id))), report).pipe(Effect.map((count) => count > 0))
   })
+}
 
 export class ResponseStore extends Context.Service<ResponseStore, {
   /** False when no store is configured: state-needing requests keep their 400. */
   readonly enabled: boolean
   /** The response stored under `id` for this scope; undefined when unknown, expired, another caller's or unreadable. */
   readonly get: (scope: ResponseScope, id: string) => Effect.Effect<StoredResponse | undefined, InfraError>
-  /** Stores in the background; returns at once and never fails (a failure is logged). */
+  /** In one round trip: the previous response and the referenced items a request needs (those the store knows). */
+  readonly state: (scope: ResponseScope, needs: StateNeeds) => Effect.Effect<StoredState, InfraError>
+  /** Stores the response and each of its output items (for `item_reference`) in one round trip; never fails (a failure is logged). */
   readonly put: (scope: ResponseScope, response: StoredResponse) => Effect.Effect<void>
   /** Deletes the response; false when there was none for this scope. */
   readonly remove: (scope: ResponseScope, id: string) => Effect.Effect<boolean, InfraError>
@@ -136,9 +187,13 @@ export class ResponseStore extends Context.Service<ResponseStore, {
       const report = reporterOf(yield* Log)
       const poolFor = yield* scopedPools<ResponsesSection>("gateway-responses", (section) => section.timeout_ms, report)
       return makeStore({
-        get: (section, name) => poolFor(section).acquire().then((client) => client.getBuffer(name)),
-        set: (section, name, value, ttlSeconds) =>
-          poolFor(section).acquire().then((client) => client.set(name, Buffer.from(value.buffer, value.byteOffset, value.byteLength), "EX", ttlSeconds)),
+        mget: (section, names) => poolFor(section).acquire().then((client) => client.mgetBuffer(...names)),
+        setMany: (section, values, ttlSeconds) =>
+          poolFor(section).acquire().then((client) => {
+            const batch = client.multi()
+            for (const [name, value] of values) batch.set(name, toBuffer(value), "EX", ttlSeconds)
+            return batch.exec()
+          }),
         del: (section, name) => poolFor(section).acquire().then((client) => client.del(name))
       }, report)
     })
@@ -148,6 +203,7 @@ export class ResponseStore extends Context.Service<ResponseStore, {
   static readonly layerOff: Layer.Layer<ResponseStore> = Layer.succeed(ResponseStore, ResponseStore.of({
     enabled: false,
     get: () => Effect.succeed(undefined),
+    state: () => Effect.succeed({ previous: undefined, items: new Map() }),
     put: () => Effect.void,
     remove: () => Effect.succeed(false)
   }))
@@ -163,8 +219,11 @@ export class ResponseStore extends Context.Service<ResponseStore, {
           return entry === undefined || entry.expiresAt < Date.now() ? undefined : entry
         }
         return makeStore({
-          get: (_section, name) => answer(() => live(name)?.value ?? null),
-          set: (_section, name, value, ttlSeconds) => answer(() => store.values.set(name, { value, expiresAt: Date.now() + ttlSeconds * 1000 })),
+          mget: (_section, names) => answer(() => names.map((name) => live(name)?.value ?? null)),
+          setMany: (_section, values, ttlSeconds) =>
+            answer(() => {
+              for (const [name, value] of values) store.values.set(name, { value, expiresAt: Date.now() + ttlSeconds * 1000 })
+            }),
           del: (_section, name) => answer(() => (live(name) !== undefined && store.values.delete(name) ? 1 : 0))
         }, reporterOf(log))
       })

@@ -1,0 +1,101 @@
+/**
+ * The Responses API's state around the chat program (`[responses]` on):
+ * before it, a request's `previous_response_id` and `item_reference` items
+ * are filled in from the store (one Redis round trip), so any provider can
+ * serve it; after it, the answer is stored under its id (one round trip)
+ * unless the request said `store: false`.
+ *
+ * Details
+ * - Whose: the caller's own identity (`x-gw-authorization`'s gateway or
+ *   platform key, else its provider key, else none: the project alone),
+ *   never the provider credential the gateway adds, so a conversation moves
+ *   between providers and one caller cannot read or chain another's.
+ * - A store that is down fails a request that needs state with 503
+ *   `INFRA_UNAVAILABLE`; a request that only writes state is answered and the
+ *   write's failure logged.
+ * - The answer stored is the Response object the caller got (a JSON body);
+ *   it is sent with `store: true` and its `previous_response_id`.
+ * - With the store off this module is not on the path at all.
+ */
+import { Effect, Redacted, Result } from "effect"
+import type { Scope } from "effect"
+import { fingerprinted } from "../config/index.ts"
+import type { ResponsesSection } from "../config/index.ts"
+import { GatewayError } from "../domain/index.ts"
+import type { AnyGatewayFailure } from "../domain/index.ts"
+import { callerKey, inputItemsOf, isValueBody, reply, resolveRequest, stateNeeds, storedResponseOf } from "../pipeline/index.ts"
+import type { Answer, CallerRequest, ChatInput, ResponseScope, ResponseStore, ResolvedRequest } from "../pipeline/index.ts"
+
+export interface ResponsesState {
+  readonly store: ResponseStore["Service"]
+  readonly section: ResponsesSection
+}
+
+const BEARER = /^bearer\s+(\S+)\s*$/i
+
+/** The caller's identity for its stored responses: its gateway or platform key, else its provider key, else none. */
+export const callerIdentity = (req: CallerRequest) => {
+  const gateway = req.headers["x-gw-authorization"]
+  const match = typeof gateway === "string" ? BEARER.exec(gateway) : null
+  return fingerprinted(match !== null ? Redacted.make(match[1]) : callerKey(req.headers))
+}
+
+export const responseScopeOf = (state: ResponsesState, input: Pick<ChatInput, "ctx" | "project">): ResponseScope => ({
+  section: state.section,
+  projectId: input.project.projectId,
+  caller: callerIdentity(input.ctx.req)
+})
+
+/** The request with its state filled in, or the API's 400 / the store's 503. */
+const resolved = (
+  state: ResponsesState,
+  scope: ResponseScope,
+  input: ChatInput
+): Effect.Effect<{ readonly input: ChatInput; readonly conversation: Pick<ResolvedRequest, "context" | "input"> }, AnyGatewayFailure> => {
+  const needs = stateNeeds(input.json)
+  if (needs === undefined) return Effect.succeed({ input, conversation: { context: [], input: inputItemsOf(input.json.input) } })
+  return Effect.flatMap(state.store.state(scope, needs), (stored) => {
+    const result = resolveRequest(input.json, needs, stored)
+    if (Result.isFailure(result)) {
+      return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: result.failure.message, param: result.failure.param }))
+    }
+    const json = result.success.json
+    return Effect.succeed({ input: { ...input, json, raw: Buffer.from(JSON.stringify(json)) }, conversation: result.success })
+  })
+}
+
+/** The answer, stored when it is a whole Response object; sent with `store: true` and its `previous_response_id`. */
+const stored = (
+  state: ResponsesState,
+  scope: ResponseScope,
+  request: Readonly<Record<string, unknown>>,
+  conversation: Pick<ResolvedRequest, "context" | "input">,
+  answer: Answer
+): Effect.Effect<Answer> => {
+  if (answer.status !== 200 || !isValueBody(answer.body)) return Effect.succeed(answer)
+  let response: Record<string, unknown>
+  try {
+    response = JSON.parse(typeof answer.body === "string" ? answer.body : Buffer.from(answer.body).toString("utf8"))
+  } catch {
+    return Effect.succeed(answer)
+  }
+  const entry = storedResponseOf(request, conversation, response)
+  if (entry === undefined) return Effect.succeed(answer)
+  response.store = true
+  response.previous_response_id = entry.previousResponseId
+  return Effect.as(state.store.put(scope, entry), reply(answer.status, answer.headers, JSON.stringify(response), answer.events))
+}
+
+/** `run` with the Responses state around it (for a request in the Responses API's shape). */
+export const withResponsesState = (
+  state: ResponsesState,
+  run: (input: ChatInput) => Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope>
+) =>
+(input: ChatInput): Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope> => {
+  const scope = responseScopeOf(state, input)
+  return Effect.flatMap(resolved(state, scope, input), (ready) => {
+    const answered = run(ready.input)
+    if (input.json.store === false) return answered
+    return Effect.flatMap(answered, (answer) => stored(state, scope, input.json, ready.conversation, answer))
+  })
+}
