@@ -13,18 +13,21 @@
  * - A store that is down fails a request that needs state with 503
  *   `INFRA_UNAVAILABLE`; a request that only writes state is answered and the
  *   write's failure logged.
- * - The answer stored is the Response object the caller got (a JSON body);
- *   it is sent with `store: true` and its `previous_response_id`.
+ * - The answer stored is the Response object the caller got: a JSON body
+ *   (sent with `store: true` and its `previous_response_id`), or a stream's
+ *   `response.completed` event, stored when the body ended well (its bytes
+ *   copied as they pass, up to four times `max_entry_size_bytes`; the push
+ *   fast lane kept).
  * - With the store off this module is not on the path at all.
  */
-import { Effect, Redacted, Result } from "effect"
+import { Effect, Exit, Redacted, Result, Stream } from "effect"
 import type { Scope } from "effect"
 import { fingerprinted } from "../config/index.ts"
 import type { ResponsesSection } from "../config/index.ts"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import { callerKey, inputItemsOf, isValueBody, reply, resolveRequest, stateNeeds, storedResponseOf } from "../pipeline/index.ts"
-import type { Answer, CallerRequest, ChatInput, ResponseScope, ResponseStore, ResolvedRequest } from "../pipeline/index.ts"
+import { callerKey, inputItemsOf, isValueBody, onBodyExit, pushSourceOf, pushStream, reply, resolveRequest, stateNeeds, storedResponseOf } from "../pipeline/index.ts"
+import type { Answer, CallerRequest, ChatInput, ReplyStream, ResponseScope, ResponseStore, ResolvedRequest } from "../pipeline/index.ts"
 
 export interface ResponsesState {
   readonly store: ResponseStore["Service"]
@@ -64,6 +67,80 @@ const resolved = (
   })
 }
 
+/** A streamed answer's bytes kept while it flows, for the Response object its last event carries (bounded). */
+class StreamCopy {
+  readonly #chunks: Array<Uint8Array> = []
+  #bytes = 0
+  #over = false
+  readonly #limit: number
+  constructor(limit: number) {
+    this.#limit = limit
+  }
+  add(chunk: Uint8Array): void {
+    if (this.#over) return
+    this.#bytes += chunk.byteLength
+    if (this.#bytes > this.#limit) {
+      this.#over = true
+      this.#chunks.length = 0
+    } else this.#chunks.push(chunk)
+  }
+  /** The `response` of the stream's `response.completed` (or `.incomplete`) event; undefined when none or too large. */
+  finalResponse(): Record<string, unknown> | undefined {
+    if (this.#over) return undefined
+    const text = Buffer.concat(this.#chunks).toString("utf8")
+    for (const line of text.split("\n").reverse()) {
+      if (!line.startsWith("data:") || !/"type":\s*"response\.(?:completed|incomplete)"/.test(line)) continue
+      try {
+        const event = JSON.parse(line.slice(5)) as { response?: unknown }
+        return typeof event.response === "object" && event.response !== null ? event.response as Record<string, unknown> : undefined
+      } catch {
+        return undefined
+      }
+    }
+    return undefined
+  }
+}
+
+/** A streamed answer that stores its final Response object once its body ended well (the fast lane kept). */
+const storedStream = (
+  state: ResponsesState,
+  scope: ResponseScope,
+  request: Readonly<Record<string, unknown>>,
+  conversation: Pick<ResolvedRequest, "context" | "input">,
+  body: ReplyStream
+): ReplyStream => {
+  // The whole stream is a few times the stored entry (deltas, then the final object).
+  const copy = new StreamCopy(state.section.max_entry_size_bytes * 4)
+  const pushed = pushSourceOf(body)
+  const copied = pushed === undefined
+    ? Stream.map(body, (chunk) => {
+      copy.add(chunk)
+      return chunk
+    })
+    : onBodyExit(
+      pushStream({
+        start: (sink) =>
+          pushed.source.start({
+            write: (chunk) => {
+              copy.add(chunk)
+              return sink.write(chunk)
+            },
+            onDrain: (resume) => sink.onDrain(resume),
+            end: () => sink.end(),
+            fail: (error) => sink.fail(error)
+          }),
+        stop: () => pushed.source.stop()
+      }),
+      pushed.onExit ?? (() => Effect.void)
+    )
+  return onBodyExit(copied, (exit) => {
+    if (Exit.isFailure(exit)) return Effect.void
+    const response = copy.finalResponse()
+    const entry = response === undefined ? undefined : storedResponseOf(request, conversation, response)
+    return entry === undefined ? Effect.void : state.store.put(scope, entry)
+  })
+}
+
 /** The answer, stored when it is a whole Response object; sent with `store: true` and its `previous_response_id`. */
 const stored = (
   state: ResponsesState,
@@ -72,7 +149,8 @@ const stored = (
   conversation: Pick<ResolvedRequest, "context" | "input">,
   answer: Answer
 ): Effect.Effect<Answer> => {
-  if (answer.status !== 200 || !isValueBody(answer.body)) return Effect.succeed(answer)
+  if (answer.status !== 200) return Effect.succeed(answer)
+  if (!isValueBody(answer.body)) return Effect.succeed(reply(answer.status, answer.headers, storedStream(state, scope, request, conversation, answer.body), answer.events))
   let response: Record<string, unknown>
   try {
     response = JSON.parse(typeof answer.body === "string" ? answer.body : Buffer.from(answer.body).toString("utf8"))

@@ -79,6 +79,36 @@ describe("previous_response_id on an Anthropic model", () => {
     expect(sent[4]).toEqual({ role: "user", content: [{ type: "text", text: "and tomorrow?" }] })
   })
 
+  it("streamed: a tool loop with parallel calls chains with previous_response_id and item_reference, each turn stored when its stream ends", async () => {
+    const client = clientFor("gw-caller-stream-0001")
+    const first = await client.responses.stream({ model: "claude-e2e", input: "use tool for Paris and Rome", tools: [weatherTool] }).finalResponse()
+    const calls = first.output.filter((item) => item.type === "function_call")
+    expect(calls.length).toBeGreaterThan(0)
+    const outputs = calls.map((call) => ({ type: "function_call_output" as const, call_id: call.type === "function_call" ? call.call_id : "", output: "18C and sunny" }))
+
+    const second = await client.responses.stream({ model: "claude-e2e", previous_response_id: first.id, tools: [weatherTool], input: outputs }).finalResponse()
+    expect(second.output_text).toBe("echo: 18C and sunny")
+    const sent = anthropicMessages(1)
+    expect(sent[0]).toEqual({ role: "user", content: [{ type: "text", text: "use tool for Paris and Rome" }] })
+    expect(sent[1].content.filter((part) => part.type === "tool_use")).toHaveLength(calls.length)
+
+    // The AI SDK's way: earlier items by reference, no previous_response_id.
+    const third = await client.responses.stream({
+      model: "claude-e2e",
+      tools: [weatherTool],
+      input: [
+        { role: "user", content: "use tool for Paris and Rome" },
+        ...calls.map((call) => ({ type: "item_reference" as const, id: call.id! })),
+        ...outputs,
+        { type: "item_reference", id: second.output[0].id! },
+        { role: "user", content: "thanks" }
+      ]
+    }).finalResponse()
+    expect(third.output_text).toBe("echo: thanks")
+    expect(anthropicMessages(2).map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant", "user"])
+    expect((await client.responses.retrieve(third.id)).output_text).toBe("echo: thanks")
+  })
+
   it("item_reference inputs (what the AI SDK sends with store on) resolve to the stored items", async () => {
     const client = clientFor("gw-caller-refs-0001")
     const first = await client.responses.create({ model: "claude-e2e", input: "use tool for Paris", tools: [weatherTool] })

@@ -88,6 +88,23 @@ const itemKey = (scope: ResponseScope, id: string): string => storeKey(scope, `i
 const toBuffer = (value: Uint8Array): Buffer => Buffer.from(value.buffer, value.byteOffset, value.byteLength)
 
 const makeStore = (raw: RawStore, report: ReportFailure) => {
+  // Writes still on their way, by Redis key: a read of one waits for it, so a
+  // caller's next turn finds a streamed answer stored as its body ended.
+  const pending = new Map<string, Promise<void>>()
+  const mget = (section: ResponsesSection, names: ReadonlyArray<string>) => {
+    const waits = names.flatMap((name) => pending.get(name) ?? [])
+    return waits.length === 0 ? raw.mget(section, names) : Promise.all(waits).then(() => raw.mget(section, names))
+  }
+  const write = (section: ResponsesSection, values: ReadonlyArray<readonly [string, Uint8Array]>): Promise<void> => {
+    const done = raw.setMany(section, values, section.store_ttl_seconds).then(
+      () => undefined,
+      (error: unknown) => report("store failed", section.url, reasonOf(error))
+    )
+    for (const [name] of values) pending.set(name, done)
+    return done.finally(() => {
+      for (const [name] of values) if (pending.get(name) === done) pending.delete(name)
+    })
+  }
   /** The plaintext of a value read under `key`, or undefined (none, or it does not open: logged). */
   const opened = (scope: ResponseScope, key: string, stored: Uint8Array | null | undefined): Uint8Array | undefined => {
     if (stored === null || stored === undefined) return undefined
@@ -115,7 +132,7 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
     enabled: true,
     get: (scope, id) => {
       const key = storeKey(scope, id)
-      return needing(scope.section, () => raw.mget(scope.section, [responseRedisKey(key)]), report).pipe(
+      return needing(scope.section, () => mget(scope.section, [responseRedisKey(key)]), report).pipe(
         Effect.map(([stored]) => response(scope, id, key, stored))
       )
     },
@@ -124,7 +141,7 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
         ...(needs.previousResponseId === undefined ? [] : [storeKey(scope, needs.previousResponseId)]),
         ...needs.itemIds.map((id) => itemKey(scope, id))
       ]
-      return needing(scope.section, () => raw.mget(scope.section, keys.map(responseRedisKey)), report).pipe(
+      return needing(scope.section, () => mget(scope.section, keys.map(responseRedisKey)), report).pipe(
         Effect.map((values) => {
           const offset = needs.previousResponseId === undefined ? 0 : 1
           const items = new Map<string, StoredItem>()
@@ -139,7 +156,7 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
     },
     put: (scope, stored) =>
       Effect.suspend(() => {
-        const { url, store_ttl_seconds } = scope.section
+        const { url } = scope.section
         const values: Array<readonly [string, Uint8Array]> = []
         try {
           const key = storeKey(scope, stored.id)
@@ -156,12 +173,7 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
           return Effect.sync(() => report("store skipped", url, `a response of ${values[0][1].byteLength} bytes exceeds responses.max_entry_size_bytes`))
         }
         // Awaited (one round trip, bounded by the command timeout), so the caller's next turn finds it.
-        return Effect.promise(() =>
-          raw.setMany(scope.section, values, store_ttl_seconds).then(
-            () => undefined,
-            (error: unknown) => report("store failed", url, reasonOf(error))
-          )
-        )
+        return Effect.promise(() => write(scope.section, values))
       }),
     remove: (scope, id) =>
       needing(scope.section, () => raw.del(scope.section, responseRedisKey(storeKey(scope, id))), report).pipe(Effect.map((count) => count > 0))
