@@ -101,14 +101,16 @@ class StreamCopy {
   }
 }
 
+/** One answered turn: where it is stored, the request as the caller sent it, and its conversation. */
+interface Turn {
+  readonly state: ResponsesState
+  readonly scope: ResponseScope
+  readonly request: Readonly<Record<string, unknown>>
+  readonly conversation: Pick<ResolvedRequest, "context" | "input">
+}
+
 /** A streamed answer that stores its final Response object once its body ended well (the fast lane kept). */
-const storedStream = (
-  state: ResponsesState,
-  scope: ResponseScope,
-  request: Readonly<Record<string, unknown>>,
-  conversation: Pick<ResolvedRequest, "context" | "input">,
-  body: ReplyStream
-): ReplyStream => {
+const storedStream = ({ state, scope, request, conversation }: Turn, body: ReplyStream): ReplyStream => {
   // The whole stream is a few times the stored entry (deltas, then the final object).
   const copy = new StreamCopy(state.section.max_entry_size_bytes * 4)
   const pushed = pushSourceOf(body)
@@ -142,15 +144,10 @@ const storedStream = (
 }
 
 /** The answer, stored when it is a whole Response object; sent with `store: true` and its `previous_response_id`. */
-const stored = (
-  state: ResponsesState,
-  scope: ResponseScope,
-  request: Readonly<Record<string, unknown>>,
-  conversation: Pick<ResolvedRequest, "context" | "input">,
-  answer: Answer
-): Effect.Effect<Answer> => {
+const stored = (turn: Turn, answer: Answer): Effect.Effect<Answer> => {
+  const { state, scope, request, conversation } = turn
   if (answer.status !== 200) return Effect.succeed(answer)
-  if (!isValueBody(answer.body)) return Effect.succeed(reply(answer.status, answer.headers, storedStream(state, scope, request, conversation, answer.body), answer.events))
+  if (!isValueBody(answer.body)) return Effect.succeed(reply(answer.status, answer.headers, storedStream(turn, answer.body), answer.events))
   let response: Record<string, unknown>
   try {
     response = JSON.parse(typeof answer.body === "string" ? answer.body : Buffer.from(answer.body).toString("utf8"))
@@ -174,6 +171,6 @@ export const withResponsesState = (
   return Effect.flatMap(resolved(state, scope, input), (ready) => {
     const answered = run(ready.input)
     if (input.json.store === false) return answered
-    return Effect.flatMap(answered, (answer) => stored(state, scope, input.json, ready.conversation, answer))
+    return Effect.flatMap(answered, (answer) => stored({ state, scope, request: input.json, conversation: ready.conversation }, answer))
   })
 }
