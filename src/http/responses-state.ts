@@ -49,6 +49,15 @@ export const responseScopeOf = (state: ResponsesState, input: Pick<ChatInput, "c
   caller: callerIdentity(input.ctx.req)
 })
 
+/** A conversation too large to keep: the 400 says so, and what to do. */
+const outgrown = (previousResponseId: string | undefined, bytes: number, section: ResponsesSection) =>
+  new GatewayError({
+    status: 400,
+    code: "invalid_request",
+    message: `the conversation (${bytes} bytes) outgrew the gateway's Responses store (responses.max_entry_size_bytes): start a new conversation, or send its items in input without previous_response_id (the limit is ${section.max_entry_size_bytes} bytes)`,
+    param: previousResponseId === undefined ? "input" : "previous_response_id"
+  })
+
 /** The request with its state filled in, or the API's 400 / the store's 503. */
 const resolved = (
   state: ResponsesState,
@@ -63,7 +72,9 @@ const resolved = (
       return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: result.failure.message, param: result.failure.param }))
     }
     const json = result.success.json
-    return Effect.succeed({ input: { ...input, json, raw: Buffer.from(JSON.stringify(json)) }, conversation: result.success })
+    const raw = Buffer.from(JSON.stringify(json))
+    if (raw.byteLength > state.section.max_entry_size_bytes) return Effect.fail(outgrown(needs.previousResponseId, raw.byteLength, state.section))
+    return Effect.succeed({ input: { ...input, json, raw }, conversation: result.success })
   })
 }
 

@@ -31,7 +31,7 @@ const { fakes, gateway } = gatewayWithFakes(
       },
       // The cache itself stays off: the store takes its url and salt.
       cache: { enabled: false, url: redis.url, encrypt_salt: "responses-e2e-salt" },
-      responses: { enabled: true, timeout_ms: 300 }
+      responses: { enabled: true, timeout_ms: 300, max_entry_size_bytes: 16384 }
     }
   },
   { OPENAI_KEY: "sk-openai-state-0001", ANTHROPIC_KEY: "sk-ant-state-0002" }
@@ -146,6 +146,27 @@ describe("previous_response_id on an Anthropic model", () => {
     const client = clientFor("gw-caller-nostore-0001")
     const first = await client.responses.create({ model: "claude-e2e", input: "forget me", store: false })
     await expect(client.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 })
+  })
+})
+
+describe("a conversation that outgrows the store", () => {
+  it("is a 400 saying so, naming previous_response_id; nothing reaches the provider", async () => {
+    const client = clientFor("gw-caller-big-0001")
+    let previous = (await client.responses.create({ model: "claude-e2e", input: "x".repeat(3000) })).id
+    // Each turn carries the conversation so far; a few more turns pass max_entry_size_bytes (16 KiB here).
+    let refused: unknown
+    for (let turn = 0; turn < 10 && refused === undefined; turn++) {
+      await client.responses.create({ model: "claude-e2e", previous_response_id: previous, input: "y".repeat(3000) }).then(
+        (response) => {
+          previous = response.id
+        },
+        (error: unknown) => {
+          refused = error
+        }
+      )
+    }
+    expect(refused).toMatchObject({ status: 400, error: { param: "previous_response_id" } })
+    expect((refused as Error).message).toContain("outgrew the gateway's Responses store (responses.max_entry_size_bytes)")
   })
 })
 

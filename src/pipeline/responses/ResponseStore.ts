@@ -16,7 +16,8 @@
  *   the response) but never fails: a write's failure is only logged
  *   (`responses store unavailable`, at most one line per 10 s per kind, as
  *   the cache does). An entry larger than `max_entry_size_bytes` is not
- *   written (logged).
+ *   written (logged): a small marker saying so is, so chaining from it is a
+ *   clear 400.
  * - `get`, `state` and `remove` need the store: one that is down or slower than
  *   `timeout_ms` fails them with 503 `INFRA_UNAVAILABLE` (the request cannot
  *   be answered correctly without its state).
@@ -169,8 +170,13 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
         } catch (error) {
           return Effect.sync(() => report("store failed", url, reasonOf(error)))
         }
-        if (values[0][1].byteLength > scope.section.max_entry_size_bytes) {
-          return Effect.sync(() => report("store skipped", url, `a response of ${values[0][1].byteLength} bytes exceeds responses.max_entry_size_bytes`))
+        const size = values[0][1].byteLength
+        if (size > scope.section.max_entry_size_bytes) {
+          // A marker instead, so the next turn is told the conversation outgrew the store.
+          const key = storeKey(scope, stored.id)
+          const marker = { ...stored, context: [], input: [], output: [], outgrownBytes: size }
+          report("store skipped", url, `a response of ${size} bytes exceeds responses.max_entry_size_bytes`)
+          return Effect.promise(() => write(scope.section, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))]]))
         }
         // Awaited (one round trip, bounded by the command timeout), so the caller's next turn finds it.
         return Effect.promise(() => write(scope.section, values))

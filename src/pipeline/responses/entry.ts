@@ -28,6 +28,11 @@ export interface StoredResponse {
   readonly output: ReadonlyArray<StoredItem>
   readonly usage: unknown
   readonly previousResponseId: string | null
+  /**
+   * Set on the marker kept instead of a response too large to store (its
+   * sealed size): chaining from it is a clear 400, not an unknown id.
+   */
+  readonly outgrownBytes?: number | undefined
 }
 
 export const encodeStored = (response: StoredResponse): Uint8Array => Buffer.from(JSON.stringify(response))
@@ -58,6 +63,7 @@ export const decodeStored = (bytes: Uint8Array): Result.Result<StoredResponse, s
     input: record.input,
     output: record.output,
     usage: record.usage ?? null,
-    previousResponseId: typeof record.previousResponseId === "string" ? record.previousResponseId : null
+    previousResponseId: typeof record.previousResponseId === "string" ? record.previousResponseId : null,
+    ...(typeof record.outgrownBytes === "number" ? { outgrownBytes: record.outgrownBytes } : {})
   })
 }

@@ -79,6 +79,13 @@ export const resolveRequest = (
   if (needs.previousResponseId !== undefined && stored.previous === undefined) {
     return Result.fail(notFound("previous_response_id", "Previous response", needs.previousResponseId))
   }
+  const outgrown = stored.previous?.outgrownBytes
+  if (outgrown !== undefined) {
+    return Result.fail({
+      param: "previous_response_id",
+      message: `the conversation (${outgrown} bytes stored) outgrew the gateway's Responses store (responses.max_entry_size_bytes): start a new conversation, or send its items in input without previous_response_id`
+    })
+  }
   const context = stored.previous === undefined ? [] : conversationOf(stored.previous)
   const known = new Map(stored.items)
   for (const item of context) if (typeof item.id === "string" && !known.has(item.id)) known.set(item.id, item)

@@ -118,12 +118,14 @@ describe("ResponseStore (live)", () => {
     await close()
   })
 
-  it("a response over max_entry_size_bytes is not written, and says so in the log", async () => {
+  it("a response over max_entry_size_bytes is kept only as a marker of its size, and the log says so", async () => {
     const { store, logs, close } = await build()
-    const scope = scopeOf(sectionOf(redis.url, { max_entry_size_bytes: 256 }), `p-${randomUUID()}`, "gw-key-big-0001")
+    const scope = scopeOf(sectionOf(redis.url, { max_entry_size_bytes: 512 }), `p-${randomUUID()}`, "gw-key-big-0001")
     const id = `resp_${randomUUID().replaceAll("-", "")}`
     await Effect.runPromise(store.put(scope, responseOf(id, "x".repeat(1000))))
-    expect(await Effect.runPromise(store.get(scope, id))).toBeUndefined()
+    const marker = await Effect.runPromise(store.get(scope, id))
+    expect(marker).toMatchObject({ id, output: [], input: [], context: [] })
+    expect(marker?.outgrownBytes).toBeGreaterThan(1000)
     expect(logs).toEqual([expect.objectContaining({ level: "warn", msg: "responses store unavailable", kind: "store skipped" })])
     await close()
   })
