@@ -109,6 +109,39 @@ describe("previous_response_id on an Anthropic model", () => {
     expect((await client.responses.retrieve(third.id)).output_text).toBe("echo: thanks")
   })
 
+  it("thinking round-trips: a signed thinking block comes back to Anthropic with its signature on the next turn", async () => {
+    const client = clientFor("gw-caller-thinking-0001")
+    fakes.anthropic.script({
+      kind: "json",
+      body: {
+        id: "msg_thinking_turn_1",
+        type: "message",
+        role: "assistant",
+        model: "claude-e2e",
+        content: [
+          { type: "thinking", thinking: "The user wants Paris weather.", signature: "sig-thinking-0001" },
+          { type: "tool_use", id: "toolu_think_1", name: "get_weather", input: { city: "Paris" } }
+        ],
+        stop_reason: "tool_use",
+        stop_sequence: null,
+        usage: { input_tokens: 10, output_tokens: 20 }
+      }
+    })
+    const first = await client.responses.create({ model: "claude-e2e", input: "weather in Paris?", tools: [weatherTool] })
+    expect(first.output.map((item) => item.type)).toEqual(["reasoning", "function_call"])
+    const second = await client.responses.create({
+      model: "claude-e2e",
+      previous_response_id: first.id,
+      tools: [weatherTool],
+      input: [{ type: "function_call_output", call_id: "toolu_think_1", output: "18C" }]
+    })
+    expect(second.output_text).toBe("echo: 18C")
+    expect(anthropicMessages(1)[1].content).toEqual([
+      { type: "thinking", thinking: "The user wants Paris weather.", signature: "sig-thinking-0001" },
+      expect.objectContaining({ type: "tool_use", id: "toolu_think_1" })
+    ])
+  })
+
   it("item_reference inputs (what the AI SDK sends with store on) resolve to the stored items", async () => {
     const client = clientFor("gw-caller-refs-0001")
     const first = await client.responses.create({ model: "claude-e2e", input: "use tool for Paris", tools: [weatherTool] })
