@@ -12,7 +12,8 @@
  *   between providers and one caller cannot read or chain another's.
  * - A store that is down fails a request that needs state with 503
  *   `INFRA_UNAVAILABLE`; a request that only writes state is answered and the
- *   write's failure logged.
+ *   write's failure logged (and `responses_store: "unstored"` on its request
+ *   line; `stored` when it was kept).
  * - The answer stored is the Response object the caller got: a JSON body
  *   (sent with `store: true` and its `previous_response_id`), or a stream's
  *   `response.completed` event, stored when the body ended well (its bytes
@@ -27,7 +28,7 @@ import type { ResponsesSection } from "../config/index.ts"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import { callerKey, inputItemsOf, isValueBody, onBodyExit, pushSourceOf, pushStream, reply, resolveRequest, stateNeeds, storedResponseOf } from "../pipeline/index.ts"
-import type { Answer, CallerRequest, ChatInput, ReplyStream, ResponseScope, ResponseStore, ResolvedRequest } from "../pipeline/index.ts"
+import type { Answer, CallerRequest, ChatInput, ReplyStream, RequestLogFields, ResponseScope, ResponseStore, ResolvedRequest } from "../pipeline/index.ts"
 
 export interface ResponsesState {
   readonly store: ResponseStore["Service"]
@@ -118,10 +119,18 @@ interface Turn {
   readonly scope: ResponseScope
   readonly request: Readonly<Record<string, unknown>>
   readonly conversation: Pick<ResolvedRequest, "context" | "input">
+  readonly log: RequestLogFields
 }
 
+/** The write's outcome on the request's log line (`responses_store`). */
+const noted = (turn: Turn, put: Effect.Effect<boolean>): Effect.Effect<void> =>
+  Effect.map(put, (ok) => {
+    turn.log.responses_store = ok ? "stored" : "unstored"
+  })
+
 /** A streamed answer that stores its final Response object once its body ended well (the fast lane kept). */
-const storedStream = ({ state, scope, request, conversation }: Turn, body: ReplyStream): ReplyStream => {
+const storedStream = (turn: Turn, body: ReplyStream): ReplyStream => {
+  const { state, scope, request, conversation } = turn
   // The whole stream is a few times the stored entry (deltas, then the final object).
   const copy = new StreamCopy(state.section.max_entry_size_bytes * 4)
   const pushed = pushSourceOf(body)
@@ -150,7 +159,7 @@ const storedStream = ({ state, scope, request, conversation }: Turn, body: Reply
     if (Exit.isFailure(exit)) return Effect.void
     const response = copy.finalResponse()
     const entry = response === undefined ? undefined : storedResponseOf(request, conversation, response)
-    return entry === undefined ? Effect.void : state.store.put(scope, entry)
+    return entry === undefined ? Effect.void : noted(turn, state.store.put(scope, entry))
   })
 }
 
@@ -169,7 +178,7 @@ const stored = (turn: Turn, answer: Answer): Effect.Effect<Answer> => {
   if (entry === undefined) return Effect.succeed(answer)
   response.store = true
   response.previous_response_id = entry.previousResponseId
-  return Effect.as(state.store.put(scope, entry), reply(answer.status, answer.headers, JSON.stringify(response), answer.events))
+  return Effect.as(noted(turn, state.store.put(scope, entry)), reply(answer.status, answer.headers, JSON.stringify(response), answer.events))
 }
 
 /** `run` with the Responses state around it (for a request in the Responses API's shape). */
@@ -182,6 +191,6 @@ export const withResponsesState = (
   return Effect.flatMap(resolved(state, scope, input), (ready) => {
     const answered = run(ready.input)
     if (input.json.store === false) return answered
-    return Effect.flatMap(answered, (answer) => stored({ state, scope, request: input.json, conversation: ready.conversation }, answer))
+    return Effect.flatMap(answered, (answer) => stored({ state, scope, request: input.json, conversation: ready.conversation, log: input.ctx.log }, answer))
   })
 }

@@ -41,6 +41,15 @@ afterAll(async () => {
   await redis?.kill()
 })
 
+/** Polls until `check` holds, at most 100 times 20 ms apart. */
+const until = async (what: string, check: () => boolean) => {
+  for (let tries = 0; tries < 100; tries++) {
+    if (check()) return
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  throw new Error(`never: ${what}`)
+}
+
 const clientFor = (callerKey: string) =>
   new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null, "x-gw-authorization": `Bearer ${callerKey}` } })
 
@@ -274,6 +283,7 @@ describe("Redis stopped mid-conversation", () => {
   it("a turn that needs state is a 503 INFRA_UNAVAILABLE; a turn that only writes is answered and the failed write logged", async () => {
     const client = clientFor("gw-caller-outage-0001")
     const first = await client.responses.create({ model: "claude-e2e", input: "before the outage" })
+    await until("the request line", () => gateway.requestLogs().some((line) => line.responses_store === "stored"))
     await redis!.kill()
     try {
       const error = await client.responses.create({ model: "claude-e2e", previous_response_id: first.id, input: "during" }).catch((e: unknown) => e)
@@ -282,6 +292,7 @@ describe("Redis stopped mid-conversation", () => {
       const fresh = await client.responses.create({ model: "claude-e2e", input: "a fresh start" })
       expect(fresh.output_text).toBe("echo: a fresh start")
       expect(gateway.logs.some((line) => line.msg === "responses store unavailable" && line.kind === "store failed")).toBe(true)
+      await until("the request line", () => gateway.requestLogs().some((line) => line.responses_store === "unstored"))
       expect(JSON.stringify(gateway.logs)).not.toContain("gw-caller-outage")
     } finally {
       await redis!.restart()

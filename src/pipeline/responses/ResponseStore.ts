@@ -91,15 +91,18 @@ const toBuffer = (value: Uint8Array): Buffer => Buffer.from(value.buffer, value.
 const makeStore = (raw: RawStore, report: ReportFailure) => {
   // Writes still on their way, by Redis key: a read of one waits for it, so a
   // caller's next turn finds a streamed answer stored as its body ended.
-  const pending = new Map<string, Promise<void>>()
+  const pending = new Map<string, Promise<boolean>>()
   const mget = (section: ResponsesSection, names: ReadonlyArray<string>) => {
     const waits = names.flatMap((name) => pending.get(name) ?? [])
     return waits.length === 0 ? raw.mget(section, names) : Promise.all(waits).then(() => raw.mget(section, names))
   }
-  const write = (section: ResponsesSection, values: ReadonlyArray<readonly [string, Uint8Array]>): Promise<void> => {
+  const write = (section: ResponsesSection, values: ReadonlyArray<readonly [string, Uint8Array]>): Promise<boolean> => {
     const done = raw.setMany(section, values, section.store_ttl_seconds).then(
-      () => undefined,
-      (error: unknown) => report("store failed", section.url, reasonOf(error))
+      () => true,
+      (error: unknown) => {
+        report("store failed", section.url, reasonOf(error))
+        return false
+      }
     )
     for (const [name] of values) pending.set(name, done)
     return done.finally(() => {
@@ -168,7 +171,10 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
             values.push([responseRedisKey(key), seal(Buffer.from(JSON.stringify(output)), sealOptions(scope, key))])
           }
         } catch (error) {
-          return Effect.sync(() => report("store failed", url, reasonOf(error)))
+          return Effect.sync(() => {
+            report("store failed", url, reasonOf(error))
+            return false
+          })
         }
         const size = values[0][1].byteLength
         if (size > scope.section.max_entry_size_bytes) {
@@ -176,7 +182,7 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
           const key = storeKey(scope, stored.id)
           const marker = { ...stored, context: [], input: [], output: [], outgrownBytes: size }
           report("store skipped", url, `a response of ${size} bytes exceeds responses.max_entry_size_bytes`)
-          return Effect.promise(() => write(scope.section, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))]]))
+          return Effect.promise(() => write(scope.section, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))]])).pipe(Effect.as(false))
         }
         // Awaited (one round trip, bounded by the command timeout), so the caller's next turn finds it.
         return Effect.promise(() => write(scope.section, values))
@@ -193,8 +199,8 @@ export class ResponseStore extends Context.Service<ResponseStore, {
   readonly get: (scope: ResponseScope, id: string) => Effect.Effect<StoredResponse | undefined, InfraError>
   /** In one round trip: the previous response and the referenced items a request needs (those the store knows). */
   readonly state: (scope: ResponseScope, needs: StateNeeds) => Effect.Effect<StoredState, InfraError>
-  /** Stores the response and each of its output items (for `item_reference`) in one round trip; never fails (a failure is logged). */
-  readonly put: (scope: ResponseScope, response: StoredResponse) => Effect.Effect<void>
+  /** Stores the response and each of its output items (for `item_reference`) in one round trip; never fails (a failure is logged): whether it was stored. */
+  readonly put: (scope: ResponseScope, response: StoredResponse) => Effect.Effect<boolean>
   /** Deletes the response; false when there was none for this scope. */
   readonly remove: (scope: ResponseScope, id: string) => Effect.Effect<boolean, InfraError>
 }>()("gateway/pipeline/responses/ResponseStore") {
@@ -222,7 +228,7 @@ export class ResponseStore extends Context.Service<ResponseStore, {
     enabled: false,
     get: () => Effect.succeed(undefined),
     state: () => Effect.succeed({ previous: undefined, items: new Map() }),
-    put: () => Effect.void,
+    put: () => Effect.succeed(false),
     remove: () => Effect.succeed(false)
   }))
 
