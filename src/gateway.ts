@@ -14,7 +14,7 @@ import { listen, listenMetrics, makeInFlight, makeRequestListener, makeRouter, o
 import type { InFlight } from "./http/index.ts"
 import { StartError } from "./http/server.ts"
 import { JsonLog, Log } from "./infra/log.ts"
-import { Guardrail, hasLimits, Limits, Metrics, ResponseCache, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
+import { Guardrail, hasLimits, Limits, Metrics, ResponseCache, ResponseStore, Telemetry, telemetrySettingsOf } from "./pipeline/index.ts"
 import { ProviderClient } from "./providers/transport.ts"
 import { PlatformAuth } from "./tenancy/auth-exchange.ts"
 import { compileProject, STATIC_IDENTITY } from "./tenancy/project.ts"
@@ -23,7 +23,7 @@ import { servingSummary } from "./startup-summary.ts"
 import { isClusterWorker } from "./workers.ts"
 
 /** The services the running gateway needs. */
-export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth | Limits | Metrics
+export type GatewayServices = GatewayConfig | Log | ProviderClient | TenantStore | Guardrail | ResponseCache | ResponseStore | Telemetry | PlatformAuth | Limits | Metrics
 
 /** The limits stage: counted in Redis when some key or project may have a limit, else off (nothing loaded). */
 const limitsLayer = (settings: GatewaySettings): Layer.Layer<Limits, never, Log> =>
@@ -47,6 +47,8 @@ export interface LayerOverrides {
   readonly client?: Layer.Layer<ProviderClient> | undefined
   readonly guardrail?: Layer.Layer<Guardrail> | undefined
   readonly cache?: Layer.Layer<ResponseCache, never, Log> | undefined
+  /** The Responses API's store (`[responses]`). */
+  readonly responses?: Layer.Layer<ResponseStore, never, Log> | undefined
   readonly telemetry?: Layer.Layer<Telemetry, never, Log> | undefined
   readonly auth?: Layer.Layer<PlatformAuth, never, Log> | undefined
   readonly limits?: Layer.Layer<Limits, never, Log> | undefined
@@ -57,7 +59,7 @@ export interface LayerOverrides {
 }
 
 /** The services a configuration determines: a reload builds them again. */
-export type ConfiguredServices = GatewayConfig | TenantStore | Guardrail | ResponseCache | Telemetry | PlatformAuth | Limits
+export type ConfiguredServices = GatewayConfig | TenantStore | Guardrail | ResponseCache | ResponseStore | Telemetry | PlatformAuth | Limits
 
 /** The services that outlive a reload: the log, the upstream connection pools, the metrics. */
 export type KeptServices = Log | ProviderClient | Metrics
@@ -78,6 +80,7 @@ export const configuredLayer = (settings: GatewaySettings, log: JsonLog, overrid
     Layer.succeed(GatewayConfig, settings),
     guardrail,
     (overrides?.cache ?? (settings.file.cache.enabled || settings.file.tenant_routing.enabled ? ResponseCache.layer : ResponseCache.layerOff)).pipe(Layer.provide(logLayer)),
+    (overrides?.responses ?? (settings.file.responses.enabled ? ResponseStore.layer : ResponseStore.layerOff)).pipe(Layer.provide(logLayer)),
     (overrides?.telemetry ?? Telemetry.layer(telemetrySettingsOf(settings.file))).pipe(Layer.provide(logLayer)),
     (overrides?.auth ?? PlatformAuth.layer(settings.file.auth)).pipe(Layer.provide(logLayer)),
     (overrides?.limits ?? limitsLayer(settings)).pipe(Layer.provide(logLayer)),

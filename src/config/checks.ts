@@ -12,6 +12,7 @@ import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./cre
 import { closestName, didYouMean } from "./did-you-mean.ts"
 import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
 import { checkKeys } from "./key-checks.ts"
+import { checkResponses } from "./responses.ts"
 import { modelPrice } from "./prices.ts"
 import type { ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
@@ -512,6 +513,7 @@ export const checkConfig = (file: ConfigFile, credentials: CredentialSource): Ch
   }
   if (file.tenant_routing.enabled) checkTenantRouting(file.tenant_routing, findings)
   checkCache(file, findings)
+  checkResponses(file, findings, isRedisUrl)
   if (file.auth.enabled && (file.auth.exchange_url === undefined || file.auth.exchange_url === "")) {
     findings.error("auth.exchange_url", "required when auth.enabled = true")
   }

@@ -7,6 +7,8 @@ export { ConfigError, configPath, DEFAULT_CONFIG_PATH, loadSettings, settingsFro
 export { DEFAULT_TIMEOUT_MS, providerTimeoutMs, workerCountOf } from "./resolved.ts"
 export type { AwsCredentials, GatewaySettings, ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 export { keyDigest, limitsOf } from "./key-checks.ts"
+export { responsesSectionOf } from "./responses.ts"
+export type { ResponsesSection } from "./responses.ts"
 export { costOf, modelPrice, priceTable, roundCost, SHIPPED_PRICES } from "./prices.ts"
 export type { ModelPrice } from "./prices.ts"
 export * from "./schema.ts"

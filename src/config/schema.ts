@@ -328,6 +328,25 @@ export const Cache = Schema.Struct({
   encrypt_salt: Schema.String.pipe(withDefault(""))
 })
 
+/**
+ * The Responses API's state (`[responses]`): stored answers that
+ * `previous_response_id`, `item_reference` and `/v1/responses/{id}` read.
+ * `url` and `encrypt_salt` default to the `[cache]` table's, whether or not
+ * the cache is on (src/config/responses.ts settles them).
+ */
+export const ResponsesStore = Schema.Struct({
+  enabled: Schema.Boolean.pipe(withDefault(false)),
+  url: Schema.optionalKey(Schema.String),
+  encrypt_salt: Schema.optionalKey(Schema.String),
+  /** How long a stored response can be read or chained from (default 30 days). */
+  store_ttl_seconds: PositiveInt.pipe(withDefault(2592000)),
+  /** A stored response (its input and output items) larger than this is refused with a clear error. */
+  max_entry_size_bytes: PositiveInt.pipe(withDefault(4194304)),
+  pool_size: PositiveInt.pipe(withDefault(4)),
+  /** A store command that takes longer than this counts as the store unreachable. */
+  timeout_ms: PositiveInt.pipe(withDefault(1000))
+})
+
 export const ConfigFile = Schema.Struct({
   server: Server,
   defaults: Schema.Struct({ provider: ProviderDefaults.pipe(withDefault({})) }).pipe(withDefault({})),
@@ -345,12 +364,13 @@ export const ConfigFile = Schema.Struct({
   cache: Cache.pipe(withDefault({})),
   metrics: Metrics.pipe(withDefault({})),
   keys: Schema.Record(Schema.String, GatewayKey).pipe(withDefault({})),
-  limits: LimitsStore.pipe(withDefault({}))
+  limits: LimitsStore.pipe(withDefault({})),
+  responses: ResponsesStore.pipe(withDefault({}))
 })
 export type ConfigFile = typeof ConfigFile.Type
 
 /** The sections of the gateway's own file that a tenant snapshot may not set. */
-export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing", "metrics", "keys", "limits"] as const
+export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing", "metrics", "keys", "limits", "responses"] as const
 
 /**
  * A tenant snapshot (multi-tenant mode, docs/multi-tenant.md): a project's

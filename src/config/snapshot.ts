@@ -161,7 +161,8 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
         metrics: gateway.metrics,
         // Gateway keys are the gateway's; a project's own limits are its `project_limits`.
         keys: {},
-        limits: gateway.limits
+        limits: gateway.limits,
+        responses: gateway.responses
       },
       providers: checked.providers,
       targets: checked.targets,

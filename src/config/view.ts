@@ -72,7 +72,8 @@ export const redactedView = (settings: GatewaySettings): unknown => {
       otlp_bearer_token: secret(file.genai_telemetry.otlp_bearer_token)
     },
     cache: { ...file.cache, url: urlWithoutPassword(file.cache.url), encrypt_salt: secret(file.cache.encrypt_salt) },
-    limits: { ...file.limits, url: urlWithoutPassword(file.limits.url) }
+    limits: { ...file.limits, url: urlWithoutPassword(file.limits.url) },
+    responses: { ...file.responses, url: urlWithoutPassword(file.responses.url), encrypt_salt: secret(file.responses.encrypt_salt) }
   }
 }
 

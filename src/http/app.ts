@@ -3,15 +3,16 @@
  * capture the services they need here, so a request does no service lookups.
  */
 import { Effect } from "effect"
-import { configVersionOf, GatewayConfig } from "../config/index.ts"
+import { configVersionOf, GatewayConfig, responsesSectionOf } from "../config/index.ts"
 import type { GatewaySettings } from "../config/index.ts"
-import { Limits, Log, makeChatProgram, makeProxyProgram, Metrics, ResponseCache, Telemetry } from "../pipeline/index.ts"
+import { Limits, Log, makeChatProgram, makeProxyProgram, Metrics, ResponseCache, ResponseStore, Telemetry } from "../pipeline/index.ts"
 import type { DependencyCheck } from "../pipeline/index.ts"
 import { admittedProject, makeAdmit } from "./admission.ts"
 import { ProviderClient } from "../providers/transport.ts"
 import { PlatformAuth } from "../tenancy/auth-exchange.ts"
 import { TenantStore } from "../tenancy/TenantStore.ts"
 import { chatRoutes } from "./chat.ts"
+import { responsesRoutes } from "./responses.ts"
 import { jsonEndpointRoutes } from "./endpoints.ts"
 import { fileRoutes } from "./files.ts"
 import { healthRoutes } from "./health.ts"
@@ -54,12 +55,15 @@ export const makeRouter = Effect.gen(function*() {
   metrics.watchDependencies(dependencyChecks(settings, cache, store, telemetry))
   const version = configVersionOf(settings, new Date())
   const admit = makeAdmit(yield* Limits)
+  const responseStore = yield* ResponseStore
+  const state = responseStore.enabled ? { store: responseStore, section: responsesSectionOf(settings.file) } : undefined
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }], version),
     ...statusRoutes({ settings, version, cache, store, telemetry }),
     ...(metricsSection.enabled && metricsSection.port === undefined ? metricsRoutes(metrics) : []),
     ...modelRoutes(project),
-    ...chatRoutes(project, runChat, server.max_body_bytes, admit),
+    ...chatRoutes(project, runChat, server.max_body_bytes, admit, state),
+    ...(state === undefined ? [] : responsesRoutes(project, state)),
     ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes, admit),
     ...transcriptionRoutes(admittedProject(project, admit, "audio_transcription"), runProxy, server.max_upload_bytes),
     ...fileRoutes({ project: admittedProject(modellessProject(project), admit, "chat"), server, client }),

@@ -14,6 +14,8 @@ import type { HttpRequestContext } from "./context.ts"
 import { readJsonObject } from "./body.ts"
 import type { ProjectResolver } from "./project.ts"
 import type { Admit } from "./admission.ts"
+import { withResponsesState } from "./responses-state.ts"
+import type { ResponsesState } from "./responses-state.ts"
 import type { RouteDef } from "./router.ts"
 import type { Project } from "../tenancy/project.ts"
 
@@ -78,7 +80,9 @@ export const chatRoutes = (
   projectOf: ProjectResolver,
   runChat: (input: ChatInput) => Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope>,
   maxBodyBytes: number,
-  admit?: Admit | undefined
+  admit?: Admit | undefined,
+  /** The Responses store (`[responses]` on); undefined, requests in the Responses shape run as they are. */
+  state?: ResponsesState | undefined
 ): ReadonlyArray<RouteDef<never>> => {
   // With limits, the request is admitted between its body and its program; without, nothing runs between.
   const run = admit === undefined
@@ -94,6 +98,7 @@ export const chatRoutes = (
       ctx.caller = family
       return Effect.flatMap(projectOf(ctx), (project) => Effect.flatMap(chatInput(ctx, project, family, maxBodyBytes), run))
     })
+  const runResponses = state === undefined ? run : withResponsesState(state, run)
   const responses = (ctx: HttpRequestContext) =>
     Effect.gen(function*() {
       const sdk = header(ctx, "x-genai-sdk") === undefined ? undefined : yield* sdkFormatOf(ctx, "openai")
@@ -102,7 +107,7 @@ export const chatRoutes = (
       const input = yield* chatInput(ctx, project, familyOf(sdk), maxBodyBytes)
       const caller = responsesShapeOf(sdk, input.json)
       ctx.caller = caller === "anthropic" ? "anthropic" : "openai"
-      return yield* run({ ...input, caller })
+      return yield* (caller === "responses" ? runResponses : run)({ ...input, caller })
     })
   return [
     { method: "POST", path: "/v1/chat/completions", handler: handler("openai") },

@@ -48,6 +48,8 @@ export interface RequestLogFields {
   key?: string
   /** The limits stage: `refused` (over a limit), `uncounted` (admitted while the store was unreachable). */
   limits?: "refused" | "uncounted"
+  /** The Responses store: `stored` (the answer kept under its id), `unstored` (its write failed: answered anyway). */
+  responses_store?: "stored" | "unstored"
 }
 
 /**

@@ -86,11 +86,17 @@ export const refusalOf = (target: PlanTarget, needs: RequestNeeds): GatewayError
     return new GatewayError({
       status: 400,
       code: "unsupported_for_model",
-      message: `${lost} cannot be carried to provider "${provider.id}" (${provider.kind}, model ${target.model}): it works only with a provider that speaks this API natively`,
+      message: `${lost} cannot be carried to provider "${provider.id}" (${provider.kind}, model ${target.model}): it works only with a provider that speaks this API natively${STORE_HINT[lost] ?? ""}`,
       param: lost
     })
   }
   return undefined
+}
+
+/** What turns a refusal of Responses state into a served request: the gateway's own store (`[responses]`). */
+const STORE_HINT: Readonly<Record<string, string>> = {
+  previous_response_id: ", or with the gateway's Responses store turned on ([responses] enabled = true)",
+  "input[].item_reference": ", or with the gateway's Responses store turned on ([responses] enabled = true)"
 }
 
 /** The steps with unservable targets removed, or the first refusal when nothing is left. */

@@ -16,7 +16,7 @@ const SRC = fileURLToPath(new URL("../../src/", import.meta.url))
 /** What a stage may use: it never imports another stage or the program that composes them. */
 const STAGE = ["domain", "config", "infra"]
 /** Everything a request program may use (the layers below the HTTP edge). */
-const BELOW_EDGE = ["domain", "config", "infra", "formats", "otlp", "providers", "routing", "tenancy", "pipeline", "pipeline/security", "pipeline/cache", "pipeline/telemetry", "pipeline/metrics", "pipeline/limits"]
+const BELOW_EDGE = ["domain", "config", "infra", "formats", "otlp", "providers", "routing", "tenancy", "pipeline", "pipeline/security", "pipeline/cache", "pipeline/telemetry", "pipeline/metrics", "pipeline/limits", "pipeline/responses"]
 const GATEWAY = [...BELOW_EDGE, "http", "startup-summary.ts", "workers.ts"]
 const LIBRARY = [...GATEWAY, "gateway.ts"]
 const TESTING = [...LIBRARY, "library"]
@@ -36,6 +36,7 @@ const MAY_IMPORT: Record<string, ReadonlyArray<string>> = {
   "pipeline/telemetry": [...STAGE, "otlp"],
   "pipeline/metrics": STAGE,
   "pipeline/limits": STAGE,
+  "pipeline/responses": [...STAGE, "pipeline/cache"],
   tenancy: ["domain", "config", "infra", "providers", "routing", "pipeline/security"],
   pipeline: BELOW_EDGE.filter((unit) => unit !== "otlp"),
   http: BELOW_EDGE.filter((unit) => unit !== "infra" && unit !== "otlp"),

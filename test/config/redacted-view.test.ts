@@ -116,7 +116,7 @@ describe("redactedView", () => {
   it("shows the defaults of every section", () => {
     const view = redactedView(load(withServer())) as Record<string, Record<string, unknown>>
     expect(Object.keys(view).sort()).toEqual(
-      ["auth", "cache", "defaults", "functions", "genai_telemetry", "keys", "limits", "models", "providers", "routes", "routing", "security", "server", "targets", "telemetry", "tenant_routing", "metrics"].sort()
+      ["auth", "cache", "defaults", "functions", "genai_telemetry", "keys", "limits", "models", "providers", "responses", "routes", "routing", "security", "server", "targets", "telemetry", "tenant_routing", "metrics"].sort()
     )
     expect(view.server).toEqual({ host: "127.0.0.1", port: 4000, max_body_bytes: 33554432, max_upload_bytes: 536870912, shutdown_grace_secs: 30, body_idle_timeout_secs: 30, body_min_bytes_per_sec: 1024, max_connections: 10000, header_timeout_secs: 60, client_idle_timeout_secs: 600, workers: 1, watch_config: false })
     expect(view.cache.url).toBe("redis://localhost:6379")

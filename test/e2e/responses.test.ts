@@ -1,6 +1,7 @@
 import OpenAI from "openai"
 import { beforeAll, describe, expect, it } from "vitest"
 import { gatewayWithFakes, waitForRequestLogs } from "./harness.ts"
+import { RESPONSES_WEATHER_TOOL } from "../fixtures/responses.ts"
 
 /**
  * `/v1/responses` with the official OpenAI SDK, against three kinds of provider:
@@ -30,13 +31,7 @@ beforeAll(() => {
   client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
 })
 
-const weatherTool = {
-  type: "function" as const,
-  name: "get_weather",
-  description: "Weather in a city",
-  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-  strict: false
-}
+const weatherTool = RESPONSES_WEATHER_TOOL
 
 const PROVIDERS = [
   ["OpenAI's own Responses API", "gpt-4o", () => fakes.openai],
@@ -222,9 +217,18 @@ describe("a field whose meaning another format cannot carry is refused, never dr
       const error = ((await response.json()) as { error: { param: string; message: string; code: string } }).error
       expect(error).toMatchObject({ param, code: "unsupported_for_model" })
       expect(error.message).toContain(param)
+      // Without the gateway's Responses store, the message says how to turn it on (state only).
+      expect(error.message.includes("[responses] enabled = true")).toBe(param === "previous_response_id")
       expect(fakes.anthropic.requests.length).toBe(0)
     })
   }
+
+  it("an item_reference to a translated provider without the store: 400 naming it, and how to turn the store on", async () => {
+    const error = await client.responses.create({ model: "claude-e2e", input: [{ type: "item_reference", id: "msg_1" }] }).catch((e: unknown) => e)
+    expect(error).toMatchObject({ status: 400, error: { param: "input[].item_reference", code: "unsupported_for_model" } })
+    expect((error as Error).message).toContain("[responses] enabled = true")
+    expect(fakes.anthropic.requests.length).toBe(0)
+  })
 
   it("in a route, the translated target is skipped and the native one answers", async () => {
     const first = await client.responses.create({ model: "gpt-4o", input: "a" })

@@ -23,12 +23,12 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { FingerprintedCredential } from "../../config/index.ts"
-import type { RedisPool } from "../../infra/redis-pool.ts"
 import { Log } from "../../infra/log.ts"
 import { open, seal } from "./crypto.ts"
 import { decodeEntry, encodeEntry } from "./entry.ts"
 import type { CacheEntry } from "./entry.ts"
 import { failureReporter, reasonOf } from "./failures.ts"
+import { scopedPools } from "./pools.ts"
 import type { ReportFailure } from "./failures.ts"
 import type { CacheSection } from "./policy.ts"
 
@@ -60,7 +60,7 @@ const sealOptions = (scope: CacheScope, key: string) => ({
  * The store's answer, or a failure once the budget is spent: one timer,
  * cleared when the answer comes (cheaper per lookup than racing fibers).
  */
-const withinBudget = <A>(budgetMs: number, read: () => Promise<A>): Effect.Effect<A, Error> =>
+export const withinBudget = <A>(budgetMs: number, read: () => Promise<A>): Effect.Effect<A, Error> =>
   Effect.callback<A, Error>((resume) => {
     let done = false
     const timer = setTimeout(() => {
@@ -150,6 +150,13 @@ export interface MemoryStore {
   delayMs?: number | undefined
 }
 
+/** A memory store's answer to a command: late by `delayMs`, a failure while `down`. */
+export const memoryAnswer = (store: MemoryStore) => async <A>(value: () => A): Promise<A> => {
+  if (store.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, store.delayMs))
+  if (store.down) throw new Error("the store is down")
+  return value()
+}
+
 export class ResponseCache extends Context.Service<ResponseCache, {
   /** The entry stored under `key`, or undefined (none, expired, unreadable, or the store failed or was too slow). */
   readonly lookup: (scope: CacheScope, key: string) => Effect.Effect<CacheEntry | undefined>
@@ -163,26 +170,8 @@ export class ResponseCache extends Context.Service<ResponseCache, {
     ResponseCache,
     Effect.gen(function*() {
       const report = failureReporter(yield* Log)
-      const { RedisPool } = yield* Effect.promise(() => import("../../infra/redis-pool.ts"))
       // One pool per distinct url, opened on first use, shared by every project naming that url.
-      const pools = yield* Effect.acquireRelease(
-        Effect.sync(() => new Map<string, RedisPool>()),
-        (pools) => Effect.promise(() => Promise.all([...pools.values()].map((pool) => pool.close())))
-      )
-      const poolFor = (section: CacheSection): RedisPool => {
-        let pool = pools.get(section.url)
-        if (pool === undefined) {
-          pool = new RedisPool({
-            url: section.url,
-            size: section.pool_size,
-            connectionName: "gateway-cache",
-            commandTimeoutMs: COMMAND_TIMEOUT_MS,
-            onError: (error) => report("connection", section.url, error.message)
-          })
-          pools.set(section.url, pool)
-        }
-        return pool
-      }
+      const poolFor = yield* scopedPools<CacheSection>("gateway-cache", () => COMMAND_TIMEOUT_MS, report)
       return makeCache({
         get: (section, name) => poolFor(section).acquire().then((client) => client.getBuffer(name)),
         set: (section, name, value, ttlSeconds) =>
@@ -207,11 +196,7 @@ export class ResponseCache extends Context.Service<ResponseCache, {
     Layer.effect(
       ResponseCache,
       Effect.map(Effect.service(Log), (log) => {
-        const answer = async <A>(value: () => A): Promise<A> => {
-          if (store.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, store.delayMs))
-          if (store.down) throw new Error("the store is down")
-          return value()
-        }
+        const answer = memoryAnswer(store)
         return makeCache({
           get: (_section, name) =>
             answer(() => {

@@ -24,7 +24,8 @@ export type ReportFailure = (kind: FailureKind, url: string, reason?: string) =>
 
 export const LOG_EVERY_MS = 10_000
 
-export const failureReporter = (log: JsonLog, now: () => number = Date.now): ReportFailure => {
+/** `message` names the store in the line (the Responses store reports the same way). */
+export const failureReporter = (log: JsonLog, now: () => number = Date.now, message = "cache unavailable"): ReportFailure => {
   const last = new Map<string, { at: number; suppressed: number }>()
   return (kind, url, reason) => {
     const id = `${kind}\n${url}`
@@ -36,7 +37,7 @@ export const failureReporter = (log: JsonLog, now: () => number = Date.now): Rep
     }
     last.set(id, { at: time, suppressed: 0 })
     const target = redisLogTarget(url)
-    log.log("warn", "cache unavailable", {
+    log.log("warn", message, {
       kind,
       url: target.shown,
       ...(reason === undefined ? {} : { reason: target.scrub(reason) }),
