@@ -13,7 +13,7 @@ import { closestName, didYouMean } from "./did-you-mean.ts"
 import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
 import { checkKeys } from "./key-checks.ts"
 import { modelPrice } from "./prices.ts"
-import type { ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
+import type { GoogleCredentials, ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
 import { checkTelemetrySections } from "./telemetry-checks.ts"
 import { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } from "./variant-params.ts"
@@ -126,6 +126,32 @@ const vertexOf = (path: string, provider: ConfigFile["providers"][string], findi
 }
 
 /**
+ * Google credentials of a Vertex provider (`credentials_file`): a path, `env::VAR` naming a
+ * set variable that holds one, or `"adc"` (application default credentials: the file of
+ * `GOOGLE_APPLICATION_CREDENTIALS` when set, else what google-auth-library finds). Null after an error.
+ */
+const googleOf = (path: string, kind: ProviderKind, value: string, source: CredentialSource, findings: Findings): GoogleCredentials | null => {
+  const field = `${path}.credentials_file`
+  if (kind !== "vertex") {
+    findings.error(field, `Google credentials are for kind "vertex" only, not "${kind}"`)
+    return null
+  }
+  const env = source.kind === "snapshot" ? {} : source.env
+  if (value === "adc") {
+    const file = env.GOOGLE_APPLICATION_CREDENTIALS
+    return file === undefined || file === "" ? { kind: "adc" } : { kind: "key_file", path: file }
+  }
+  const location = value.startsWith("env::") ? parseCredentialLocation(value) : undefined
+  if (location?.kind !== "env") return { kind: "key_file", path: value }
+  const file = env[location.variable]
+  if (file === undefined || file === "") {
+    findings.error(field, `${location.variable} is not set (it should hold the key file's path)`)
+    return null
+  }
+  return { kind: "key_file", path: file }
+}
+
+/**
  * SigV4 settings of a provider (`auth_type = "sigv4"`, Bedrock only): the region
  * (`region`, else the one in a `bedrock-runtime.<region>.amazonaws.com` URL) and the
  * AWS credentials of the gateway's environment. Undefined after an error.
@@ -212,6 +238,8 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
     }
     const vertex = kind === "vertex" ? vertexOf(path, provider, findings) : undefined
     if (vertex === null) continue
+    const google = provider.credentials_file === undefined ? undefined : googleOf(path, kind, provider.credentials_file, source, findings)
+    if (google === null) continue
     const sigv4 = authType === "sigv4" ? sigv4Of(path, kind, provider.region, baseUrl, source, findings) : undefined
     if (authType === "sigv4" && sigv4 === undefined) continue
     const duplicates = provider.models.filter((model, index) => provider.models.indexOf(model) !== index)
@@ -236,7 +264,8 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       maxTokensParam: provider.max_tokens_param ?? (official ? "max_completion_tokens" : "max_tokens"),
       responsesApi: info.family === "openai" && (provider.responses_api ?? official),
       ...(sigv4 === undefined ? {} : { sigv4 }),
-      ...(vertex === undefined ? {} : { vertex })
+      ...(vertex === undefined ? {} : { vertex }),
+      ...(google === undefined ? {} : { google })
     })
   }
   return providers

@@ -9,13 +9,15 @@
  * Bedrock `/model/{model}/converse` (`/converse-stream`), Vertex AI
  * `/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent`,
  * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter,
- * or SigV4: the request carries a signer instead of headers, called by the transport over the body).
+ * or SigV4: the request carries a signer instead of headers, called by the transport over the body;
+ * Vertex with `credentials_file` carries a hook of the same kind that adds a cached Google OAuth bearer).
  */
 import { Redacted } from "effect"
 import type { FingerprintedCredential, ResolvedCredential, ResolvedProvider } from "../config/index.ts"
 import { UpstreamError } from "../domain/index.ts"
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
 import { loadEventStreamCodec } from "./framing.ts"
+import { googleBearer } from "./google-auth.ts"
 import { sigv4Signer } from "./sigv4.ts"
 import type { SignRequest } from "./sigv4.ts"
 
@@ -237,12 +239,16 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     }
   }
 
+  // Google credentials: the bearer is added by the hook (tokens are fetched and refreshed there); a caller's own key still goes as given.
+  const google = provider.google === undefined ? undefined : googleBearer(provider.google)
   return {
     ...compiledBase(provider, origin, used),
-    missingCredential: missingCredentialMessage(provider, used),
+    missingCredential: google === undefined ? missingCredentialMessage(provider, used) : undefined,
     request: (operation, model, key, suffix) =>
       key === undefined
-        ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders, secret: configured }
+        ? google === undefined
+          ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders, secret: configured }
+          : { path: path(operation, model, suffix), headers: EMPTY_HEADERS, secret: undefined, sign: google }
         : {
           path: withQuery(path(operation, model, suffix), queryFor(key)),
           headers: authFor(provider.authType, provider.authName, provider.kind, key),
