@@ -119,7 +119,7 @@ const defaultUrlOf = (kind: ProviderKind, provider: ConfigFile["providers"][stri
 /** Vertex's project and location; a Vertex provider that serves models needs both. Undefined after an error, or for a passthrough-only one. */
 const vertexOf = (path: string, provider: ConfigFile["providers"][string], findings: Findings): ResolvedProvider["vertex"] | null => {
   const { project, location } = provider
-  if (project !== undefined && location !== undefined) return { project, location }
+  if (project !== undefined && location !== undefined) return { project, location, publisher: provider.publisher ?? "google" }
   if (provider.models.length === 0) return undefined
   findings.error(`${path}.${project === undefined ? "project" : "location"}`, `required for a Vertex AI provider that serves models (its URLs are projects/{project}/locations/{location}/…)`)
   return null
@@ -236,6 +236,7 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       findings.error(`${path}.auth_header_name`, `required when auth_type = "api_key_header"`)
       continue
     }
+    if (provider.publisher !== undefined && kind !== "vertex") findings.error(`${path}.publisher`, `for kind "vertex" only, not "${kind}"`)
     const vertex = kind === "vertex" ? vertexOf(path, provider, findings) : undefined
     if (vertex === null) continue
     const google = provider.credentials_file === undefined ? undefined : googleOf(path, kind, provider.credentials_file, source, findings)
@@ -253,7 +254,8 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
     providers.set(id, {
       id,
       kind,
-      family: info.family,
+      // Claude on Vertex speaks the Anthropic wire (rawPredict); Gemini models Google's.
+      family: vertex?.publisher === "anthropic" ? "anthropic" : info.family,
       baseUrl,
       models: provider.models,
       credential,

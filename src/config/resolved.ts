@@ -29,7 +29,7 @@ export interface ResolvedProvider {
   /** Serves the Responses API natively (`/responses`). */
   readonly responsesApi: boolean
   /** Vertex AI: where its models are called (`projects/{project}/locations/{location}`). */
-  readonly vertex?: { readonly project: string; readonly location: string } | undefined
+  readonly vertex?: { readonly project: string; readonly location: string; readonly publisher: "google" | "anthropic" } | undefined
   /** Vertex AI with `credentials_file`: where its OAuth tokens come from. */
   readonly google?: GoogleCredentials | undefined
   /** SigV4 (`auth_type = "sigv4"`): the region, and the AWS credentials when the environment has them. */

@@ -80,6 +80,8 @@ export const Provider = Schema.Struct({
    * `env::VAR` holding it), or `"adc"` for application default credentials.
    */
   credentials_file: Schema.optionalKey(Schema.NonEmptyString),
+  /** Vertex AI: whose models the provider serves: `google` (Gemini, the default) or `anthropic` (Claude through rawPredict). */
+  publisher: Schema.optionalKey(Schema.Literals(["google", "anthropic"])),
   /** Azure data-plane `api-version` (default 2024-10-21). */
   api_version: Schema.optionalKey(Schema.NonEmptyString),
   /**

@@ -126,5 +126,5 @@ const cached = (fetchToken: () => Promise<AccessToken>): (() => Promise<string>)
 /** The request hook of a Vertex provider with Google credentials: adds the bearer (the transport calls it before sending). */
 export const googleBearer = (credentials: GoogleCredentials): SignRequest => {
   const token = cached(credentials.kind === "key_file" ? keyFileTokens(credentials.path) : libraryTokens(undefined))
-  return async () => ({ authorization: `Bearer ${await token()}` })
+  return async () => ({ headers: { authorization: `Bearer ${await token()}` } })
 }

@@ -113,6 +113,7 @@ const { fakes, gateway } = gatewayWithFakes(
         vertex: vertexTable(f.vertex.url, ["gemini-main"], keyFile("main@p.iam.gserviceaccount.com")),
         "vertex-short": vertexTable(f.vertex.url, ["gemini-short"], "env::SHORT_KEY_FILE"),
         "vertex-adc": vertexTable(f.vertex.url, ["gemini-adc"], "adc"),
+        "vertex-claude": { ...vertexTable(f.vertex.url, ["claude-on-vertex"], keyFile("main@p.iam.gserviceaccount.com")), publisher: "anthropic" },
         "vertex-denied": vertexTable(f.vertex.url, ["gemini-denied"], keyFile("denied@p.iam.gserviceaccount.com"))
       }
     }
@@ -145,6 +146,19 @@ describe("Vertex AI with a service-account key file", () => {
     expect(seen).toHaveLength(2)
     expect(new Set(seen).size).toBe(1)
     expect(tokens.issued.slice(before).map((entry) => entry.email)).toEqual(["main@p.iam.gserviceaccount.com"])
+  })
+
+  it("Claude on Vertex (publisher = \"anthropic\") goes to streamRawPredict with the Google token, its version in the body and no model", async () => {
+    const stream = await openai().chat.completions.create({ model: "claude-on-vertex", messages: [{ role: "user", content: "hi claude" }], stream: true })
+    let text = ""
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+    expect(text).toBe("echo: hi claude")
+    const request = fakes.vertex.lastRequest()!
+    expect(request.path).toBe("/v1/projects/p/locations/us-central1/publishers/anthropic/models/claude-on-vertex:streamRawPredict")
+    expect(request.json).toMatchObject({ anthropic_version: "vertex-2023-10-16", stream: true })
+    expect(request.json).not.toHaveProperty("model")
+    const [token] = bearersSeen()
+    expect(tokens.issued.find((entry) => entry.token === token)!.email).toBe("main@p.iam.gserviceaccount.com")
   })
 
   it("fetches a new token once the cached one nears expiry (a key file named by env::VAR, tokens living one second)", async () => {
@@ -181,6 +195,12 @@ describe("credentials_file in the configuration", () => {
   it("is refused on a provider that is not Vertex AI", () => {
     expect(failure(withServer({ providers: { gemini: { models: ["m"], credentials_file: "/k.json" } } }))).toContain(
       "providers.gemini.credentials_file: Google credentials are for kind \"vertex\" only"
+    )
+  })
+
+  it("publisher is refused on a provider that is not Vertex AI", () => {
+    expect(failure(withServer({ providers: { anthropic: { models: ["m"], publisher: "anthropic" } } }))).toContain(
+      "providers.anthropic.publisher: for kind \"vertex\" only"
     )
   })
 
