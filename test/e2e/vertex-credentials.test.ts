@@ -161,6 +161,18 @@ describe("Vertex AI with a service-account key file", () => {
     expect(tokens.issued.find((entry) => entry.token === token)!.email).toBe("main@p.iam.gserviceaccount.com")
   })
 
+  it("the native passthrough /v1/vertex/* carries the Google token too", async () => {
+    const response = await fetch(`${gateway.url}/v1/vertex/v1/projects/p/locations/us-central1/publishers/google/models/gemini-main:generateContent`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "passed through" }] }] })
+    })
+    expect(response.status).toBe(200)
+    expect(JSON.stringify(await response.json())).toContain("echo: passed through")
+    const [token] = bearersSeen()
+    expect(tokens.issued.find((entry) => entry.token === token)!.email).toBe("main@p.iam.gserviceaccount.com")
+  })
+
   it("fetches a new token once the cached one nears expiry (a key file named by env::VAR, tokens living one second)", async () => {
     const first = await openai().chat.completions.create({ model: "gemini-short", messages: [{ role: "user", content: "one" }] })
     expect(first.choices[0]!.message.content).toBe("echo: one")
