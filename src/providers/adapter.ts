@@ -250,7 +250,7 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
   }
 
   // Google credentials: the bearer is added by the hook (tokens are fetched and refreshed there); a caller's own key still goes as given.
-  const google = provider.google === undefined ? undefined : googleBearer(provider.google)
+  const google = provider.google === undefined ? undefined : googleBearer(provider.google, provider.vertex?.project)
   const plain = (operation: Operation, model: string, key: Redacted.Redacted<string> | undefined, suffix: string | undefined): ProviderRequest =>
     key === undefined
       ? google === undefined

@@ -74,10 +74,15 @@ const exchange = async (key: ServiceAccountKey): Promise<AccessToken> => {
 }
 
 /** google-auth-library's application default credentials (or a key file of another type), loaded on first use. */
-const libraryTokens = (keyFile: string | undefined): (() => Promise<AccessToken>) => {
+const libraryTokens = (keyFile: string | undefined, projectId: string | undefined): (() => Promise<AccessToken>) => {
   let auth: Promise<{ getAccessToken(): Promise<string | null | undefined> }> | undefined
   return async () => {
-    auth ??= import("google-auth-library").then(({ GoogleAuth }) => new GoogleAuth({ scopes: [SCOPE], ...(keyFile === undefined ? {} : { keyFile }) }))
+    auth ??= import("google-auth-library").then(({ GoogleAuth }) => new GoogleAuth({
+      scopes: [SCOPE],
+      // The provider's project: the library need not look one up (metadata server, gcloud) before a token.
+      ...(projectId === undefined ? {} : { projectId }),
+      ...(keyFile === undefined ? {} : { keyFile })
+    }))
     const token = await auth.then((client) => client.getAccessToken())
     if (typeof token !== "string" || token === "") throw new Error("application default credentials gave no access token")
     // The library caches and refreshes on its own: asked each time, it answers from its cache.
@@ -86,12 +91,12 @@ const libraryTokens = (keyFile: string | undefined): (() => Promise<AccessToken>
 }
 
 /** Tokens of a key file: a service account's exchanged here at its `token_uri`, any other through the library. */
-const keyFileTokens = (path: string): (() => Promise<AccessToken>) => {
+const keyFileTokens = (path: string, projectId: string | undefined): (() => Promise<AccessToken>) => {
   let source: Promise<() => Promise<AccessToken>> | undefined
   return async () => {
     source ??= readFile(path, "utf8").then((text) => {
       const json: unknown = JSON.parse(text)
-      if (!isServiceAccount(json)) return libraryTokens(path)
+      if (!isServiceAccount(json)) return libraryTokens(path, projectId)
       const key: ServiceAccountKey = json
       return () => exchange(key)
     }).catch((error: unknown) => {
@@ -124,7 +129,7 @@ const cached = (fetchToken: () => Promise<AccessToken>): (() => Promise<string>)
 }
 
 /** The request hook of a Vertex provider with Google credentials: adds the bearer (the transport calls it before sending). */
-export const googleBearer = (credentials: GoogleCredentials): SignRequest => {
-  const token = cached(credentials.kind === "key_file" ? keyFileTokens(credentials.path) : libraryTokens(undefined))
+export const googleBearer = (credentials: GoogleCredentials, projectId?: string): SignRequest => {
+  const token = cached(credentials.kind === "key_file" ? keyFileTokens(credentials.path, projectId) : libraryTokens(undefined, projectId))
   return async () => ({ headers: { authorization: `Bearer ${await token()}` } })
 }
