@@ -14,7 +14,7 @@ import type { FingerprintedCredential, ResolvedCredential } from "./credentials.
 import { checkKeys } from "./key-checks.ts"
 import { checkResponses } from "./responses.ts"
 import { modelPrice } from "./prices.ts"
-import type { ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
+import type { GoogleCredentials, ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
 import type { ConfigFile, FunctionDef, Route, Step } from "./schema.ts"
 import { checkTelemetrySections } from "./telemetry-checks.ts"
 import { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } from "./variant-params.ts"
@@ -120,10 +120,36 @@ const defaultUrlOf = (kind: ProviderKind, provider: ConfigFile["providers"][stri
 /** Vertex's project and location; a Vertex provider that serves models needs both. Undefined after an error, or for a passthrough-only one. */
 const vertexOf = (path: string, provider: ConfigFile["providers"][string], findings: Findings): ResolvedProvider["vertex"] | null => {
   const { project, location } = provider
-  if (project !== undefined && location !== undefined) return { project, location }
+  if (project !== undefined && location !== undefined) return { project, location, publisher: provider.publisher ?? "google" }
   if (provider.models.length === 0) return undefined
   findings.error(`${path}.${project === undefined ? "project" : "location"}`, `required for a Vertex AI provider that serves models (its URLs are projects/{project}/locations/{location}/…)`)
   return null
+}
+
+/**
+ * Google credentials of a Vertex provider (`credentials_file`): a path, `env::VAR` naming a
+ * set variable that holds one, or `"adc"` (application default credentials: the file of
+ * `GOOGLE_APPLICATION_CREDENTIALS` when set, else what google-auth-library finds). Null after an error.
+ */
+const googleOf = (path: string, kind: ProviderKind, value: string, source: CredentialSource, findings: Findings): GoogleCredentials | null => {
+  const field = `${path}.credentials_file`
+  if (kind !== "vertex") {
+    findings.error(field, `Google credentials are for kind "vertex" only, not "${kind}"`)
+    return null
+  }
+  const env = source.kind === "snapshot" ? {} : source.env
+  if (value === "adc") {
+    const file = env.GOOGLE_APPLICATION_CREDENTIALS
+    return file === undefined || file === "" ? { kind: "adc" } : { kind: "key_file", path: file }
+  }
+  const location = value.startsWith("env::") ? parseCredentialLocation(value) : undefined
+  if (location?.kind !== "env") return { kind: "key_file", path: value }
+  const file = env[location.variable]
+  if (file === undefined || file === "") {
+    findings.error(field, `${location.variable} is not set (it should hold the key file's path)`)
+    return null
+  }
+  return { kind: "key_file", path: file }
 }
 
 /**
@@ -211,8 +237,11 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       findings.error(`${path}.auth_header_name`, `required when auth_type = "api_key_header"`)
       continue
     }
+    if (provider.publisher !== undefined && kind !== "vertex") findings.error(`${path}.publisher`, `for kind "vertex" only, not "${kind}"`)
     const vertex = kind === "vertex" ? vertexOf(path, provider, findings) : undefined
     if (vertex === null) continue
+    const google = provider.credentials_file === undefined ? undefined : googleOf(path, kind, provider.credentials_file, source, findings)
+    if (google === null) continue
     const sigv4 = authType === "sigv4" ? sigv4Of(path, kind, provider.region, baseUrl, source, findings) : undefined
     if (authType === "sigv4" && sigv4 === undefined) continue
     const duplicates = provider.models.filter((model, index) => provider.models.indexOf(model) !== index)
@@ -226,7 +255,8 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
     providers.set(id, {
       id,
       kind,
-      family: info.family,
+      // Claude on Vertex speaks the Anthropic wire (rawPredict); Gemini models Google's.
+      family: vertex?.publisher === "anthropic" ? "anthropic" : info.family,
       baseUrl,
       models: provider.models,
       credential,
@@ -238,7 +268,8 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
       maxTokensParam: provider.max_tokens_param ?? (official ? "max_completion_tokens" : "max_tokens"),
       responsesApi: info.family === "openai" && (provider.responses_api ?? official),
       ...(sigv4 === undefined ? {} : { sigv4 }),
-      ...(vertex === undefined ? {} : { vertex })
+      ...(vertex === undefined ? {} : { vertex }),
+      ...(google === undefined ? {} : { google })
     })
   }
   return providers

@@ -31,13 +31,23 @@ export interface ResolvedProvider {
   /** Serves the Responses API natively (`/responses`). */
   readonly responsesApi: boolean
   /** Vertex AI: where its models are called (`projects/{project}/locations/{location}`). */
-  readonly vertex?: { readonly project: string; readonly location: string } | undefined
+  readonly vertex?: { readonly project: string; readonly location: string; readonly publisher: "google" | "anthropic" } | undefined
+  /** Vertex AI with `credentials_file`: where its OAuth tokens come from. */
+  readonly google?: GoogleCredentials | undefined
   /** SigV4 (`auth_type = "sigv4"`): the region, and the AWS credentials when the environment has them. */
   readonly sigv4?: {
     readonly region: string
     readonly credentials: AwsCredentials | undefined
   } | undefined
 }
+
+/**
+ * Where a Vertex provider's OAuth tokens come from (`credentials_file`): a key file
+ * (service account, or any type google-auth-library reads), or application default credentials.
+ */
+export type GoogleCredentials =
+  | { readonly kind: "key_file"; readonly path: string }
+  | { readonly kind: "adc" }
 
 /** AWS credentials from the gateway's environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`). */
 export interface AwsCredentials {

@@ -79,6 +79,13 @@ export const Provider = Schema.Struct({
   /** Vertex AI: the Google Cloud project and location its Gemini models are called in (required with `models`). */
   project: Schema.optionalKey(Schema.NonEmptyString),
   location: Schema.optionalKey(Schema.NonEmptyString),
+  /**
+   * Vertex AI: Google credentials instead of a bearer `credential`: a key file's path (or
+   * `env::VAR` holding it), or `"adc"` for application default credentials.
+   */
+  credentials_file: Schema.optionalKey(Schema.NonEmptyString),
+  /** Vertex AI: whose models the provider serves: `google` (Gemini, the default) or `anthropic` (Claude through rawPredict). */
+  publisher: Schema.optionalKey(Schema.Literals(["google", "anthropic"])),
   /** Azure data-plane `api-version` (default 2024-10-21). */
   api_version: Schema.optionalKey(Schema.NonEmptyString),
   /**

@@ -42,6 +42,9 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         region: provider.sigv4?.region,
         project: provider.vertex?.project,
         location: provider.vertex?.location,
+        publisher: provider.vertex?.publisher,
+        // A key file's path (not its content), or "adc".
+        credentials_file: provider.google === undefined ? undefined : provider.google.kind === "adc" ? "adc" : provider.google.path,
         max_tokens_param: provider.family === "openai" ? provider.maxTokensParam : undefined,
         responses_api: provider.family === "openai" ? provider.responsesApi : undefined
       }])

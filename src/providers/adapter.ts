@@ -9,13 +9,18 @@
  * Bedrock `/model/{model}/converse` (`/converse-stream`), Vertex AI
  * `/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent`,
  * Cohere `/v2/rerank`, passthrough `{base}{rest}`) and the auth form (bearer, key header, query parameter,
- * or SigV4: the request carries a signer instead of headers, called by the transport over the body).
+ * or SigV4: the request carries a signer instead of headers, called by the transport over the body;
+ * Vertex with `credentials_file` carries a hook of the same kind that adds a cached Google OAuth bearer;
+ * Claude on Vertex, `publisher = "anthropic"`, goes to `…/publishers/anthropic/models/{model}:rawPredict`
+ * (`:streamRawPredict`) with a hook that moves the version into the body).
  */
 import { Redacted } from "effect"
 import type { FingerprintedCredential, ResolvedCredential, ResolvedProvider } from "../config/index.ts"
 import { UpstreamError } from "../domain/index.ts"
 import type { AuthType, ProviderFamily, ProviderKind } from "../domain/index.ts"
 import { loadEventStreamCodec } from "./framing.ts"
+import { googleBearer } from "./google-auth.ts"
+import { vertexAnthropicHook } from "./vertex-anthropic.ts"
 import { sigv4Signer } from "./sigv4.ts"
 import type { SignRequest } from "./sigv4.ts"
 
@@ -69,6 +74,12 @@ export interface ProviderRequest {
   readonly secret: Redacted.Redacted<string> | undefined
   /** SigV4 providers: signs the request once its body is known (the transport calls it). */
   readonly sign?: SignRequest | undefined
+}
+
+/** Vertex's methods for Claude (Anthropic Messages bodies). */
+const RAW_PREDICT_METHODS: Partial<Record<Operation, string>> = {
+  chat: ":rawPredict",
+  chat_stream: ":streamRawPredict"
 }
 
 /** Bedrock's Converse method per operation (`/model/{model}/method`). */
@@ -190,7 +201,8 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
   const azureVersion = `api-version=${encodeURIComponent(provider.apiVersion)}`
   const vertexModels = provider.vertex === undefined
     ? ""
-    : `/v1/projects/${encodeURIComponent(provider.vertex.project)}/locations/${encodeURIComponent(provider.vertex.location)}/publishers/google/models`
+    : `/v1/projects/${encodeURIComponent(provider.vertex.project)}/locations/${encodeURIComponent(provider.vertex.location)}/publishers/${provider.vertex.publisher}/models`
+  const vertexMethods = provider.vertex?.publisher === "anthropic" ? RAW_PREDICT_METHODS : GEMINI_METHODS
 
   const path = (operation: Operation, model: string, suffix = ""): string => {
     if (operation === "passthrough") return `${basePath}${suffix}`
@@ -204,7 +216,7 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
       case "gemini":
         return `${basePath}/v1beta/models/${encodeURIComponent(model)}${GEMINI_METHODS[operation]}`
       case "vertex":
-        return `${basePath}${vertexModels}/${encodeURIComponent(model)}${GEMINI_METHODS[operation]}`
+        return `${basePath}${vertexModels}/${encodeURIComponent(model)}${vertexMethods[operation]}`
       case "azure":
         // Files and the Responses API are not per deployment: the model is named in the body.
         if (operation === "files") return `${basePath}/openai/files${suffix}?${azureVersion}`
@@ -237,16 +249,30 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     }
   }
 
-  return {
-    ...compiledBase(provider, origin, used),
-    missingCredential: missingCredentialMessage(provider, used),
-    request: (operation, model, key, suffix) =>
-      key === undefined
+  // Google credentials: the bearer is added by the hook (tokens are fetched and refreshed there); a caller's own key still goes as given.
+  const google = provider.google === undefined ? undefined : googleBearer(provider.google, provider.vertex?.project)
+  const plain = (operation: Operation, model: string, key: Redacted.Redacted<string> | undefined, suffix: string | undefined): ProviderRequest =>
+    key === undefined
+      ? google === undefined
         ? { path: withQuery(path(operation, model, suffix), configuredQuery), headers: configuredHeaders, secret: configured }
-        : {
-          path: withQuery(path(operation, model, suffix), queryFor(key)),
-          headers: authFor(provider.authType, provider.authName, provider.kind, key),
-          secret: key
-        }
+        : { path: path(operation, model, suffix), headers: EMPTY_HEADERS, secret: undefined, sign: google }
+      : {
+        path: withQuery(path(operation, model, suffix), queryFor(key)),
+        headers: authFor(provider.authType, provider.authName, provider.kind, key),
+        secret: key
+      }
+  const base = { ...compiledBase(provider, origin, used), missingCredential: google === undefined ? missingCredentialMessage(provider, used) : undefined }
+  if (provider.vertex?.publisher !== "anthropic") return { ...base, request: plain }
+  // Claude on Vertex: chat bodies pass the hook that fits them to rawPredict (with the bearer's, if any).
+  // A caller's own key is its bearer: the hook then adds no Google token over it.
+  const rawPredict = vertexAnthropicHook(google)
+  const rawPredictOwnKey = vertexAnthropicHook(undefined)
+  return {
+    ...base,
+    request: (operation, model, key, suffix) => {
+      const request = plain(operation, model, key, suffix)
+      if (operation !== "chat" && operation !== "chat_stream") return request
+      return { ...request, sign: key === undefined ? rawPredict : rawPredictOwnKey }
+    }
   }
 }

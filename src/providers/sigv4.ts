@@ -37,13 +37,17 @@ class NodeSha256 {
   }
 }
 
-/** What a signed request adds: `authorization`, `x-amz-date`, `x-amz-content-sha256`, and the session token when there is one. */
+/**
+ * What a signed request adds: `authorization`, `x-amz-date`, `x-amz-content-sha256`, and the session
+ * token when there is one (SigV4); a bearer (Google credentials). `body`, when set, replaces the
+ * request's (Claude on Vertex takes its version in the body, not its model).
+ */
 export type SignRequest = (request: {
   readonly method: string
   readonly path: string
   readonly headers: Readonly<Record<string, string>>
   readonly body: string | Uint8Array
-}) => Promise<Record<string, string>>
+}) => Promise<{ readonly headers: Record<string, string>; readonly body?: string | undefined }>
 
 /** A signer for requests to `origin` (its host is signed) in `region`. */
 export const sigv4Signer = (origin: string, region: string, credentials: AwsCredentials, service = "bedrock"): SignRequest => {
@@ -86,6 +90,6 @@ export const sigv4Signer = (origin: string, region: string, credentials: AwsCred
       const lower = name.toLowerCase()
       if (lower === "authorization" || lower.startsWith("x-amz-")) out[lower] = value
     }
-    return out
+    return { headers: out }
   }
 }

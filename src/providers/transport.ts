@@ -446,7 +446,7 @@ const signed = (call: UpstreamCall): Effect.Effect<UpstreamCall, UpstreamError> 
   return Effect.tryPromise({
     try: () => sign({ method: call.method, path: call.path, headers: call.headers, body }),
     catch: () => UpstreamError.fault({ providerId: call.providerId, family: call.family }, "the request could not be signed", { reached: false })
-  }).pipe(Effect.map((headers) => ({ ...call, headers: { ...call.headers, ...headers } })))
+  }).pipe(Effect.map((out) => ({ ...call, headers: { ...call.headers, ...out.headers }, body: out.body ?? body })))
 }
 
 /** Sends upstream requests. The live layer uses undici; tests script it. */
