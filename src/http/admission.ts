@@ -10,8 +10,12 @@
  * Details
  * - The token estimate reserved is the body's size in tokens (4 bytes each)
  *   plus its output limit (`max_tokens`, `max_completion_tokens`,
- *   `max_output_tokens`), when it has one; a budget is charged that estimate
- *   at the dearest price of the models the request's plan may use.
+ *   `max_output_tokens`, Gemini's `generationConfig.maxOutputTokens`); a
+ *   request without one is expected to produce `[limits]
+ *   default_output_tokens`, so that every reservation bounds what its
+ *   request may use (embeddings, rerank and count_tokens produce no output:
+ *   none). A budget is charged that estimate at the dearest price of the
+ *   models the request's plan may use.
  * - The `x-ratelimit-*` headers go on every answer of an admitted request, and
  *   with `retry-after` on the refusal.
  * - At the end: the tokens used when the answer reported them; none when the
@@ -42,27 +46,35 @@ export type Admit = (request: AdmissionRequest) => Effect.Effect<void, GatewayEr
 
 const BYTES_PER_TOKEN = 4
 
-const outputLimitOf = (json: Readonly<Record<string, unknown>>): number => {
-  const limit = json.max_tokens ?? json.max_completion_tokens ?? json.max_output_tokens
-  return typeof limit === "number" && Number.isFinite(limit) && limit > 0 ? limit : 0
+/** Endpoints whose answers have no output tokens. */
+const NO_OUTPUT: ReadonlySet<RequestEndpoint> = new Set(["embeddings", "rerank", "count_tokens"])
+
+const generationLimit = (json: Readonly<Record<string, unknown>>): unknown => {
+  const config = json.generationConfig
+  return typeof config === "object" && config !== null ? (config as Record<string, unknown>).maxOutputTokens : undefined
 }
 
-/** The tokens a request is expected to use: its input by size, and its output limit. */
-export const tokenEstimate = (json: Readonly<Record<string, unknown>>, bodyBytes: number): number =>
-  Math.ceil(bodyBytes / BYTES_PER_TOKEN) + outputLimitOf(json)
+/** The output a request may produce: its own limit, else `fallback` (none for an endpoint without output). */
+export const outputEstimate = (json: Readonly<Record<string, unknown>>, endpoint: RequestEndpoint, fallback: number): number => {
+  if (NO_OUTPUT.has(endpoint)) return 0
+  const limit = json.max_tokens ?? json.max_completion_tokens ?? json.max_output_tokens ?? generationLimit(json)
+  return typeof limit === "number" && Number.isFinite(limit) && limit > 0 ? limit : fallback
+}
+
+/** The tokens a request is expected to use: its input by size, and its output estimate. */
+export const tokenEstimate = (bodyBytes: number, output: number): number => Math.ceil(bodyBytes / BYTES_PER_TOKEN) + output
 
 /**
  * The most the request may cost: its estimated input and output at the
  * dearest model its plan may send it to (0 when none is priced or the model
  * does not resolve, which the program then refuses).
  */
-export const costEstimate = ({ ctx, project, endpoint, model, json, bodyBytes }: AdmissionRequest): number => {
+export const costEstimate = ({ ctx, project, endpoint, model, bodyBytes }: AdmissionRequest, output: number): number => {
   if (model === undefined) return 0
   const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
   if (Result.isFailure(plan)) return 0
   const steps = [...plan.success.steps, ...(plan.success.variants ?? []).flatMap((variant) => variant.steps)]
   const input = Math.ceil(bodyBytes / BYTES_PER_TOKEN)
-  const output = outputLimitOf(json)
   let most = 0
   for (const step of steps) {
     for (const target of step.targets) {
@@ -110,13 +122,15 @@ const settleAll = (ctx: RequestContext, settles: ReadonlyArray<(usage: Usage) =>
  * `project_limits`), in that order; refused by the project, the key's
  * admission is cancelled.
  */
-export const makeAdmit = (limits: LimitsShape): Admit | undefined => {
+export const makeAdmit = (limits: LimitsShape, defaultOutputTokens: number): Admit | undefined => {
   if (!limits.enabled) return undefined
   return (request) => {
     const { ctx } = request
     const subjects = [ctx.callerKey?.subject, request.project.subject].filter((subject) => subject !== undefined)
     if (subjects.length === 0) return Effect.void
-    const estimate: Estimate = { tokens: tokenEstimate(request.json, request.bodyBytes), costUsd: () => costEstimate(request) }
+    // Nothing estimated for a request whose body is not read first (no model).
+    const output = request.model === undefined ? 0 : outputEstimate(request.json, request.endpoint, defaultOutputTokens)
+    const estimate: Estimate = { tokens: tokenEstimate(request.bodyBytes, output), costUsd: () => costEstimate(request, output) }
     // Settled at the end whatever happens meanwhile (a refusal, the caller leaving): each admission as it is made.
     const settles: Array<(usage: Usage) => void> = []
     ctx.settle = settleAll(ctx, settles)

@@ -53,7 +53,7 @@ export const makeRouter = Effect.gen(function*() {
   const { metrics: metricsSection } = settings.file
   metrics.watchDependencies(dependencyChecks(settings, cache, store, telemetry))
   const version = configVersionOf(settings, new Date())
-  const admit = makeAdmit(yield* Limits)
+  const admit = makeAdmit(yield* Limits, settings.file.limits.default_output_tokens)
   return new Router<never>([
     ...healthRoutes([{ name: "config", check: Effect.succeed(true) }, { name: store.readinessName, check: store.ready }], version),
     ...statusRoutes({ settings, version, cache, store, telemetry }),

@@ -46,7 +46,7 @@ const DEFAULTS = {
   },
   auth: { enabled: false, cache_skew_seconds: 60, exchange_timeout_ms: 2000 },
   keys: {},
-  limits: { on_store_error: "allow", pool_size: 4, timeout_ms: 250 },
+  limits: { on_store_error: "allow", pool_size: 4, timeout_ms: 250, default_output_tokens: 4096 },
   tenant_routing: {
     enabled: false,
     redis_url: "redis://localhost:6379",
