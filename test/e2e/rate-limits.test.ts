@@ -33,7 +33,8 @@ const KEYS = {
   KEY_CONC: `gwk-conc-${RUN}-c3a85e17`,
   KEY_SPEND: `gwk-spend-${RUN}-9d04b6e2`,
   KEY_FILES: `gwk-files-${RUN}-5e7f1c08`,
-  KEY_OUT: `gwk-out-${RUN}-7a2d94c1`
+  KEY_OUT: `gwk-out-${RUN}-7a2d94c1`,
+  KEY_CAP: `gwk-cap-${RUN}-3f8b60d2`
 }
 const BUDGET_USD = 0.01
 const RPM_A = 10
@@ -42,6 +43,8 @@ const TPM = 300
 /** `[limits] default_output_tokens`, and the token limit of the key whose requests name no max_tokens. */
 const DEFAULT_OUTPUT = 600
 const TPM_OUT = 2000
+/** `[models.claude-capped] max_tokens`: the limit a translated request to it is sent with. */
+const CAPPED_MAX = 150
 
 /** The fake upstreams (OpenAI, Anthropic), the gateways' directory and a Redis client to inspect the store. */
 let upstream: FakeUpstream, claudeUpstream: FakeUpstream, dir: string, redis: Redis
@@ -62,8 +65,11 @@ credential = "none"
 
 [providers.anthropic]
 base_url = "${claudeUpstream.url}"
-models = ["claude-e2e"]
+models = ["claude-e2e", "claude-capped"]
 credential = "none"
+
+[models.claude-capped]
+max_tokens = ${CAPPED_MAX}
 
 [limits]
 url = "${REDIS_URL}"
@@ -91,6 +97,10 @@ budget_usd_per_day = ${BUDGET_USD}
 
 [keys.out-${RUN}]
 key = "env::KEY_OUT"
+tokens_per_minute = ${TPM_OUT}
+
+[keys.cap-${RUN}]
+key = "env::KEY_CAP"
 tokens_per_minute = ${TPM_OUT}
 
 [keys.files-${RUN}]
@@ -240,9 +250,18 @@ describe("two gateways, one store", () => {
     }
   }, PROCESS_TIMEOUT_MS)
 
+  it("a request without max_tokens to a model whose max_tokens is configured reserves that limit, which its upstream is sent", async () => {
+    const { response } = await client(1, KEYS.KEY_CAP).chat.completions.create({ model: "claude-capped", messages: [{ role: "user", content: "hello there" }] }).withResponse()
+    const remaining = Number(response.headers.get("x-ratelimit-remaining-tokens"))
+    expect(remaining).toBeLessThanOrEqual(TPM_OUT - CAPPED_MAX)
+    expect(remaining).toBeGreaterThan(TPM_OUT - CAPPED_MAX - 60)
+    expect((claudeUpstream.requests.at(-1)?.json as { max_tokens?: number }).max_tokens).toBe(CAPPED_MAX)
+  }, PROCESS_TIMEOUT_MS)
+
   it("a request over the concurrency limit is refused at once; the SDKs read the 429 and OpenAI's retry honours retry-after", async () => {
     upstream.script({ kind: "delay", ms: 600 })
     const before = upstream.requests.length
+    const claudeBefore = claudeUpstream.requests.length
     const running = ask(0, KEYS.KEY_CONC)
     await eventually(async () => upstream.requests.length > before)
     const anthropic = new Anthropic({ baseURL: gateways[1].url, apiKey: "sk-caller", maxRetries: 0, defaultHeaders: { "x-gw-authorization": `Bearer ${KEYS.KEY_CONC}` } })
@@ -252,7 +271,7 @@ describe("two gateways, one store", () => {
     expect(error.headers.get("retry-after")).toBe("1")
     expect((error.error as { error?: { type?: string } }).error?.type).toBe("rate_limit_error")
     expect(error.message).toContain("concurrent requests")
-    expect(claudeUpstream.requests).toHaveLength(0)
+    expect(claudeUpstream.requests).toHaveLength(claudeBefore)
 
     // Refused while the first still runs, then retried by the SDK after retry-after, by which time the slot is free.
     const retried = await ask(1, KEYS.KEY_CONC, { maxRetries: 2 })
