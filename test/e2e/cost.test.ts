@@ -147,8 +147,10 @@ describe("a daily budget", () => {
     const day = new Date().toISOString().slice(0, 10)
     const spent = `gw:limits:{key:budget-${RUN}}:usd:${day}`
     openaiUp.script(answerWithUsage("chatcmpl-budget", "gpt-5"))
-    // $0.0058 against a budget of $0.005: admitted (nothing spent yet), it spends past the budget.
-    const { response } = await openai(BUDGET_KEY).chat.completions.create({ model: "gpt-5", messages: [{ role: "user", content: "spend" }] }).withResponse()
+    // Admitted: its estimate (max_tokens 400 at $10 per million, and its small input) fits the $0.005 budget;
+    // without max_tokens it would reserve [limits] default_output_tokens (4096, $0.04) and be refused.
+    // Its answer reports $0.0058: the spend passes the budget.
+    const { response } = await openai(BUDGET_KEY).chat.completions.create({ model: "gpt-5", max_tokens: 400, messages: [{ role: "user", content: "spend" }] }).withResponse()
     expect(response.headers.get("x-gw-cost-usd")).toBe("0.0058")
     const deadline = Date.now() + 5000
     while ((await redis.get(spent)) !== "5800" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
