@@ -165,7 +165,9 @@ export const LimitsStore = Schema.Struct({
   on_store_error: Schema.Literals(["allow", "deny"]).pipe(withDefault("allow")),
   pool_size: PositiveInt.pipe(withDefault(4)),
   /** A store command that takes longer than this counts as the store unreachable. */
-  timeout_ms: PositiveInt.pipe(withDefault(250))
+  timeout_ms: PositiveInt.pipe(withDefault(250)),
+  /** The output a request without an output limit of its own (`max_tokens`…) is expected to produce, for its reservation. */
+  default_output_tokens: PositiveInt.pipe(withDefault(4096))
 })
 
 export const Target = Schema.Struct({

@@ -10,8 +10,14 @@
  * Details
  * - The token estimate reserved is the body's size in tokens (4 bytes each)
  *   plus its output limit (`max_tokens`, `max_completion_tokens`,
- *   `max_output_tokens`), when it has one; a budget is charged that estimate
- *   at the dearest price of the models the request's plan may use.
+ *   `max_output_tokens`, Gemini's `generationConfig.maxOutputTokens`); a
+ *   request without one is expected to produce, at each target its plan may
+ *   use, the model's `[models.<name>] max_tokens` where that is sent as the
+ *   limit (upstreams of a non-OpenAI family), else `[limits]
+ *   default_output_tokens`: the most of those. So every reservation bounds
+ *   what its request may use (embeddings, rerank and count_tokens produce no
+ *   output: none). A budget is charged that estimate at the dearest price of
+ *   the models the request's plan may use.
  * - The `x-ratelimit-*` headers go on every answer of an admitted request, and
  *   with `retry-after` on the refusal.
  * - At the end: the tokens used when the answer reported them; none when the
@@ -23,6 +29,7 @@ import { Effect, Result } from "effect"
 import type { GatewayError, InfraError } from "../domain/index.ts"
 import { CANCELLED, header } from "../pipeline/index.ts"
 import type { Estimate, LimitsShape, RequestContext, Usage } from "../pipeline/index.ts"
+import type { PlanTarget } from "../routing/plan.ts"
 import type { RequestEndpoint } from "../routing/table.ts"
 import type { Project } from "../tenancy/project.ts"
 import type { ProjectResolver } from "./project.ts"
@@ -42,33 +49,60 @@ export type Admit = (request: AdmissionRequest) => Effect.Effect<void, GatewayEr
 
 const BYTES_PER_TOKEN = 4
 
-const outputLimitOf = (json: Readonly<Record<string, unknown>>): number => {
-  const limit = json.max_tokens ?? json.max_completion_tokens ?? json.max_output_tokens
-  return typeof limit === "number" && Number.isFinite(limit) && limit > 0 ? limit : 0
+/** Endpoints whose answers have no output tokens. */
+const NO_OUTPUT: ReadonlySet<RequestEndpoint> = new Set(["embeddings", "rerank", "count_tokens"])
+
+const generationLimit = (json: Readonly<Record<string, unknown>>): unknown => {
+  const config = json.generationConfig
+  return typeof config === "object" && config !== null ? (config as Record<string, unknown>).maxOutputTokens : undefined
 }
 
-/** The tokens a request is expected to use: its input by size, and its output limit. */
-export const tokenEstimate = (json: Readonly<Record<string, unknown>>, bodyBytes: number): number =>
-  Math.ceil(bodyBytes / BYTES_PER_TOKEN) + outputLimitOf(json)
+/**
+ * The output a request may produce: its own limit, else the most its targets
+ * may produce (a model's `max_tokens` where it is sent as the limit, else
+ * `fallback`); none for an endpoint without output.
+ */
+export const outputEstimate = (
+  json: Readonly<Record<string, unknown>>,
+  endpoint: RequestEndpoint,
+  targets: () => ReadonlyArray<PlanTarget>,
+  fallback: number
+): number => {
+  if (NO_OUTPUT.has(endpoint)) return 0
+  const limit = json.max_tokens ?? json.max_completion_tokens ?? json.max_output_tokens ?? generationLimit(json)
+  if (typeof limit === "number" && Number.isFinite(limit) && limit > 0) return limit
+  const all = targets()
+  if (all.length === 0) return fallback
+  let most = 0
+  for (const target of all) {
+    const sent = target.provider.family === "openai" ? undefined : target.maxTokens
+    most = Math.max(most, sent ?? fallback)
+  }
+  return most
+}
+
+/** The tokens a request is expected to use: its input by size, and its output estimate. */
+export const tokenEstimate = (bodyBytes: number, output: number): number => Math.ceil(bodyBytes / BYTES_PER_TOKEN) + output
+
+/** Every target the request's plan may send it to (none when its model does not resolve, which the program then refuses). */
+export const targetsOf = ({ ctx, project, endpoint, model }: AdmissionRequest): ReadonlyArray<PlanTarget> => {
+  if (model === undefined) return []
+  const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
+  if (Result.isFailure(plan)) return []
+  const steps = [...plan.success.steps, ...(plan.success.variants ?? []).flatMap((variant) => variant.steps)]
+  return steps.flatMap((step) => step.targets)
+}
 
 /**
  * The most the request may cost: its estimated input and output at the
- * dearest model its plan may send it to (0 when none is priced or the model
- * does not resolve, which the program then refuses).
+ * dearest of `targets` (0 when none is priced).
  */
-export const costEstimate = ({ ctx, project, endpoint, model, json, bodyBytes }: AdmissionRequest): number => {
-  if (model === undefined) return 0
-  const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
-  if (Result.isFailure(plan)) return 0
-  const steps = [...plan.success.steps, ...(plan.success.variants ?? []).flatMap((variant) => variant.steps)]
+export const costEstimate = (project: Project, targets: ReadonlyArray<PlanTarget>, bodyBytes: number, output: number): number => {
   const input = Math.ceil(bodyBytes / BYTES_PER_TOKEN)
-  const output = outputLimitOf(json)
   let most = 0
-  for (const step of steps) {
-    for (const target of step.targets) {
-      const price = project.priceOf(target.model)
-      if (price !== undefined) most = Math.max(most, (input * price.input + output * price.output) / 1_000_000)
-    }
+  for (const target of targets) {
+    const price = project.priceOf(target.model)
+    if (price !== undefined) most = Math.max(most, (input * price.input + output * price.output) / 1_000_000)
   }
   return most
 }
@@ -110,13 +144,20 @@ const settleAll = (ctx: RequestContext, settles: ReadonlyArray<(usage: Usage) =>
  * `project_limits`), in that order; refused by the project, the key's
  * admission is cancelled.
  */
-export const makeAdmit = (limits: LimitsShape): Admit | undefined => {
+export const makeAdmit = (limits: LimitsShape, defaultOutputTokens: number): Admit | undefined => {
   if (!limits.enabled) return undefined
   return (request) => {
     const { ctx } = request
     const subjects = [ctx.callerKey?.subject, request.project.subject].filter((subject) => subject !== undefined)
     if (subjects.length === 0) return Effect.void
-    const estimate: Estimate = { tokens: tokenEstimate(request.json, request.bodyBytes), costUsd: () => costEstimate(request) }
+    // Nothing estimated for a request whose body is not read first (no model); its plan resolved once, when needed.
+    let targets: ReadonlyArray<PlanTarget> | undefined
+    const targetsOnce = () => (targets ??= targetsOf(request))
+    const output = request.model === undefined ? 0 : outputEstimate(request.json, request.endpoint, targetsOnce, defaultOutputTokens)
+    const estimate: Estimate = {
+      tokens: tokenEstimate(request.bodyBytes, output),
+      costUsd: () => costEstimate(request.project, targetsOnce(), request.bodyBytes, output)
+    }
     // Settled at the end whatever happens meanwhile (a refusal, the caller leaving): each admission as it is made.
     const settles: Array<(usage: Usage) => void> = []
     ctx.settle = settleAll(ctx, settles)

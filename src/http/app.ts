@@ -54,7 +54,7 @@ export const makeRouter = Effect.gen(function*() {
   const { metrics: metricsSection } = settings.file
   metrics.watchDependencies(dependencyChecks(settings, cache, store, telemetry))
   const version = configVersionOf(settings, new Date())
-  const admit = makeAdmit(yield* Limits)
+  const admit = makeAdmit(yield* Limits, settings.file.limits.default_output_tokens)
   const responseStore = yield* ResponseStore
   const state = responseStore.enabled ? { store: responseStore, section: responsesSectionOf(settings.file) } : undefined
   return new Router<never>([

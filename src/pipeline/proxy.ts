@@ -10,6 +10,13 @@
  * (`endpointCodec`, src/formats/endpoint-codecs.ts) and its answer is decoded
  * back, held.
  *
+ * A held JSON answer that reports token usage (embeddings' `prompt_tokens`,
+ * images' and transcriptions' `input_tokens` / `output_tokens`, Cohere's
+ * `billed_units`) is priced at the model that answered, like chat: its tokens
+ * and `cost_usd` on the log line (settled against the caller's limits and
+ * budgets from there), `gateway.cost_usd` on the GenAI span, `x-gw-cost-usd`
+ * on the answer. An answer streamed as it arrives is not read: not priced.
+ *
  * The request body is either a JSON object (its `model` replaced by the
  * target's) or a body builder called per attempt (multipart uploads, which
  * are re-streamed from a spooled copy on every attempt).
@@ -53,6 +60,7 @@ import type { Reply } from "./reply.ts"
 import type { Surface } from "./security/index.ts"
 import type { JsonLog } from "../infra/log.ts"
 import { attemptLogger } from "./attempts.ts"
+import { Spend } from "./spend.ts"
 import { embeddingsRequestAttributes } from "./telemetry/index.ts"
 import type { GenAiOperation, GenAiResponseSummary, TelemetryShape } from "./telemetry/index.ts"
 
@@ -151,7 +159,8 @@ const translateHeld = (
   request: Readonly<Record<string, unknown>>,
   source: FailureSource,
   response: UpstreamResponse,
-  extra: Readonly<Record<string, string>>
+  extra: Readonly<Record<string, string>>,
+  inspect: (json: unknown) => undefined
 ): Effect.Effect<Forwarded, UpstreamError> =>
   Effect.flatMap(response.body.readAll(TRANSLATED_LIMIT), (bytes) => {
     let json: unknown
@@ -162,6 +171,7 @@ const translateHeld = (
     }
     const decoded = codec.decodeResponse(json, request)
     if (Result.isFailure(decoded)) return Effect.fail(UpstreamError.fault(source, decoded.failure.message, { status: response.status }))
+    inspect(decoded.success)
     const headers = { ...responseHeaders(response.headers, "own"), ...extra, "content-type": "application/json" }
     return Effect.succeed<Forwarded>(reply(200, headers, Buffer.from(JSON.stringify(decoded.success))))
   })
@@ -197,9 +207,12 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
 
     const keyFor = callerKeyPolicy(callerKey(ctx.req.headers))
     const genAiOperation = telemetry.genAi.enabled ? GENAI_OPERATION[input.operation] : undefined
+    // What the answer that succeeded says of itself, and the model that gave it (priced at the end).
     let summary: GenAiResponseSummary | undefined
-    const inspect = genAiOperation === undefined ? undefined : (json: unknown): undefined => {
+    let answeredBy = input.model
+    const inspectFor = (model: string) => (json: unknown): undefined => {
       summary = bodySummary(json)
+      answeredBy = model
     }
     const attempts = executePlan(plan, steps, (info) => {
       const { target } = info
@@ -235,15 +248,16 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
           trace.responded()
           const source = { providerId: provider.id, family: provider.family }
           const extra = { "x-gw-upstream-provider": provider.id }
-          if (codec !== undefined && request !== undefined) return translateHeld(codec, request, source, response, extra)
+          if (codec !== undefined && request !== undefined) return translateHeld(codec, request, source, response, extra, inspectFor(target.model))
           return isEventStream(response)
             ? forwardStream(ctx, input.family, source, response, extra, OPEN_GATE)
-            : forwardHeld(source, response, extra, isJson(response) && response.status < 300 ? inspect : undefined)
+            : forwardHeld(source, response, extra, isJson(response) && response.status < 300 ? inspectFor(target.model) : undefined)
         }),
         attemptScoped,
         trace.attempt(info, undefined, () => ctx.log.error_code)
       )
     }, attemptLogger(ctx, log))
+    let costUsd: number | undefined
     const record = (exit: Exit.Exit<unknown, unknown>) =>
       genAiOperation === undefined ? Effect.void : trace.record(() => ({
         operation: genAiOperation,
@@ -251,11 +265,17 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
         requestAttributes: genAiOperation === "embeddings" && input.scan !== undefined ? embeddingsRequestAttributes(input.scan.json) : undefined,
         stream: false,
         response: summary,
-        error: failureOf(exit)
+        error: failureOf(exit),
+        costUsd
       }))
     const forwarded = yield* attempts.pipe(
-      // A streamed body is over when it ends: recorded there.
-      Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : record(exit)))
+      // A streamed body is over when it ends: recorded there. A held one is priced first.
+      Effect.onExit((exit) => {
+        if (Exit.isFailure(exit)) return record(exit)
+        if (!isValueBody(exit.value.body)) return Effect.void
+        costUsd = noteUsage(ctx, input.project, answeredBy, summary)
+        return record(exit)
+      })
     )
     const { body } = forwarded
     if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, onBodyExit(body, record))
@@ -272,6 +292,23 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
     }
     return forwarded as Reply
   })
+
+/**
+ * Notes a held answer's usage on the log line and prices it at `model`
+ * (`x-gw-cost-usd`, `cost_usd`); the cost, or undefined when the answer
+ * reported no usage or the model has no price.
+ */
+const noteUsage = (ctx: RequestContext, project: Project, model: string, summary: GenAiResponseSummary | undefined): number | undefined => {
+  const usage = summary?.usage
+  if (usage === undefined) return undefined
+  ctx.log.input_tokens = usage.inputTokens
+  ctx.log.output_tokens = usage.outputTokens
+  const spend = new Spend(project.priceOf)
+  spend.begin(model, undefined)
+  spend.end(usage)
+  spend.note(ctx)
+  return spend.costUsd
+}
 
 /** How an embeddings request uses the cache, or undefined (another endpoint, the cache off, mode never). */
 const planBodyCaching = (

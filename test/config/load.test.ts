@@ -46,7 +46,7 @@ const DEFAULTS = {
   },
   auth: { enabled: false, cache_skew_seconds: 60, exchange_timeout_ms: 2000 },
   keys: {},
-  limits: { on_store_error: "allow", pool_size: 4, timeout_ms: 250 },
+  limits: { on_store_error: "allow", pool_size: 4, timeout_ms: 250, default_output_tokens: 4096 },
   responses: { enabled: false, store_ttl_seconds: 2592000, max_entry_size_bytes: 4194304, pool_size: 4, timeout_ms: 1000 },
   tenant_routing: {
     enabled: false,

@@ -5,7 +5,8 @@
  * every attempt of a retry included; shown as `x-gw-cost-usd` when the head
  * is still to be written, in the log line (`cost_usd`) and on the GenAI span.
  * A key's daily budget, once spent, refuses the next request with 429 `quota`
- * before any upstream call.
+ * before any upstream call. The other endpoints whose answers report token
+ * usage (embeddings, images) are priced and settled against budgets alike.
  */
 import Anthropic from "@anthropic-ai/sdk"
 import { Redis } from "ioredis"
@@ -23,6 +24,7 @@ import type { RunningGateway } from "./harness.ts"
 const RUN = randomUUID().slice(0, 8)
 const METER_KEY = `gwk-meter-${RUN}-41d9`
 const BUDGET_KEY = `gwk-budget-${RUN}-77ac`
+const EMBED_KEY = `gwk-embed-${RUN}-5e0b`
 
 /** The fakes, the GenAI collector, the gateway and a Redis client to read the budget counters. */
 let openaiUp: FakeUpstream, anthropicUp: FakeUpstream, genai: OtlpReceiver, gateway: RunningGateway, redis: Redis
@@ -32,19 +34,24 @@ beforeAll(async () => {
   redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
   gateway = await startGateway({
     providers: {
-      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-5", "house-model"], credential: "none" },
+      openai: { base_url: `${openaiUp.url}/v1`, models: ["gpt-5", "house-model", "house-embed", "house-image"], credential: "none" },
       anthropic: { base_url: anthropicUp.url, models: ["claude-sonnet-4-5"], credential: "none" }
     },
-    models: { "house-model": { input_per_mtok: 4, output_per_mtok: 16, cache_read_per_mtok: 1 } },
+    models: {
+      "house-model": { input_per_mtok: 4, output_per_mtok: 16, cache_read_per_mtok: 1 },
+      "house-embed": { input_per_mtok: 0.13, output_per_mtok: 0 },
+      "house-image": { input_per_mtok: 5, output_per_mtok: 40 }
+    },
     routing: { retry: { max_retries: 2, backoff_base_ms: 10 } },
     telemetry: { enabled: false },
     genai_telemetry: { enabled: true, otlp_endpoint: genai.url, metrics_enabled: false, capture_content: false },
     limits: { url: REDIS_URL },
     keys: {
       [`meter-${RUN}`]: { key: "env::METER_KEY" },
-      [`budget-${RUN}`]: { key: "env::BUDGET_KEY", budget_usd_per_day: 0.005 }
+      [`budget-${RUN}`]: { key: "env::BUDGET_KEY", budget_usd_per_day: 0.005 },
+      [`embed-${RUN}`]: { key: "env::EMBED_KEY", budget_usd_per_day: 0.001 }
     }
-  }, { METER_KEY, BUDGET_KEY })
+  }, { METER_KEY, BUDGET_KEY, EMBED_KEY })
 })
 afterAll(async () => {
   await gateway.close()
@@ -140,8 +147,10 @@ describe("a daily budget", () => {
     const day = new Date().toISOString().slice(0, 10)
     const spent = `gw:limits:{key:budget-${RUN}}:usd:${day}`
     openaiUp.script(answerWithUsage("chatcmpl-budget", "gpt-5"))
-    // $0.0058 against a budget of $0.005: admitted (nothing spent yet), it spends past the budget.
-    const { response } = await openai(BUDGET_KEY).chat.completions.create({ model: "gpt-5", messages: [{ role: "user", content: "spend" }] }).withResponse()
+    // Admitted: its estimate (max_tokens 400 at $10 per million, and its small input) fits the $0.005 budget;
+    // without max_tokens it would reserve [limits] default_output_tokens (4096, $0.04) and be refused.
+    // Its answer reports $0.0058: the spend passes the budget.
+    const { response } = await openai(BUDGET_KEY).chat.completions.create({ model: "gpt-5", max_tokens: 400, messages: [{ role: "user", content: "spend" }] }).withResponse()
     expect(response.headers.get("x-gw-cost-usd")).toBe("0.0058")
     const deadline = Date.now() + 5000
     while ((await redis.get(spent)) !== "5800" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
@@ -164,5 +173,60 @@ describe("a daily budget", () => {
     // Another key's requests are not refused.
     openaiUp.script(answerWithUsage("chatcmpl-other", "gpt-5"))
     expect((await openai().chat.completions.create({ model: "gpt-5", messages: [{ role: "user", content: "fine" }] })).id).toBe("chatcmpl-other")
+  })
+})
+
+/** Waits (bounded) until the store holds `expected` at `key`. */
+const storeReaches = async (key: string, expected: string): Promise<string | null> => {
+  const deadline = Date.now() + 5000
+  while ((await redis.get(key)) !== expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+  return redis.get(key)
+}
+
+/** The span of the GenAI operation `operation` on `model`, once exported. */
+const spanOf = async (operation: string, model: string) => {
+  const matches = (span: { attributes: Record<string, unknown> }) => span.attributes["gen_ai.operation.name"] === operation && span.attributes["gen_ai.request.model"] === model
+  await genai.waitFor((receiver) => receiver.spans().some(matches))
+  return genai.spans().find(matches)!
+}
+
+describe("the cost of the other endpoints that report usage", () => {
+  it("embeddings: prompt_tokens at the model's input price in x-gw-cost-usd, the log line and the span; settled against the key's budget, which then refuses", async () => {
+    const day = new Date().toISOString().slice(0, 10)
+    const spent = `gw:limits:{key:embed-${RUN}}:usd:${day}`
+    openaiUp.script({
+      kind: "json",
+      body: { object: "list", model: "house-embed", data: [{ object: "embedding", index: 0, embedding: [0.25, -0.5] }], usage: { prompt_tokens: 8000, total_tokens: 8000 } }
+    })
+    const lines = gateway.requestLogs().length
+    const { data, response } = await openai(EMBED_KEY).embeddings.create({ model: "house-embed", input: "price this", encoding_format: "float" }).withResponse()
+    expect(data.data[0]?.embedding).toEqual([0.25, -0.5])
+    // 8000 input tokens × $0.13 per million.
+    const expected = (8000 * 0.13) / 1e6
+    expect(expected).toBeCloseTo(0.00104, 10)
+    expect(Number(response.headers.get("x-gw-cost-usd"))).toBeCloseTo(expected, 10)
+    const line = await lastRequestLine(lines + 1)
+    expect([line.input_tokens, line.cost_usd]).toEqual([8000, expected])
+    expect((await spanOf("embeddings", "house-embed")).attributes["gateway.cost_usd"]).toBeCloseTo(expected, 10)
+    // Settled: the day's spend is the cost (micro-USD), past the $0.001 budget, so the next request is refused before any upstream call.
+    expect(await storeReaches(spent, "1040")).toBe("1040")
+    const refused = await openai(EMBED_KEY).embeddings.create({ model: "house-embed", input: "more" }).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError)
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).headers.get("x-gw-error-code")).toBe("quota")
+    expect(openaiUp.requests).toHaveLength(1)
+  })
+
+  it("images: input and output tokens at the model's prices", async () => {
+    openaiUp.script({
+      kind: "json",
+      body: { created: 1, data: [{ b64_json: "aW1n" }], usage: { input_tokens: 50, output_tokens: 4160, total_tokens: 4210, input_tokens_details: { text_tokens: 50, image_tokens: 0 } } }
+    })
+    const lines = gateway.requestLogs().length
+    const { response } = await openai().images.generate({ model: "house-image", prompt: "a priced picture" }).withResponse()
+    // 50 input × $5 + 4160 output × $40, per million.
+    const expected = (50 * 5 + 4160 * 40) / 1e6
+    expect(Number(response.headers.get("x-gw-cost-usd"))).toBeCloseTo(expected, 10)
+    const line = await lastRequestLine(lines + 1)
+    expect([line.input_tokens, line.output_tokens, line.cost_usd]).toEqual([50, 4160, expected])
   })
 })

@@ -32,12 +32,19 @@ const KEYS = {
   KEY_TOK: `gwk-tok-${RUN}-2b6f0a94`,
   KEY_CONC: `gwk-conc-${RUN}-c3a85e17`,
   KEY_SPEND: `gwk-spend-${RUN}-9d04b6e2`,
-  KEY_FILES: `gwk-files-${RUN}-5e7f1c08`
+  KEY_FILES: `gwk-files-${RUN}-5e7f1c08`,
+  KEY_OUT: `gwk-out-${RUN}-7a2d94c1`,
+  KEY_CAP: `gwk-cap-${RUN}-3f8b60d2`
 }
 const BUDGET_USD = 0.01
 const RPM_A = 10
 const RPM_B = 5
 const TPM = 300
+/** `[limits] default_output_tokens`, and the token limit of the key whose requests name no max_tokens. */
+const DEFAULT_OUTPUT = 600
+const TPM_OUT = 2000
+/** `[models.claude-capped] max_tokens`: the limit a translated request to it is sent with. */
+const CAPPED_MAX = 150
 
 /** The fake upstreams (OpenAI, Anthropic), the gateways' directory and a Redis client to inspect the store. */
 let upstream: FakeUpstream, claudeUpstream: FakeUpstream, dir: string, redis: Redis
@@ -58,11 +65,15 @@ credential = "none"
 
 [providers.anthropic]
 base_url = "${claudeUpstream.url}"
-models = ["claude-e2e"]
+models = ["claude-e2e", "claude-capped"]
 credential = "none"
+
+[models.claude-capped]
+max_tokens = ${CAPPED_MAX}
 
 [limits]
 url = "${REDIS_URL}"
+default_output_tokens = ${DEFAULT_OUTPUT}
 
 [keys.a-${RUN}]
 key = "env::KEY_A"
@@ -83,6 +94,14 @@ concurrent_requests = 1
 [keys.spend-${RUN}]
 key = "env::KEY_SPEND"
 budget_usd_per_day = ${BUDGET_USD}
+
+[keys.out-${RUN}]
+key = "env::KEY_OUT"
+tokens_per_minute = ${TPM_OUT}
+
+[keys.cap-${RUN}]
+key = "env::KEY_CAP"
+tokens_per_minute = ${TPM_OUT}
 
 [keys.files-${RUN}]
 key = "env::KEY_FILES"
@@ -198,9 +217,51 @@ describe("two gateways, one store", () => {
     expect(refusal.message).toContain("tokens per minute")
   }, PROCESS_TIMEOUT_MS)
 
+  it("a request without max_tokens reserves default_output_tokens: a burst of long answers uses no more than the limit plus one estimate", async () => {
+    const tokv = `gw:limits:{key:out-${RUN}}:tokv`
+    // Every answer is long: 20 tokens in, 580 out, none of them asked for a limit.
+    upstream.setDefault({
+      kind: "json",
+      body: {
+        id: "chatcmpl-long",
+        object: "chat.completion",
+        created: 1,
+        model: "gpt-4o",
+        choices: [{ index: 0, message: { role: "assistant", content: "a long answer", refusal: null }, finish_reason: "stop", logprobs: null }],
+        usage: { prompt_tokens: 20, completion_tokens: 580, total_tokens: 600 }
+      }
+    })
+    try {
+      const first = await ask(0, KEYS.KEY_OUT)
+      // Reserved: the body (< 60 tokens at 4 bytes each) and the default output.
+      const remaining = Number(first.response.headers.get("x-ratelimit-remaining-tokens"))
+      expect(remaining).toBeLessThanOrEqual(TPM_OUT - DEFAULT_OUTPUT)
+      expect(remaining).toBeGreaterThan(TPM_OUT - DEFAULT_OUTPUT - 60)
+      await eventually(async () => (await redis.hget(tokv, "#")) === "600")
+
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => outcome(ask(i % 2, KEYS.KEY_OUT))))
+      const admitted = results.filter((result): result is { ok: true; tokens: number } => result.ok)
+      expect(admitted.length).toBeGreaterThan(0)
+      expect(results.length - admitted.length).toBeGreaterThan(0)
+      const used = 600 + admitted.reduce((sum, result) => sum + result.tokens, 0)
+      expect(used).toBeLessThanOrEqual(TPM_OUT + DEFAULT_OUTPUT + 60)
+    } finally {
+      upstream.setDefault(undefined)
+    }
+  }, PROCESS_TIMEOUT_MS)
+
+  it("a request without max_tokens to a model whose max_tokens is configured reserves that limit, which its upstream is sent", async () => {
+    const { response } = await client(1, KEYS.KEY_CAP).chat.completions.create({ model: "claude-capped", messages: [{ role: "user", content: "hello there" }] }).withResponse()
+    const remaining = Number(response.headers.get("x-ratelimit-remaining-tokens"))
+    expect(remaining).toBeLessThanOrEqual(TPM_OUT - CAPPED_MAX)
+    expect(remaining).toBeGreaterThan(TPM_OUT - CAPPED_MAX - 60)
+    expect((claudeUpstream.requests.at(-1)?.json as { max_tokens?: number }).max_tokens).toBe(CAPPED_MAX)
+  }, PROCESS_TIMEOUT_MS)
+
   it("a request over the concurrency limit is refused at once; the SDKs read the 429 and OpenAI's retry honours retry-after", async () => {
     upstream.script({ kind: "delay", ms: 600 })
     const before = upstream.requests.length
+    const claudeBefore = claudeUpstream.requests.length
     const running = ask(0, KEYS.KEY_CONC)
     await eventually(async () => upstream.requests.length > before)
     const anthropic = new Anthropic({ baseURL: gateways[1].url, apiKey: "sk-caller", maxRetries: 0, defaultHeaders: { "x-gw-authorization": `Bearer ${KEYS.KEY_CONC}` } })
@@ -210,7 +271,7 @@ describe("two gateways, one store", () => {
     expect(error.headers.get("retry-after")).toBe("1")
     expect((error.error as { error?: { type?: string } }).error?.type).toBe("rate_limit_error")
     expect(error.message).toContain("concurrent requests")
-    expect(claudeUpstream.requests).toHaveLength(0)
+    expect(claudeUpstream.requests).toHaveLength(claudeBefore)
 
     // Refused while the first still runs, then retried by the SDK after retry-after, by which time the slot is free.
     const retried = await ask(1, KEYS.KEY_CONC, { maxRetries: 2 })
