@@ -99,6 +99,9 @@ describe("the cost of a request", () => {
     expect(expected).toBeCloseTo(0.0058, 10)
     expect(Number(response.headers.get("x-gw-cost-usd"))).toBeCloseTo(expected, 10)
     expect((await lastRequestLine(lines + 1)).cost_usd).toBeCloseTo(expected, 10)
+    // The first gpt-5 answer of this gateway: /metrics has spent exactly its price on it.
+    const spent = /^gateway_cost_usd_total\{provider="openai",model="gpt-5"\} (\S+)$/m.exec(await (await fetch(`${gateway.url}/metrics`)).text())
+    expect(Number(spent?.[1])).toBeCloseTo(expected, 10)
     await genai.waitFor((receiver) => receiver.spans().some((span) => span.attributes["gen_ai.response.id"] === "chatcmpl-cost-shipped"))
     const span = genai.spans().find((candidate) => candidate.attributes["gen_ai.response.id"] === "chatcmpl-cost-shipped")!
     expect(span.attributes["gateway.cost_usd"]).toBeCloseTo(expected, 10)

@@ -188,6 +188,11 @@ describe("two gateways, one store", () => {
     const limit = (a.find((result) => !result.ok) as { error: InstanceType<typeof OpenAI.RateLimitError> }).error.headers.get("x-ratelimit-limit-requests")
     expect(limit).toBe(String(RPM_A))
     expect(upstream.requests.filter((request) => request.path.includes("chat"))).toHaveLength(RPM_A + RPM_B)
+    // Each gateway's /metrics counts the refusals it answered as the gateway's own (the upstream refused none).
+    const scraped = await Promise.all(gateways.map(async (gateway) => (await fetch(`${gateway.url}/metrics`)).text()))
+    const refusals = (text: string, source: string) => Number(new RegExp(`^gateway_rate_limit_refusals_total\\{source="${source}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0)
+    expect(scraped.reduce((sum, text) => sum + refusals(text, "gateway"), 0)).toBe(2 * RPM_A + 2 * RPM_B)
+    expect(scraped.reduce((sum, text) => sum + refusals(text, "upstream"), 0)).toBe(0)
   }, PROCESS_TIMEOUT_MS)
 
   it("an admitted answer carries the x-ratelimit headers; a token limit reserves the estimate and settles with the usage reported", async () => {
@@ -359,6 +364,7 @@ describe("the store unreachable", () => {
       expect(warning).toMatchObject({ level: "warn", on_store_error: "allow" })
       expect(JSON.stringify(allow.logs)).not.toContain("store-password")
       expect(allow.requestLogs().map((line) => line.limits)).toEqual(["uncounted", "uncounted", "uncounted"])
+      expect(await (await fetch(`${allow.url}/metrics`)).text()).toMatch(/^gateway_limits_uncounted_total\{on_store_error="allow"\} 3$/m)
 
       const closed = new OpenAI({ baseURL: `${deny.url}/v1`, apiKey: "sk", maxRetries: 0, defaultHeaders: { "x-gw-authorization": `Bearer ${KEYS.KEY_A}` } })
       const refused = await closed.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] }).catch((error: unknown) => error)

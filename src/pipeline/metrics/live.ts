@@ -50,6 +50,12 @@ const makeRecorder = (registry: Registry) => {
   const cache = counter("gateway_cache_requests_total", "Response cache lookups, by result.", ["result"])
   const guardrail = counter("gateway_guardrail_refusals_total", "Requests a guardrail refused, by category.", ["category"])
   const rateLimited = counter("gateway_rate_limit_refusals_total", "Requests answered 429, by who refused (upstream or gateway).", ["source"])
+  const cost = counter("gateway_cost_usd_total", "USD spent upstream at the configured prices (every attempt priced), by the provider and model that answered.", ["provider", "model"])
+  const uncounted = counter(
+    "gateway_limits_uncounted_total",
+    "Requests admitted without being counted against their limits because the limits store was unreachable (on_store_error = \"allow\").",
+    ["on_store_error"]
+  )
 
   /** Adds `amount` to the one-label counter's `value`. */
   const count = (family: CounterFamily, value: string, amount = 1) => {
@@ -120,7 +126,13 @@ const makeRecorder = (registry: Registry) => {
     if (fields.cache !== undefined) count(cache, fields.cache)
     if (fields.guardrail !== undefined) count(guardrail, fields.guardrail)
     else if (fields.guardrail_output !== undefined && status === 422) count(guardrail, fields.guardrail_output)
-    if (status === 429) count(rateLimited, fields.error_code === "rate_limit" ? "upstream" : "gateway")
+    if (fields.cost_usd !== undefined && fields.cost_usd > 0) {
+      const pair = `${provider}\0${model}`
+      ;(cost.at(pair) ?? cost.create(pair, [provider, model])).value += fields.cost_usd
+    }
+    if (fields.limits === "uncounted") count(uncounted, "allow")
+    // The gateway's own limits refuse with the same error class as an upstream 429: the log line says which.
+    if (status === 429) count(rateLimited, fields.limits !== "refused" && fields.error_code === "rate_limit" ? "upstream" : "gateway")
   }
   return record
 }

@@ -22,6 +22,10 @@ export interface RequestFields {
   readonly error_code?: string | undefined
   readonly guardrail?: string | undefined
   readonly guardrail_output?: string | undefined
+  /** USD of every attempt at the configured prices. */
+  readonly cost_usd?: number | undefined
+  /** The limits stage's word on the request: refused by the gateway, or admitted uncounted (its store down). */
+  readonly limits?: "refused" | "uncounted" | undefined
 }
 
 /** A dependency the metrics report as up or down. */
