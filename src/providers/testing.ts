@@ -129,7 +129,7 @@ const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, { failAft
       go()
     },
     readAll: () =>
-      stalled ? Effect.never : Effect.sync(() => Buffer.concat([...delivered])).pipe(Effect.flatMap((all) => (broken ? Effect.fail(failure(call, "ECONNRESET")) : Effect.succeed(all)))),
+      stalled ? Effect.never : broken ? Effect.fail(failure(call, "ECONNRESET")) : Effect.sync(() => Buffer.concat([...delivered])),
     abort: () => {
       aborted = true
     }

@@ -7,24 +7,16 @@
  */
 import { Result } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
-import type { ChatRequest, ChatStreamEvent } from "../../src/domain/chat.ts"
+import type { ChatStreamEvent } from "../../src/domain/chat.ts"
 import { classifyUpstream, classifyStreamError } from "../../src/domain/errors.ts"
 import { Bedrock } from "../../src/formats/index.ts"
 import { framerFor, loadEventStreamCodec } from "../../src/providers/framing.ts"
+import { chatRequest } from "./chat-request.ts"
 import { bedrockFrame, converseFrames } from "../fixtures/bedrock.ts"
 
 const { encodeBedrockRequest, decodeBedrockResponse, makeBedrockStreamDecoder, JSON_TOOL } = Bedrock
 
-const request = (over: Partial<ChatRequest>): ChatRequest => ({
-  model: "m",
-  system: [],
-  messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
-  stream: false,
-  includeUsage: false,
-  unmapped: {},
-  untranslatable: [],
-  ...over
-})
+const request = chatRequest
 
 // A gateway loads the codec when it compiles a Bedrock provider; this file uses the framer alone.
 beforeAll(() => loadEventStreamCodec())

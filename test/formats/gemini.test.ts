@@ -6,22 +6,14 @@
  */
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"
-import type { ChatRequest, ChatStreamEvent } from "../../src/domain/chat.ts"
+import type { ChatStreamEvent } from "../../src/domain/chat.ts"
 import { Gemini } from "../../src/formats/index.ts"
+import { chatRequest } from "./chat-request.ts"
 import { chunk, decodeAll } from "./sse.ts"
 
 const { encodeGeminiRequest, decodeGeminiResponse, makeGeminiStreamDecoder, splitToolCallId, toolCallIdOf, geminiSchema } = Gemini
 
-const request = (over: Partial<ChatRequest>): ChatRequest => ({
-  model: "m",
-  system: [],
-  messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
-  stream: false,
-  includeUsage: false,
-  unmapped: {},
-  untranslatable: [],
-  ...over
-})
+const request = chatRequest
 
 describe("Gemini request encoding", () => {
   it("merges turns of one role, maps roles to user/model, drops empty text and reports fields Gemini has no place for", () => {

@@ -10,7 +10,6 @@
  * `overloaded_error`; a dropped connection) is still retried or failed over.
  */
 import { Effect, Result } from "effect"
-import type { Scope } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily, StreamError } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
@@ -41,7 +40,7 @@ const invalid = (t: Translation, message: string, status: number): UpstreamError
   UpstreamError.fault(sourceOf(t), message, { status })
 
 /** Reads, decodes and re-encodes a JSON answer; the attempt resolves with it unsent (a `Reply`). */
-export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> =>
+export const translateJson = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>
   Effect.flatMap(response.body.readAll(RESPONSE_LIMIT), (bytes) => {
     let json: unknown
     try {
@@ -108,7 +107,7 @@ export const translateStage = (t: Translation): StreamStage => {
 }
 
 /** A translated stream under the commit rule: fails only before the commit; after it a reply whose body is the stream. */
-export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> =>
+export const translateStream = (t: Translation, response: UpstreamResponse): Effect.Effect<Forwarded, UpstreamError> =>
   Effect.map(
     commitStream(t.ctx, response.body, translateStage(t), (error) => inBandFailure(sourceOf(t), error)),
     (body) => reply(200, { ...SSE_HEADERS, ...responseHeaders(response.headers, "own"), ...t.headers }, body)

@@ -29,7 +29,6 @@
  *   bodies), so the caller cannot mistake it for success.
  */
 import { Effect } from "effect"
-import type { Scope } from "effect"
 import { streamErrorFrame, UpstreamError } from "../../domain/index.ts"
 import type { CallerFormat, FailureSource, StreamError } from "../../domain/index.ts"
 import { decodeWhole } from "../../providers/content-encoding.ts"
@@ -307,7 +306,7 @@ export const forwardStream = (
   response: UpstreamResponse,
   extraHeaders: Readonly<Record<string, string>>,
   gate: StreamGate
-): Effect.Effect<Reply<ReplyStream>, UpstreamError, Scope.Scope> =>
+): Effect.Effect<Reply<ReplyStream>, UpstreamError> =>
   Effect.map(
     commitStream(ctx, response.body, forwardStage(ctx, family, gate), (error) => inBandFailure(source, error)),
     // The stream may end with bytes of the gateway's own (an error frame, a closing blank line):
