@@ -46,7 +46,7 @@ const anthropicStalls = () =>
   fakes.anthropic.script({
     kind: "sse",
     events: [
-      anthropicEvent("message_start", { message: anthropicStartMessage({ blocks: [], usage: { input_tokens: 7 } }) }),
+      anthropicEvent("message_start", { message: anthropicStartMessage({ blocks: [], usage: { input_tokens: 7, output_tokens: 1 } }) }),
       anthropicEvent("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
       ANTHROPIC_PING
     ],

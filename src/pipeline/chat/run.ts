@@ -240,6 +240,14 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         attemptScoped
       )
 
+    /** The log line's account of the attempt that answers (the latest one, or a hedge that won). */
+    const noteAttempt = (target: PlanTarget, fast: boolean, dropped: string): void => {
+      if (dropped !== "") ctx.log.dropped_params = dropped
+      ctx.log.provider = target.provider.id
+      ctx.log.upstream_model = target.model
+      ctx.log.path_kind = fast ? "fast" : "normalized"
+    }
+
     const attempt = (info: AttemptInfo): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> => {
       const { target } = info
       const provider = target.provider
@@ -278,13 +286,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         dropped = droppedHeader(encoded.dropped)
         if (dropped !== "") extra["x-gw-dropped-params"] = dropped
       }
-      const noteAttempt = (): void => {
-        if (dropped !== "") ctx.log.dropped_params = dropped
-        ctx.log.provider = provider.id
-        ctx.log.upstream_model = target.model
-        ctx.log.path_kind = fast ? "fast" : "normalized"
-      }
-      if (!hedge) noteAttempt()
+      if (!hedge) noteAttempt(target, fast, dropped)
       const sent = send(provider, {
         providerId: provider.id,
         family: provider.family,
@@ -300,7 +302,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       }, fast, extra, own)
       // `ttft_ms`: a stream with no content in time fails before the commit (unset: `sent` as it is).
       const timed = firstContentWithin(sent, input.stream ? target.ttftMs : undefined, provider)
-      return (hedge ? hedgeAttempt(timed, target, own, noteAttempt) : timed).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => own.error))
+      return (hedge ? hedgeAttempt(timed, target, own, fast, dropped) : timed).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => own.error))
     }
 
     /**
@@ -308,13 +310,13 @@ export const makeChatProgram = (deps: ChatDependencies) => {
      * fields and price are the request's from now on (the attempt it beat
      * priced with what it had); else its own usage, if any arrived, is priced.
      */
-    const hedgeAttempt = <A, E, R>(timed: Effect.Effect<A, E, R>, target: PlanTarget, own: ResponseCollector, noteAttempt: () => void) =>
+    const hedgeAttempt = <A, E, R>(timed: Effect.Effect<A, E, R>, target: PlanTarget, own: ResponseCollector, fast: boolean, dropped: string) =>
       Effect.onExit(timed, (exit) =>
         Effect.sync(() => {
           if (Exit.isFailure(exit)) return spend.add(target.model, own.usage)
           spend.begin(target.model, collector.usage)
           collector = own
-          noteAttempt()
+          noteAttempt(target, fast, dropped)
         }))
 
     /** What the log line and the GenAI record say of the answer, once it is over (a stream: once it ended). */
