@@ -106,10 +106,10 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
    * the target as it is (no hedging).
    */
   const withHedge = (target: PlanTarget, scoped: HedgeSettings | undefined): PlanTarget => {
-    const own = file.targets[target.id]
-    const hedgeAfterMs = own?.hedge_after_ms ?? scoped?.hedge_after_ms
+    const own = settings.targets.get(target.id)
+    const hedgeAfterMs = own?.hedgeAfterMs ?? scoped?.hedge_after_ms
     if (hedgeAfterMs === undefined) return target
-    const maxHedges = own?.max_hedges ?? scoped?.max_hedges ?? 1
+    const maxHedges = own?.maxHedges ?? scoped?.max_hedges ?? 1
     return target.hedgeAfterMs === hedgeAfterMs && target.maxHedges === maxHedges ? target : { ...target, hedgeAfterMs, maxHedges }
   }
   /** The more specific of two hedge settings, field by field (a step's over its route's). */
