@@ -7,63 +7,28 @@
  * closed. The request line lists the hedge, the loser's attempt line says
  * `lost`, and the loser's usage (Anthropic's `message_start`) is priced.
  */
-import Anthropic from "@anthropic-ai/sdk"
-import OpenAI from "openai"
-import { beforeAll, describe, expect, it } from "vitest"
-import { ANTHROPIC_PING, anthropicEvent, anthropicStartMessage, openAiChunk, sseEvent } from "../fixtures/fake-upstream.ts"
-import { gatewayWithFakes, waitForRequestLogs } from "./harness.ts"
+import { describe, expect, it } from "vitest"
+import { anthropicStall, openAiStall, responsesStall } from "../fixtures/stalls.ts"
+import { openAiAndAnthropic } from "./two-providers.ts"
 
 const retry = { max_retries: 0, backoff_base_ms: 1 }
-const { fakes, gateway } = gatewayWithFakes(
-  { openai: { kind: "openai" }, anthropic: { kind: "anthropic" } },
-  (fakes) => ({
-    providers: {
-      openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o"], credential: "env::OPENAI_KEY" },
-      anthropic: { base_url: fakes.anthropic.url, models: ["claude-sonnet-4-5"], credential: "env::ANTHROPIC_KEY" }
-    },
-    // Anthropic input at $1 a token, OpenAI free: a request's cost counts Anthropic's input tokens.
-    models: { "claude-sonnet-4-5": { input_per_mtok: 1_000_000, output_per_mtok: 0 }, "gpt-4o": { input_per_mtok: 0, output_per_mtok: 0 } },
-    targets: { gpt: { model: "gpt-4o" }, claude: { model: "claude-sonnet-4-5" } },
-    routes: {
-      openai_first: { endpoint: "chat", models: ["openai-first"], strategy: "fallback", targets: ["gpt", "claude"], hedge_after_ms: 300, retry },
-      claude_first: { endpoint: "chat", models: ["claude-first"], strategy: "fallback", targets: ["claude", "gpt"], hedge_after_ms: 300, retry }
-    }
-  }),
-  { OPENAI_KEY: "sk-openai-hedge", ANTHROPIC_KEY: "sk-ant-hedge" }
+const { fakes, sdk, linesOfLast } = openAiAndAnthropic(
+  {
+    openai_first: { endpoint: "chat", models: ["openai-first"], strategy: "fallback", targets: ["gpt", "claude"], hedge_after_ms: 300, retry },
+    claude_first: { endpoint: "chat", models: ["claude-first"], strategy: "fallback", targets: ["claude", "gpt"], hedge_after_ms: 300, retry }
+  },
+  // Anthropic input at $1 a token, OpenAI free: a request's cost counts Anthropic's input tokens.
+  { models: { "claude-sonnet-4-5": { input_per_mtok: 1_000_000, output_per_mtok: 0 }, "gpt-4o": { input_per_mtok: 0, output_per_mtok: 0 } } }
 )
 
-let openai: OpenAI
-let anthropic: Anthropic
-beforeAll(() => {
-  openai = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
-  anthropic = new Anthropic({ baseURL: gateway.url, apiKey: "unused", maxRetries: 0, defaultHeaders: { "x-api-key": null } })
-})
-
-/** OpenAI's preamble, then silence (the connection stays open). */
-const openAiStalls = () => fakes.openai.script({ kind: "sse", events: [openAiChunk({ role: "assistant", content: "" })], thenError: "hang" })
-/** Anthropic's preamble (no content yet, its input usage given), then silence. */
-const anthropicStalls = () =>
-  fakes.anthropic.script({
-    kind: "sse",
-    events: [
-      anthropicEvent("message_start", { message: anthropicStartMessage({ blocks: [], usage: { input_tokens: 7, output_tokens: 1 } }) }),
-      anthropicEvent("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
-      ANTHROPIC_PING
-    ],
-    thenError: "hang"
-  })
-
-/** The request line and attempt lines of the last request. */
-const linesOfLast = async () => {
-  const logs = await waitForRequestLogs(gateway, 1)
-  const last = logs.at(-1)!
-  return { request: last, attempts: gateway.logs.filter((line) => line.msg === "attempt" && line.request_id === last.request_id) }
-}
+const openAiStalls = () => fakes.openai.script(openAiStall())
+/** Anthropic's preamble says 7 input tokens (priced at $1 each), then silence. */
+const anthropicStalls = () => fakes.anthropic.script(anthropicStall(7))
 
 describe("hedge_after_ms end to end", () => {
   it("OpenAI caller: OpenAI is silent after its role chunk, the Anthropic hedge's stream is the answer and OpenAI's request is closed", async () => {
     openAiStalls()
-    const final = await openai.chat.completions.stream({ model: "openai-first", messages: [{ role: "user", content: "hedge me" }] }).finalChatCompletion()
+    const final = await sdk.openai.chat.completions.stream({ model: "openai-first", messages: [{ role: "user", content: "hedge me" }] }).finalChatCompletion()
     expect(final.choices[0].message.content).toBe("echo: hedge me")
     await fakes.openai.waitForClosedEarly(1)
     expect(fakes.anthropic.requests.length).toBe(1)
@@ -78,7 +43,7 @@ describe("hedge_after_ms end to end", () => {
 
   it("Anthropic caller: a silent Anthropic stream (message_start, content_block_start, ping) loses to the OpenAI hedge; its input tokens are priced", async () => {
     anthropicStalls()
-    const final = await anthropic.messages.stream({ model: "claude-first", max_tokens: 64, messages: [{ role: "user", content: "claude is slow" }] }).finalMessage()
+    const final = await sdk.anthropic.messages.stream({ model: "claude-first", max_tokens: 64, messages: [{ role: "user", content: "claude is slow" }] }).finalMessage()
     expect(final.content).toHaveLength(1)
     expect(final.content[0]).toMatchObject({ type: "text", text: "echo: claude is slow" })
     await fakes.anthropic.waitForClosedEarly(1)
@@ -91,14 +56,8 @@ describe("hedge_after_ms end to end", () => {
   })
 
   it("Responses caller: a Responses stream that sent response.created only loses to the Anthropic hedge", async () => {
-    const pending = { id: "resp_slow", object: "response", created_at: 0, status: "in_progress", model: "gpt-4o", output: [], usage: null }
-    fakes.openai.script({
-      kind: "sse",
-      path: "/responses",
-      events: [sseEvent("response.created", { type: "response.created", sequence_number: 0, response: pending })],
-      thenError: "hang"
-    })
-    const final = await openai.responses.stream({ model: "openai-first", input: "responses hedge" }).finalResponse()
+    fakes.openai.script(responsesStall())
+    const final = await sdk.openai.responses.stream({ model: "openai-first", input: "responses hedge" }).finalResponse()
     expect(final.output_text).toBe("echo: responses hedge")
     await fakes.openai.waitForClosedEarly(1)
     expect(fakes.openai.requests[0].pathname).toBe("/v1/responses")
@@ -108,7 +67,7 @@ describe("hedge_after_ms end to end", () => {
   it("the first target's content arrives before the hedge's: it is the answer and the hedge's request is closed", async () => {
     fakes.openai.script({ kind: "delay", ms: 600 })
     fakes.anthropic.script({ kind: "delay", ms: 5_000 })
-    const final = await openai.chat.completions.stream({ model: "openai-first", messages: [{ role: "user", content: "first after all" }] }).finalChatCompletion()
+    const final = await sdk.openai.chat.completions.stream({ model: "openai-first", messages: [{ role: "user", content: "first after all" }] }).finalChatCompletion()
     expect(final.choices[0].message.content).toBe("echo: first after all")
     await fakes.anthropic.waitForClosedEarly(1)
     const { request, attempts } = await linesOfLast()
@@ -119,7 +78,7 @@ describe("hedge_after_ms end to end", () => {
 
   it("a request that does not stream: the first whole answer wins, the other request is closed", async () => {
     fakes.openai.script({ kind: "hang" })
-    const completion = await openai.chat.completions.create({ model: "openai-first", messages: [{ role: "user", content: "whole answer" }] })
+    const completion = await sdk.openai.chat.completions.create({ model: "openai-first", messages: [{ role: "user", content: "whole answer" }] })
     expect(completion.choices[0].message.content).toBe("echo: whole answer")
     await fakes.openai.waitForClosedEarly(1)
     const { request } = await linesOfLast()
