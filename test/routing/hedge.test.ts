@@ -6,10 +6,10 @@
  * and which value wins.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
-import { TestClock } from "effect/testing"
-import { routingFromToml, scriptedProviders, sendRequest, TestReply } from "../../src/testing.ts"
+import { Effect } from "effect"
+import { routingFromToml, TestReply } from "../../src/testing.ts"
 import type { RoutedAnswer, RoutingUnderTest, UpstreamCall } from "../../src/testing.ts"
+import { sendAfter } from "./on-test-clock.ts"
 
 /** Where the hedge settings go (TOML lines under that table), and the route's shape. */
 interface Layout {
@@ -66,13 +66,8 @@ const openAi = (text: string, options: { readonly stallAfter?: number } = {}) =>
 const claude = (text: string, options: { readonly stallAfter?: number } = {}) => TestReply.chatStream("anthropic", [text], options)
 const stalled = { stallAfter: 1 }
 
-/** Sends a request to `smart`, moves the clock `advance` ms on, and joins it. */
-const sent = (routing: RoutingUnderTest, script: Script, advance: number, stream = true) =>
-  Effect.gen(function*() {
-    const fiber = yield* sendRequest(routing, { model: "smart", stream }).pipe(Effect.provide(scriptedProviders(byModel(script))), Effect.forkChild)
-    yield* TestClock.adjust(advance)
-    return yield* Fiber.join(fiber)
-  })
+/** Sends a request to `smart` with upstreams answering by `script`, moves the clock `advance` ms on, and joins it. */
+const sent = (routing: RoutingUnderTest, script: Script, advance: number, stream = true) => sendAfter(routing, byModel(script), advance, stream)
 
 const callsOf = (answer: RoutedAnswer) => answer.calls.map((call) => [call.model, call.atMs])
 
