@@ -35,8 +35,9 @@ export const attemptLogger = (ctx: RequestContext, log: JsonLog): ExecutionObser
     onAttempt: (info, outcome, durationMs) => {
       // Attempts of a hedged race end in any order: the count is the highest number seen.
       ctx.log.attempts = info.hedge === undefined ? info.attempt : Math.max(ctx.log.attempts ?? 0, info.attempt)
-      // An attempt after another is a retry of the same target or a failover to the next (a hedge is neither).
-      if (previous !== undefined && info.hedge !== "hedge") {
+      // An attempt after another is a retry of the same target or a failover to the next; the attempts
+      // of a hedged race end in any order, so they count as neither (its hedges are counted instead).
+      if (previous !== undefined && info.hedge === undefined) {
         if (previous === info.target.id) ctx.log.retries = (ctx.log.retries ?? 0) + 1
         else ctx.log.failovers = (ctx.log.failovers ?? 0) + 1
       }

@@ -72,6 +72,7 @@ describe("hedge_after_ms end to end", () => {
     await fakes.anthropic.waitForClosedEarly(1)
     const { request, attempts } = await linesOfLast()
     expect(request).toMatchObject({ provider: "openai", attempts: 2 })
+    expect(request.failovers).toBeUndefined()
     expect(request.hedges).toEqual([{ target: "claude", provider: "anthropic", model: "claude-sonnet-4-5", outcome: "lost" }])
     expect(attempts.map((line) => [line.provider, line.outcome]).sort()).toEqual([["anthropic", "lost"], ["openai", "ok"]])
   })
