@@ -34,6 +34,7 @@ describe("hedge_after_ms end to end", () => {
     expect(fakes.anthropic.requests.length).toBe(1)
     const { request, attempts } = await linesOfLast()
     expect(request).toMatchObject({ provider: "anthropic", status: 200, attempts: 2 })
+    expect(request.failovers).toBeUndefined()
     expect(request.hedges).toEqual([{ target: "claude", provider: "anthropic", model: "claude-sonnet-4-5", outcome: "won" }])
     expect(attempts.map((line) => [line.provider, line.outcome, line.hedge]).sort()).toEqual([
       ["anthropic", "ok", "hedge"],
