@@ -13,6 +13,12 @@
  * An attempt fails only while nothing has reached the caller: once a stream
  * has sent its first byte, its failures are written as the stream's error
  * frame by the attempt itself, so nothing is retried or failed over after it.
+ *
+ * Hedging (`hedge_after_ms` on a target, for a caller that passes `Hedging`):
+ * a target that has not answered by then gets the step's next target started
+ * beside it, the two raced (`Effect.raceAllFirst`): the first answer wins and
+ * the other fiber is interrupted; one failing leaves the other running. With
+ * no target hedged the engine runs them one at a time, as above.
  */
 import { Effect, Exit } from "effect"
 import { dispositionOf } from "../domain/index.ts"
