@@ -78,6 +78,17 @@ describe("hedge_after_ms end to end", () => {
     expect(attempts.map((line) => [line.provider, line.outcome]).sort()).toEqual([["anthropic", "lost"], ["openai", "ok"]])
   })
 
+  it("a hedge that loses after its message_start: its input tokens are priced too", async () => {
+    fakes.openai.script({ kind: "delay", ms: 700 })
+    anthropicStalls()
+    const final = await sdk.openai.chat.completions.stream({ model: "openai-first", messages: [{ role: "user", content: "the hedge pays" }] }).finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("echo: the hedge pays")
+    await fakes.anthropic.waitForClosedEarly(1)
+    const { request } = await linesOfLast()
+    expect(request).toMatchObject({ provider: "openai", cost_usd: 7 })
+    expect(request.hedges).toEqual([{ target: "claude", provider: "anthropic", model: "claude-sonnet-4-5", outcome: "lost" }])
+  })
+
   it("a request that does not stream: the first whole answer wins, the other request is closed", async () => {
     fakes.openai.script({ kind: "hang" })
     const completion = await sdk.openai.chat.completions.create({ model: "openai-first", messages: [{ role: "user", content: "whole answer" }] })
