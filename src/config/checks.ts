@@ -341,7 +341,9 @@ const checkTargets = (
       credential,
       weight: target.weight,
       timeoutMs: target.timeout_ms,
-      ttftMs: target.ttft_ms
+      ttftMs: target.ttft_ms,
+      hedgeAfterMs: target.hedge_after_ms,
+      maxHedges: target.max_hedges
     })
   }
   return targets
@@ -362,7 +364,28 @@ const checkTargetList = (path: string, strategy: string, targets: ReadonlyArray<
 
 const checkSteps = (path: string, steps: ReadonlyArray<Step>, file: ConfigFile, findings: Findings) => {
   if (steps.length === 0) findings.error(path, "needs at least one step")
-  steps.forEach((step, index) => checkTargetList(`${path}[${index}].targets`, step.strategy, step.targets, file, findings))
+  steps.forEach((step, index) => {
+    checkTargetList(`${path}[${index}].targets`, step.strategy, step.targets, file, findings)
+    checkHedge(`${path}[${index}]`, step.hedge_after_ms, [step], findings)
+  })
+}
+
+/** A step a hedge can start the next target of: ordered, with a target after the first. */
+const canHedge = (step: { readonly strategy: string; readonly targets: ReadonlyArray<string> }): boolean =>
+  step.strategy === "fallback" && step.targets.length > 1
+
+/** `hedge_after_ms` over steps none of which has a next target to start: it would do nothing. */
+const checkHedge = (
+  path: string,
+  hedgeAfterMs: number | undefined,
+  steps: ReadonlyArray<{ readonly strategy: string; readonly targets: ReadonlyArray<string> }>,
+  findings: Findings
+) => {
+  if (hedgeAfterMs === undefined || steps.some(canHedge)) return
+  findings.warn(
+    `${path}.hedge_after_ms`,
+    `ignored: hedging starts a fallback step's next target, and no step here has one (strategy "fallback" with two targets or more)`
+  )
 }
 
 const checkRoute = (id: string, route: Route, file: ConfigFile, findings: Findings) => {
@@ -371,8 +394,10 @@ const checkRoute = (id: string, route: Route, file: ConfigFile, findings: Findin
   if (route.steps !== undefined) {
     if (route.targets !== undefined) findings.warn(`${path}.targets`, "ignored: steps are given")
     checkSteps(`${path}.steps`, route.steps, file, findings)
+    checkHedge(path, route.hedge_after_ms, route.steps, findings)
   } else if (route.targets !== undefined) {
     checkTargetList(`${path}.targets`, route.strategy, route.targets, file, findings)
+    checkHedge(path, route.hedge_after_ms, [{ strategy: route.strategy, targets: route.targets }], findings)
   } else {
     findings.error(path, "needs targets or steps")
   }
@@ -428,6 +453,7 @@ const checkFunction = (
       findings.error(path, `strategy "experiment" takes variants, not models, targets or steps`)
     }
     checkVariants(path, fn, file, providers, findings)
+    if (fn.hedge_after_ms !== undefined) findings.warn(`${path}.hedge_after_ms`, "ignored: an experiment's variant has no next target to hedge with")
     return
   }
   if (fn.variants !== undefined) findings.error(`${path}.variants`, `variants need strategy = "experiment"`)
@@ -437,6 +463,8 @@ const checkFunction = (
     findings.error(path, `models and ${fn.targets !== undefined ? "targets" : "steps"} are mutually exclusive`)
     return
   }
+  const lists = fn.steps ?? [{ strategy: fn.strategy, targets: fn.targets ?? fn.models ?? [] }]
+  checkHedge(path, fn.hedge_after_ms, lists, findings)
   if (fn.steps !== undefined) {
     checkSteps(`${path}.steps`, fn.steps, file, findings)
   } else if (fn.targets !== undefined) {

@@ -66,6 +66,8 @@ export interface ResolvedTarget {
   readonly weight: number
   readonly timeoutMs?: number | undefined
   readonly ttftMs?: number | undefined
+  readonly hedgeAfterMs?: number | undefined
+  readonly maxHedges?: number | undefined
 }
 
 export interface GatewaySettings {

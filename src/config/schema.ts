@@ -176,7 +176,11 @@ export const Target = Schema.Struct({
   weight: PositiveInt.pipe(withDefault(1)),
   timeout_ms: Schema.optionalKey(PositiveInt),
   /** No content (text, tool-call or reasoning delta) within this many ms of a streamed attempt's start: it fails as a timeout before the commit, so routing retries or fails over (off when unset). */
-  ttft_ms: Schema.optionalKey(PositiveInt)
+  ttft_ms: Schema.optionalKey(PositiveInt),
+  /** No content (text, tool-call or reasoning delta; a non-streamed answer: no whole answer) within this many ms: the step's next target is started beside this one and the first to answer wins (off when unset). */
+  hedge_after_ms: Schema.optionalKey(PositiveInt),
+  /** How many hedges a request may start in all (default 1). */
+  max_hedges: Schema.optionalKey(PositiveInt)
 })
 export type Target = typeof Target.Type
 
@@ -189,8 +193,10 @@ export type Retry = typeof Retry.Type
 export const Step = Schema.Struct({
   strategy: Strategy,
   targets: Schema.Array(Schema.NonEmptyString),
-  /** Applies to each of the step's targets that sets none itself. */
-  ttft_ms: Schema.optionalKey(PositiveInt)
+  /** Applies to each of the step's targets that sets none itself (as do `hedge_after_ms` and `max_hedges`). */
+  ttft_ms: Schema.optionalKey(PositiveInt),
+  hedge_after_ms: Schema.optionalKey(PositiveInt),
+  max_hedges: Schema.optionalKey(PositiveInt)
 })
 export type Step = typeof Step.Type
 
@@ -201,8 +207,10 @@ export const Route = Schema.Struct({
   targets: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
   steps: Schema.optionalKey(Schema.Array(Step)),
   retry: Schema.optionalKey(Retry),
-  /** Applies to each of the route's targets that neither it nor its step sets. */
-  ttft_ms: Schema.optionalKey(PositiveInt)
+  /** Applies to each of the route's targets that neither it nor its step sets (as do `hedge_after_ms` and `max_hedges`). */
+  ttft_ms: Schema.optionalKey(PositiveInt),
+  hedge_after_ms: Schema.optionalKey(PositiveInt),
+  max_hedges: Schema.optionalKey(PositiveInt)
 })
 export type Route = typeof Route.Type
 
@@ -226,8 +234,10 @@ export const FunctionDef = Schema.Struct({
   steps: Schema.optionalKey(Schema.Array(Step)),
   variants: Schema.optionalKey(Schema.Record(Schema.String, Variant)),
   retry: Schema.optionalKey(Retry),
-  /** Applies to each of the function's targets that neither it nor its step sets. */
-  ttft_ms: Schema.optionalKey(PositiveInt)
+  /** Applies to each of the function's targets that neither it nor its step sets (as do `hedge_after_ms` and `max_hedges`). */
+  ttft_ms: Schema.optionalKey(PositiveInt),
+  hedge_after_ms: Schema.optionalKey(PositiveInt),
+  max_hedges: Schema.optionalKey(PositiveInt)
 })
 export type FunctionDef = typeof FunctionDef.Type
 

@@ -11,6 +11,14 @@ import type { Tracer } from "effect"
 import type { ExportCredential } from "./telemetry/settings.ts"
 import type { CallerKey } from "../tenancy/gateway-keys.ts"
 
+/** A hedge a request started: the target started beside a slow one, and whether its answer was the one sent. */
+export interface HedgeNote {
+  readonly target: string
+  readonly provider: string
+  readonly model: string
+  readonly outcome: "won" | "lost"
+}
+
 /** Everything the per-request log line reports beyond method, path, status and latency. */
 export interface RequestLogFields {
   provider?: string
@@ -24,6 +32,8 @@ export interface RequestLogFields {
   retries?: number
   /** Attempts that moved on to another target. */
   failovers?: number
+  /** Hedges started (`hedge_after_ms`): each one's target, provider and model, and whether it answered. */
+  hedges?: Array<HedgeNote>
   stream?: boolean
   path_kind?: "fast" | "normalized"
   cache?: string

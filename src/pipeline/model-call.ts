@@ -113,13 +113,22 @@ export class ModelCallTrace {
     const provider = info.target.provider
     const startedAt = performance.now()
     const retryDelayMs = info.attempt > 1 && this.lastEndedAt !== undefined ? startedAt - this.lastEndedAt : undefined
-    this.attempts = info.attempt
-    this.upstream = { providerId: provider.id, kind: provider.kind, origin: provider.origin, model: info.target.model }
-    this.path = path
-    this.attemptStartedAt = startedAt
-    this.responseStartedAt = undefined
+    this.attempts = Math.max(this.attempts, info.attempt)
+    const upstream: GenAiUpstream = { providerId: provider.id, kind: provider.kind, origin: provider.origin, model: info.target.model }
+    const adopt = (): void => {
+      this.upstream = upstream
+      this.path = path
+      this.attemptStartedAt = startedAt
+    }
+    // A hedge runs beside the current attempt: the record is about it only once it answered.
+    const hedge = info.hedge === "hedge"
+    if (!hedge) {
+      adopt()
+      this.responseStartedAt = undefined
+    }
+    const adoptAnswer = <A, E, R>(effect: Effect.Effect<A, E, R>) => (hedge ? Effect.tap(effect, () => Effect.sync(adopt)) : effect)
     // Untraced, the GenAI record needs only the instants above.
-    if (!this.traced) return asIs
+    if (!this.traced) return hedge ? adoptAnswer : asIs
     const span: AttemptSpanInfo = {
       attempt: info.attempt,
       providerId: provider.id,
@@ -128,11 +137,12 @@ export class ModelCallTrace {
       targetId: info.target.id,
       model: info.target.model,
       path,
-      retryDelayMs
+      retryDelayMs: hedge ? undefined : retryDelayMs,
+      hedge: info.hedge
     }
     return (effect) =>
       inAttemptSpan(span, (attemptSpan) =>
-        Effect.onExit(effect, (exit) =>
+        Effect.onExit(adoptAnswer(effect), (exit) =>
           Effect.sync(() => {
             this.lastEndedAt = performance.now()
             const error = Exit.isSuccess(exit) ? broken() : undefined

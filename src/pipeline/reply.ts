@@ -182,6 +182,19 @@ export const pushStream = (source: PushSource): ReplyStream => new PushBody(sour
 export const pushSourceOf = (body: ReplyStream): { readonly source: PushSource; readonly onExit: BodyExit | undefined } | undefined =>
   body instanceof PushBody ? body : undefined
 
+/**
+ * Releases an answer nobody will read (a hedged race's second answer): a
+ * stream's upstream is stopped and what runs when it is done (its attempt's
+ * scope closing) runs now. A value body holds nothing open.
+ */
+export const discardReply = (answer: Reply): Effect.Effect<void> => {
+  if (isValueBody(answer.body)) return Effect.void
+  const push = pushSourceOf(answer.body)
+  if (push === undefined) return Effect.void
+  push.source.stop()
+  return push.onExit === undefined ? Effect.void : push.onExit(Exit.void)
+}
+
 /** `body`, running `onExit` once it is done with, told how it ended (its fast lane kept). */
 export const onBodyExit = (body: ReplyStream, onExit: BodyExit): ReplyStream => {
   if (!(body instanceof PushBody)) return Stream.onExit(body, onExit)

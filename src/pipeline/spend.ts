@@ -41,8 +41,12 @@ export class Spend {
     this.current = undefined
   }
 
-  /** Adds one attempt's usage at `model`'s price (nothing when either is unknown). */
-  private add(model: string, usage: Usage | undefined): void {
+  /**
+   * Adds one attempt's usage at `model`'s price (nothing when either is
+   * unknown): an attempt that ran beside the current one (a hedged race's)
+   * is priced by this when it ends.
+   */
+  add(model: string, usage: Usage | undefined): void {
     if (usage === undefined) return
     const price = this.priceOf(model)
     if (price === undefined) return

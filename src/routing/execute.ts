@@ -13,6 +13,12 @@
  * An attempt fails only while nothing has reached the caller: once a stream
  * has sent its first byte, its failures are written as the stream's error
  * frame by the attempt itself, so nothing is retried or failed over after it.
+ *
+ * Hedging (`hedge_after_ms` on a target, for a caller that passes `Hedging`):
+ * a target that has not answered by then gets the step's next target started
+ * beside it, the two raced (`Effect.raceAllFirst`): the first answer wins and
+ * the other fiber is interrupted; one failing leaves the other running. With
+ * no target hedged the engine runs them one at a time, as above.
  */
 import { Effect, Exit } from "effect"
 import { dispositionOf } from "../domain/index.ts"
@@ -25,27 +31,48 @@ export interface AttemptInfo {
   /** 1-based, counted across the whole request. */
   readonly attempt: number
   readonly target: PlanTarget
+  /**
+   * In a hedged race: `primary` for an attempt of the target that may be
+   * hedged, `hedge` for one started beside it; absent when the attempt runs
+   * alone (nothing else may touch the request's state meanwhile).
+   */
+  readonly hedge?: "primary" | "hedge" | undefined
 }
 
 export interface ExecutionObserver {
-  readonly onAttempt?: (info: AttemptInfo, outcome: "ok" | UpstreamError, durationMs: number) => void
+  /** An attempt ended: it answered, failed, or (`lost`) another attempt of its hedged race answered first. */
+  readonly onAttempt?: (info: AttemptInfo, outcome: "ok" | "lost" | UpstreamError, durationMs: number) => void
+  /** A hedged race ended: the hedge at `target` answered (`won`) or did not (`lost`). */
+  readonly onHedge?: (target: PlanTarget, outcome: "won" | "lost") => void
+}
+
+/**
+ * Hedging (`hedge_after_ms` on a target): what the plan engine needs of the
+ * caller to run two attempts at once. Without it, targets run one at a time.
+ */
+export interface Hedging<A> {
+  /** An answer that came too late (its race was already won): release it, since nobody will read it. */
+  readonly discard: (answer: A) => Effect.Effect<void>
 }
 
 export const executePlan = <A, R>(
   plan: Plan,
   steps: ReadonlyArray<PlanStep>,
   attempt: (info: AttemptInfo) => Effect.Effect<A, UpstreamError, R>,
-  observer: ExecutionObserver = {}
+  observer: ExecutionObserver = {},
+  hedging?: Hedging<A>
 ): Effect.Effect<A, UpstreamError, R> =>
   Effect.suspend(() => {
     let count = 0
     let last: UpstreamError | undefined
+    /** Hedges started so far in this request (`max_hedges` bounds them). */
+    let hedges = 0
     const { schedule } = plan
     const { onAttempt } = observer
 
-    const once = (target: PlanTarget): Effect.Effect<A, UpstreamError, R> =>
+    const once = (target: PlanTarget, race?: HedgeRace, role?: "primary" | "hedge"): Effect.Effect<A, UpstreamError, R> =>
       Effect.suspend(() => {
-        const info: AttemptInfo = { attempt: ++count, target }
+        const info: AttemptInfo = race === undefined ? { attempt: ++count, target } : { attempt: ++count, target, hedge: role }
         if (onAttempt === undefined) return attempt(info)
         const started = performance.now()
         return attempt(info).pipe(
@@ -53,18 +80,97 @@ export const executePlan = <A, R>(
             Effect.sync(() => {
               if (Exit.isSuccess(exit)) onAttempt(info, "ok", performance.now() - started)
               else if (exit.cause.reasons[0]?._tag === "Fail") onAttempt(info, exit.cause.reasons[0].error, performance.now() - started)
+              else if (race?.answered === true) onAttempt(info, "lost", performance.now() - started)
             })
           )
         )
       })
 
-    const onTarget = (target: PlanTarget) => Effect.retry(once(target), { schedule, while: isRetryable })
+    const onTarget = (target: PlanTarget, race?: HedgeRace, role?: "primary" | "hedge") =>
+      Effect.retry(once(target, race, role), { schedule, while: isRetryable })
 
     const run = (stepIndex: number, targets: ReadonlyArray<PlanTarget>, targetIndex: number): Effect.Effect<A, UpstreamError, R> => {
       if (targetIndex >= targets.length) return nextStep(stepIndex + 1)
-      return Effect.catch(onTarget(targets[targetIndex]), (error) => {
+      const target = targets[targetIndex]
+      if (hedging !== undefined && target.hedgeAfterMs !== undefined && targetIndex + 1 < targets.length) {
+        return hedgedRun(stepIndex, targets, targetIndex, hedging)
+      }
+      return Effect.catch(onTarget(target), (error) => {
         last = error
         return dispositionOf(error.reason) === "stop" ? Effect.fail(error) : run(stepIndex, targets, targetIndex + 1)
+      })
+    }
+
+    /**
+     * The targets from `targetIndex` on as a hedged race: once it is over
+     * (answered, or every attempt in it failed), each hedge is reported, and
+     * a failed race goes on after the last target it started.
+     */
+    const hedgedRun = (stepIndex: number, targets: ReadonlyArray<PlanTarget>, targetIndex: number, hedging: Hedging<A>): Effect.Effect<A, UpstreamError, R> =>
+      Effect.suspend(() => {
+        const race: HedgeRace = { reached: targetIndex, hedged: [], answered: false, answeredBy: -1 }
+        return hedged(targets, targetIndex, "primary", race, hedging).pipe(
+          Effect.onExit(() =>
+            Effect.sync(() => {
+              for (const index of race.hedged) observer.onHedge?.(targets[index], index === race.answeredBy ? "won" : "lost")
+            })
+          ),
+          Effect.catch((error) => {
+            last = error
+            return dispositionOf(error.reason) === "stop" ? Effect.fail(error) : run(stepIndex, targets, race.reached + 1)
+          })
+        )
+      })
+
+    /**
+     * The target at `index` (with its retries) and, if it has not answered
+     * within its `hedge_after_ms` and the request may hedge again, the next
+     * target of the step beside it (itself hedged the same way). The first to
+     * answer wins and the other is interrupted (its scope closed, so its
+     * upstream request is aborted). One that fails leaves the other running;
+     * a target that fails before its hedge started is followed at once.
+     */
+    const hedged = (targets: ReadonlyArray<PlanTarget>, index: number, role: "primary" | "hedge", race: HedgeRace, hedging: Hedging<A>): Effect.Effect<A, UpstreamError, R> => {
+      const target = targets[index]
+      const answering = (answer: A): Effect.Effect<A> => {
+        if (!race.answered) {
+          race.answered = true
+          race.answeredBy = index
+          return Effect.succeed(answer)
+        }
+        // Answered in the same instant as the winner: nobody reads it.
+        return Effect.andThen(hedging.discard(answer), Effect.never)
+      }
+      const after = target.hedgeAfterMs
+      if (after === undefined || index + 1 >= targets.length) return Effect.flatMap(onTarget(target, race, role), answering)
+      return Effect.suspend(() => {
+        let started = false
+        let ownFailed = false
+        let hedgeFailed = false
+        const own = onTarget(target, race, role).pipe(
+          Effect.flatMap(answering),
+          Effect.catch((error) => {
+            ownFailed = true
+            return !started || hedgeFailed ? Effect.fail(error) : Effect.never
+          })
+        )
+        const hedge = Effect.sleep(after).pipe(
+          Effect.andThen(Effect.suspend(() => {
+            if (hedges >= (target.maxHedges ?? 1)) return Effect.never
+            hedges++
+            started = true
+            race.hedged.push(index + 1)
+            race.reached = Math.max(race.reached, index + 1)
+            return hedged(targets, index + 1, "hedge", race, hedging).pipe(
+              Effect.catch((error) => {
+                hedgeFailed = true
+                return ownFailed ? Effect.fail(error) : Effect.never
+              })
+            )
+          }))
+        )
+        // The first to settle: an answer, or the failure of whichever of the two failed last.
+        return Effect.raceAllFirst([own, hedge])
       })
     }
 
@@ -80,3 +186,14 @@ export const executePlan = <A, R>(
 
     return nextStep(0)
   })
+
+/** One hedged race's state, shared by its attempts. */
+interface HedgeRace {
+  /** The index of the last target it started. */
+  reached: number
+  /** The indices of the targets started as hedges. */
+  readonly hedged: Array<number>
+  /** Some attempt answered: the others were (or are being) interrupted as losers. */
+  answered: boolean
+  answeredBy: number
+}

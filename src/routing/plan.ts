@@ -28,6 +28,15 @@ export interface PlanTarget {
    * provider → `[defaults.provider]`; undefined (off) when none sets it.
    */
   readonly ttftMs?: number | undefined
+  /**
+   * Hedging: with no content (a non-streamed attempt: no whole answer) this
+   * many ms after the target's start, the step's next target is started beside
+   * it and the first to answer wins: target → step → route or function;
+   * undefined (off) when none sets it.
+   */
+  readonly hedgeAfterMs?: number | undefined
+  /** The most hedges a request may start while this target runs (`max_hedges`, default 1). */
+  readonly maxHedges?: number | undefined
   /** `[models.<name>] max_tokens`, for messages-style upstreams that require it. */
   readonly maxTokens?: number | undefined
 }

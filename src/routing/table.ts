@@ -13,6 +13,12 @@ import type { Plan, PlanStep, PlanTarget, RetryPolicy, Strategy, Variant } from 
 import { retrySchedule } from "./retry.ts"
 import { shapeOf } from "./servable.ts"
 
+/** `hedge_after_ms` and `max_hedges` as a step, route or function sets them. */
+interface HedgeSettings {
+  readonly hedge_after_ms?: number | undefined
+  readonly max_hedges?: number | undefined
+}
+
 /** A plain name matched by several entries: resolution fails with 409 naming them. */
 interface Ambiguous {
   readonly ambiguous: ReadonlyArray<string>
@@ -94,6 +100,24 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
   const withTtft = (target: PlanTarget, scoped: number | undefined): PlanTarget =>
     scoped === undefined || settings.targets.get(target.id)?.ttftMs !== undefined || target.ttftMs === scoped ? target : { ...target, ttftMs: scoped }
 
+  /**
+   * A step's, route's or function's `hedge_after_ms` and `max_hedges` over a
+   * target: each value the target does not set itself. Nothing set anywhere:
+   * the target as it is (no hedging).
+   */
+  const withHedge = (target: PlanTarget, scoped: HedgeSettings | undefined): PlanTarget => {
+    const own = settings.targets.get(target.id)
+    const hedgeAfterMs = own?.hedgeAfterMs ?? scoped?.hedge_after_ms
+    if (hedgeAfterMs === undefined) return target
+    const maxHedges = own?.maxHedges ?? scoped?.max_hedges ?? 1
+    return target.hedgeAfterMs === hedgeAfterMs && target.maxHedges === maxHedges ? target : { ...target, hedgeAfterMs, maxHedges }
+  }
+  /** The more specific of two hedge settings, field by field (a step's over its route's). */
+  const innerHedge = (inner: HedgeSettings, outer: HedgeSettings): HedgeSettings => ({
+    hedge_after_ms: inner.hedge_after_ms ?? outer.hedge_after_ms,
+    max_hedges: inner.max_hedges ?? outer.max_hedges
+  })
+
   const modelRef = (reference: string): PlanTarget => {
     // The configuration's checks resolved every reference before anything is compiled.
     const resolved = Result.getOrThrowWith(resolveModelReference(reference, settings.providers), () => new Error(`unchecked model reference ${reference}`))
@@ -118,16 +142,20 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
   const stepsOf = (
     strategy: Strategy,
     targets: ReadonlyArray<string> | undefined,
-    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string>; readonly ttft_ms?: number }> | undefined,
-    ttftMs: number | undefined
+    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string>; readonly ttft_ms?: number } & HedgeSettings> | undefined,
+    ttftMs: number | undefined,
+    hedge: HedgeSettings
   ): ReadonlyArray<PlanStep> =>
     steps !== undefined
-      ? steps.map((step) => ({ strategy: step.strategy, targets: step.targets.map((id) => withTtft(targetById(id), step.ttft_ms ?? ttftMs)) }))
-      : [{ strategy, targets: (targets ?? []).map((id) => withTtft(targetById(id), ttftMs)) }]
+      ? steps.map((step) => {
+        const stepHedge = innerHedge(step, hedge)
+        return { strategy: step.strategy, targets: step.targets.map((id) => withHedge(withTtft(targetById(id), step.ttft_ms ?? ttftMs), stepHedge)) }
+      })
+      : [{ strategy, targets: (targets ?? []).map((id) => withHedge(withTtft(targetById(id), ttftMs), hedge)) }]
 
   const routePlans = new Map<string, Plan>()
   for (const [id, route] of Object.entries(file.routes)) {
-    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps, route.ttft_ms), retryOf(route.retry)))
+    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps, route.ttft_ms, route), retryOf(route.retry)))
   }
 
   const functionPlans = new Map<string, Plan>()
@@ -145,8 +173,8 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       continue
     }
     const steps = fn.models !== undefined
-      ? [{ strategy: fn.strategy, targets: fn.models.map((model) => withTtft(modelRef(model), fn.ttft_ms)) }]
-      : stepsOf(fn.strategy, fn.targets, fn.steps, fn.ttft_ms)
+      ? [{ strategy: fn.strategy, targets: fn.models.map((model) => withHedge(withTtft(modelRef(model), fn.ttft_ms), fn)) }]
+      : stepsOf(fn.strategy, fn.targets, fn.steps, fn.ttft_ms, fn)
     functionPlans.set(name, planOf(`function::${name}`, fn.endpoint, steps, retry))
   }
 

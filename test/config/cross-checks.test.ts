@@ -505,3 +505,29 @@ describe("other sections", () => {
     ])
   })
 })
+
+describe("hedging settings", () => {
+  const hedged = (route: Record<string, unknown>, fn?: Record<string, unknown>) =>
+    withOpenAi(["a", "b"], {
+      targets: { ta: { model: "a" }, tb: { model: "b" } },
+      routes: { r: { endpoint: "chat", models: ["r"], ...route } },
+      ...(fn === undefined ? {} : { functions: { f: { endpoint: "chat", ...fn } } })
+    })
+
+  it("hedge_after_ms on a fallback step of two targets is accepted without a warning", () => {
+    expect(warningsOf(hedged({ strategy: "fallback", targets: ["ta", "tb"], hedge_after_ms: 500, max_hedges: 1 }))).toEqual([])
+    expect(warningsOf(hedged({ strategy: "weighted", steps: [{ strategy: "weighted", targets: ["ta"] }, { strategy: "fallback", targets: ["ta", "tb"] }], hedge_after_ms: 500 }))).toEqual([])
+  })
+
+  it("hedge_after_ms where no step has a next target to hedge with only warns", () => {
+    expect(warningsOf(hedged({ strategy: "weighted", targets: ["ta", "tb"], hedge_after_ms: 500 }))).toEqual([
+      `routes.r.hedge_after_ms: ignored: hedging starts a fallback step's next target, and no step here has one (strategy "fallback" with two targets or more)`
+    ])
+    expect(warningsOf(hedged({ strategy: "fallback", steps: [{ strategy: "single", targets: ["ta"], hedge_after_ms: 300 }] }))).toEqual([
+      `routes.r.steps[0].hedge_after_ms: ignored: hedging starts a fallback step's next target, and no step here has one (strategy "fallback" with two targets or more)`
+    ])
+    expect(warningsOf(hedged({ strategy: "fallback", targets: ["ta", "tb"] }, { strategy: "experiment", variants: { v: { model: "a", weight: 1 } }, hedge_after_ms: 500 }))).toEqual([
+      `functions.f.hedge_after_ms: ignored: an experiment's variant has no next target to hedge with`
+    ])
+  })
+})

@@ -54,6 +54,13 @@ describe("docs/routing.md", () => {
       ["fallback", [["bedrock", "bedrock"], ["gemini", "gemini"], ["openai", "openai"]]]
     ])
   })
+  it("the hedging example hedges GPT-4o with Claude after 800 ms", () => {
+    const plan = tableOf(6).resolve("quick", undefined, "chat").pipe(Result.getOrThrow)
+    expect(plan.steps[0].targets.map((target) => [target.id, target.hedgeAfterMs, target.maxHedges])).toEqual([
+      ["gpt", 800, 1],
+      ["claude", 800, 1]
+    ])
+  })
 })
 
 describe("docs/testing-your-routing.md", () => {

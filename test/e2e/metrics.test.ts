@@ -28,7 +28,10 @@ const { fakes, gateway } = gatewayWithFakes(
       backup: { kind: "openai", base_url: `${fakes.backup.url}/v1`, models: ["gpt-4o-mini"], credential: "none" }
     },
     targets: { main: { model: "primary::gpt-4o" }, spare: { model: "backup::gpt-4o-mini" } },
-    routes: { smart: { endpoint: "chat", models: ["smart"], strategy: "fallback", targets: ["main", "spare"], retry: { max_retries: 0 } } },
+    routes: {
+      smart: { endpoint: "chat", models: ["smart"], strategy: "fallback", targets: ["main", "spare"], retry: { max_retries: 0 } },
+      hedged: { endpoint: "chat", models: ["hedged"], strategy: "fallback", targets: ["main", "spare"], hedge_after_ms: 200, retry: { max_retries: 0 } }
+    },
     security: { enabled: true, blocklist: ["zanzibar"] },
     cache: { enabled: true, url: redis.url, encrypt_salt: "metrics-salt" }
   })
@@ -165,6 +168,27 @@ describe("GET /metrics", () => {
     expect(delta(now, "gateway_upstream_attempts_total", { provider: "primary" })).toBe(2)
     expect(delta(now, "gateway_rate_limit_refusals_total", { source: "upstream" })).toBe(1)
     expect(delta(now, "gateway_requests_total", { endpoint: "/v1/chat/completions", model: "gpt-4o", status: "499" })).toBe(1)
+  })
+
+  it("counts hedges by the hedge's provider and model, won or lost", async () => {
+    const openai = client()
+    const before = gateway.requestLogs().length
+    const start = parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text())
+    const hedges = (now: ReturnType<typeof parsePrometheus>, outcome: string) =>
+      sampleOf(now, "gateway_hedges_total", { provider: "backup", model: "gpt-4o-mini", outcome }) -
+      sampleOf(start, "gateway_hedges_total", { provider: "backup", model: "gpt-4o-mini", outcome })
+    // The first target never answers: the hedge started after 200 ms answers.
+    fakes.primary.script({ kind: "hang" })
+    fakes.backup.script({ kind: "json", body: completion("gpt-4o-mini", { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }) })
+    await openai.chat.completions.create({ model: "hedged", messages: [{ role: "user", content: "hedge won" }] })
+    // The first target answers before the hedge (which waits 5 s): the hedge lost.
+    fakes.primary.script({ kind: "delay", ms: 500, then: { kind: "json", body: completion("gpt-4o", { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }) } })
+    fakes.backup.script({ kind: "delay", ms: 5_000 })
+    await openai.chat.completions.create({ model: "hedged", messages: [{ role: "user", content: "hedge lost" }] })
+    await waitForRequestLogs(gateway, before + 2)
+    const now = await scrape(gateway.url)
+    expect(hedges(now, "won")).toBe(1)
+    expect(hedges(now, "lost")).toBe(1)
   })
 
   it("reports a stream while it is open, and a cache Redis that went away", async () => {

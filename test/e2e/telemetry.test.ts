@@ -39,6 +39,8 @@ beforeAll(async () => {
   gateway = await startGateway({
     providers: providers(),
     routing: { retry: { max_retries: 2, backoff_base_ms: 10 } },
+    targets: { gpt: { model: "gpt-4o" }, claude: { model: "claude-e2e" } },
+    routes: { hedged: { endpoint: "chat", models: ["hedged"], strategy: "fallback", targets: ["gpt", "claude"], hedge_after_ms: 200, retry: { max_retries: 0 } } },
     telemetry: { enabled: true, otlp_endpoint: app.url, sample_ratio: 1, service_name: "gw-e2e", environment: "test" },
     genai_telemetry: {
       enabled: true,
@@ -120,6 +122,21 @@ describe("application trace", () => {
     expect(second.attributes["error.type"]).toBeUndefined()
     const others = spans().filter((span) => span.spanId !== first.spanId)
     for (const span of others) expect(JSON.stringify(span.attributes)).not.toContain("upstream detail the caller never sees")
+  })
+
+  it("a hedged request: a span for each attempt of the race, marked primary and hedge; the GenAI record names the one that answered", async () => {
+    const id = requestId()
+    openaiUp.script({ kind: "hang" })
+    await openai().chat.completions.create({ model: "hedged", messages: [{ role: "user", content: "hedge in the trace" }] }, { headers: { "x-request-id": id } })
+    const { server, spans } = await traceOf(id)
+    const attempts = () => spans().filter((span) => span.name === "gateway.upstream_attempt")
+    await app.waitFor(() => attempts().length === 2)
+    expect(attempts().map((span) => [span.attributes["gateway.hedge"], span.attributes["gateway.provider.id"]]).sort()).toEqual([
+      ["hedge", "anthropic"],
+      ["primary", "openai"]
+    ])
+    const record = await genAiSpanOf(server.traceId)
+    expect(record.attributes).toMatchObject({ "gen_ai.provider.name": "anthropic", "gateway.attempts": 2 })
   })
 
   it("a failed request: the server span says the status; a 5xx is an error span", async () => {

@@ -6,10 +6,10 @@
  * provider, `[defaults.provider]`) and which wins.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
-import { TestClock } from "effect/testing"
-import { routingFromToml, scriptedProviders, sendRequest, TestReply } from "../../src/testing.ts"
-import type { RoutedAnswer, RoutingUnderTest, UpstreamCall } from "../../src/testing.ts"
+import { Effect } from "effect"
+import { routingFromToml, TestReply } from "../../src/testing.ts"
+import type { RoutedAnswer, UpstreamCall } from "../../src/testing.ts"
+import { sendAfter } from "./on-test-clock.ts"
 
 /** Where each level's `ttft_ms` goes (TOML lines under that table), and the route's shape. */
 interface Layout {
@@ -65,13 +65,7 @@ backoff_base_ms = 100
 const stallingOpenAi = (call: UpstreamCall) =>
   call.providerId === "openai" ? TestReply.chatStream("openai", ["from OpenAI"], { stallAfter: 1 }) : TestReply.chatStream("anthropic", ["from Claude"])
 
-/** Sends a streamed request to `smart`, moves the clock `advance` ms on, and joins it. */
-const streamed = (routing: RoutingUnderTest, handler: (call: UpstreamCall) => TestReply, advance: number, stream = true) =>
-  Effect.gen(function*() {
-    const fiber = yield* sendRequest(routing, { model: "smart", stream }).pipe(Effect.provide(scriptedProviders(handler)), Effect.forkChild)
-    yield* TestClock.adjust(advance)
-    return yield* Fiber.join(fiber)
-  })
+const streamed = sendAfter
 
 const callsOf = (answer: RoutedAnswer) => answer.calls.map((call) => [call.provider, call.atMs])
 

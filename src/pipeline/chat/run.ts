@@ -19,8 +19,8 @@ import { unauthenticatedCall } from "../../providers/adapter.ts"
 import type { CompiledProvider } from "../../providers/adapter.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { executePlan } from "../../routing/execute.ts"
-import type { AttemptInfo } from "../../routing/execute.ts"
-import type { PlanStep } from "../../routing/plan.ts"
+import type { AttemptInfo, Hedging } from "../../routing/execute.ts"
+import type { PlanStep, PlanTarget } from "../../routing/plan.ts"
 import { servableSteps, speaksNatively } from "../../routing/servable.ts"
 import type { Project } from "../../tenancy/project.ts"
 import { cacheKey, cacheUse } from "../cache/index.ts"
@@ -28,7 +28,7 @@ import type { CacheScope, ResponseCache } from "../cache/index.ts"
 import { choosePlan } from "../choose-plan.ts"
 import type { ChosenPlan } from "../choose-plan.ts"
 import { header } from "../context.ts"
-import { attemptScoped, ensuringBody, isValueBody, JSON_CONTENT_TYPE, reply } from "../reply.ts"
+import { attemptScoped, discardReply, ensuringBody, isValueBody, JSON_CONTENT_TYPE, reply } from "../reply.ts"
 import type { Reply } from "../reply.ts"
 import { replayChat } from "./replay.ts"
 import { outputViolationError } from "../security/Guardrail.ts"
@@ -94,6 +94,9 @@ const droppedHeader = (names: ReadonlyArray<string>): string => {
   const rest = names.length - listed.length
   return rest === 0 ? listed.join(",") : [...listed, `(${rest} more)`].join(",")
 }
+
+/** Chat attempts may be hedged (`hedge_after_ms`): an answer that lost its race by an instant is released. */
+const HEDGING: Hedging<Forwarded> = { discard: discardReply }
 
 /** A caller's body that did not decode: 400 naming the field. */
 const invalidRequest = ({ message, param }: DecodeFailure): GatewayError =>
@@ -212,7 +215,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
     const spend = new Spend(input.project.priceOf)
 
-    const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
+    const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>, collector: ResponseCollector) =>
       client.send(call).pipe(
         Effect.flatMap((response): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> => {
           trace.responded()
@@ -237,16 +240,31 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         attemptScoped
       )
 
+    /** The log line's account of the attempt that answers (the latest one, or a hedge that won). */
+    const noteAttempt = (target: PlanTarget, fast: boolean, dropped: string): void => {
+      if (dropped !== "") ctx.log.dropped_params = dropped
+      ctx.log.provider = target.provider.id
+      ctx.log.upstream_model = target.model
+      ctx.log.path_kind = fast ? "fast" : "normalized"
+    }
+
     const attempt = (info: AttemptInfo): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> => {
       const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
-      spend.begin(target.model, collector.usage)
-      collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
+      // Each attempt keeps its own collector; a hedge (started beside the current attempt) takes
+      // over the request's state only once it answered.
+      const own = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
+      const hedge = info.hedge === "hedge"
+      if (!hedge) {
+        spend.begin(target.model, collector.usage)
+        collector = own
+      }
       const operation = fast && caller === "responses" ? "responses" : input.stream ? "chat_stream" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
       if (refused !== undefined) return Effect.fail(refused).pipe(trace.attempt(info, undefined, () => undefined))
+      let dropped = ""
       const { path, headers: auth, secret, sign } = providerRequest
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
@@ -265,15 +283,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         })
         body = JSON.stringify(encoded.body)
         callHeaders = translatedHeaders(auth, ctx.requestId, input.stream)
-        const dropped = droppedHeader(encoded.dropped)
-        if (dropped !== "") {
-          extra["x-gw-dropped-params"] = dropped
-          ctx.log.dropped_params = dropped
-        }
+        dropped = droppedHeader(encoded.dropped)
+        if (dropped !== "") extra["x-gw-dropped-params"] = dropped
       }
-      ctx.log.provider = provider.id
-      ctx.log.upstream_model = target.model
-      ctx.log.path_kind = fast ? "fast" : "normalized"
+      if (!hedge) noteAttempt(target, fast, dropped)
       const sent = send(provider, {
         providerId: provider.id,
         family: provider.family,
@@ -286,12 +299,25 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         decode: true,
         secret,
         sign
-      }, fast, extra)
+      }, fast, extra, own)
       // `ttft_ms`: a stream with no content in time fails before the commit (unset: `sent` as it is).
-      return firstContentWithin(sent, input.stream ? target.ttftMs : undefined, provider).pipe(
-        trace.attempt(info, fast ? "fast" : "normalized", () => collector.error)
-      )
+      const timed = firstContentWithin(sent, input.stream ? target.ttftMs : undefined, provider)
+      return (hedge ? hedgeAttempt(timed, target, own, fast, dropped) : timed).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => own.error))
     }
+
+    /**
+     * A hedge's attempt: it answered (it won its race), so its collector, log
+     * fields and price are the request's from now on (the attempt it beat
+     * priced with what it had); else its own usage, if any arrived, is priced.
+     */
+    const hedgeAttempt = <A, E, R>(timed: Effect.Effect<A, E, R>, target: PlanTarget, own: ResponseCollector, fast: boolean, dropped: string) =>
+      Effect.onExit(timed, (exit) =>
+        Effect.sync(() => {
+          if (Exit.isFailure(exit)) return spend.add(target.model, own.usage)
+          spend.begin(target.model, collector.usage)
+          collector = own
+          noteAttempt(target, fast, dropped)
+        }))
 
     /** What the log line and the GenAI record say of the answer, once it is over (a stream: once it ended). */
     const finish = (exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> => {
@@ -326,7 +352,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         costUsd: spend.costUsd
       }), collector.firstTokenAt)
     }
-    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log)).pipe(
+    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log), HEDGING).pipe(
       // A stream's answer is over when its body ends: it is finished there.
       Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : finish(exit)))
     )

@@ -47,6 +47,11 @@ const makeRecorder = (registry: Registry) => {
   const attempts = counter("gateway_upstream_attempts_total", "Upstream attempts made, by the provider that answered the request last.", ["provider"])
   const retries = counter("gateway_retries_total", "Attempts that retried the target before them.", ["provider"])
   const failovers = counter("gateway_failovers_total", "Attempts that moved on to another target.", ["provider"])
+  const hedges = counter("gateway_hedges_total", "Hedges started (hedge_after_ms), by the provider and model of the hedge and whether its answer was the one sent (won) or not (lost).", [
+    "provider",
+    "model",
+    "outcome"
+  ])
   const cache = counter("gateway_cache_requests_total", "Response cache lookups, by result.", ["result"])
   const guardrail = counter("gateway_guardrail_refusals_total", "Requests a guardrail refused, by category.", ["category"])
   const rateLimited = counter("gateway_rate_limit_refusals_total", "Requests answered 429, by who refused (upstream or gateway).", ["source"])
@@ -122,6 +127,12 @@ const makeRecorder = (registry: Registry) => {
       count(attempts, provider, fields.attempts)
       if (fields.retries !== undefined) count(retries, provider, fields.retries)
       if (fields.failovers !== undefined) count(failovers, provider, fields.failovers)
+    }
+    if (fields.hedges !== undefined) {
+      for (const hedge of fields.hedges) {
+        const key = `${hedge.provider}\0${hedge.model}\0${hedge.outcome}`
+        ;(hedges.at(key) ?? hedges.create(key, [hedge.provider, hedge.model, hedge.outcome])).value++
+      }
     }
     if (fields.cache !== undefined) count(cache, fields.cache)
     if (fields.guardrail !== undefined) count(guardrail, fields.guardrail)

@@ -13,6 +13,8 @@ export interface RequestFields {
   readonly attempts?: number | undefined
   readonly retries?: number | undefined
   readonly failovers?: number | undefined
+  /** Hedges started (`hedge_after_ms`): the provider and model of each, and whether it answered. */
+  readonly hedges?: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly outcome: string }> | undefined
   readonly cache?: string | undefined
   readonly input_tokens?: number | undefined
   readonly output_tokens?: number | undefined

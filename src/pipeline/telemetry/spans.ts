@@ -48,6 +48,7 @@ export const ATTR = {
   upstreamModel: "gateway.upstream.model",
   path: "gateway.path",
   retryDelayMs: "gateway.retry.delay_ms",
+  hedge: "gateway.hedge",
   errorType: "error.type",
   upstreamStatus: "gateway.upstream.status_code",
   upstreamErrorBody: "gateway.upstream.error_body",
@@ -131,6 +132,8 @@ export interface AttemptSpanInfo {
   readonly path?: "fast" | "normalized" | undefined
   /** How long the engine waited before this attempt (the retry backoff), when it is a retry. */
   readonly retryDelayMs?: number | undefined
+  /** In a hedged race (`hedge_after_ms`): the attempt that may be hedged, or the hedge started beside it. */
+  readonly hedge?: "primary" | "hedge" | undefined
 }
 
 /** The failure shape attempt spans read (an `UpstreamError`). */
@@ -173,6 +176,7 @@ export const inAttemptSpan = <A, E, R>(info: AttemptSpanInfo, effect: InSpan<A, 
     }
     if (info.path !== undefined) span.attribute(ATTR.path, info.path)
     if (info.retryDelayMs !== undefined) span.attribute(ATTR.retryDelayMs, Math.round(info.retryDelayMs))
+    if (info.hedge !== undefined) span.attribute(ATTR.hedge, info.hedge)
     return Effect.tapError(effect(span), (error) =>
       Effect.sync(() => {
         if (!isAttemptFailure(error)) return
