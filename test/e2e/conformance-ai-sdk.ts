@@ -103,6 +103,45 @@ export const askAiSdk = (gatewayUrl: string, api: AiSdkApi) => async (model: str
   }
 }
 
+/**
+ * A tool turn the way AI SDK users write it: the first answer's own `response.messages`
+ * (its tool calls, and the reasoning with its signatures) go back with the tool results.
+ * The Responses model runs with `store: false`, so earlier items travel whole rather than
+ * as `item_reference`s (which need OpenAI's own store, or the gateway's: `[responses]`).
+ * `between` runs after the first answer (to script the second).
+ */
+export const toolTurnWithAiSdk = async (
+  gatewayUrl: string,
+  api: AiSdkApi,
+  model: string,
+  stream: boolean,
+  between: () => void
+): Promise<{ readonly calls: ReadonlyArray<string>; readonly text: string }> => {
+  const options = {
+    model: modelOf(gatewayUrl, api, model),
+    tools: TOOLS,
+    maxRetries: 0,
+    maxOutputTokens: 2000,
+    reasoning: "low" as const,
+    providerOptions: { openai: { store: false } }
+  }
+  const messages: Array<ModelMessage> = [{ role: "user", content: "Weather in Paris and time in Oslo?" }]
+  const ask = async () => {
+    if (!stream) return generateText({ ...options, messages })
+    const result = streamText({ ...options, messages, onError: () => {} })
+    for await (const part of result.stream) if (part.type === "error") throw part.error
+    return { toolCalls: await result.toolCalls, text: await result.text, response: await result.response }
+  }
+  const first = await ask()
+  messages.push(...first.response.messages, {
+    role: "tool",
+    content: first.toolCalls.map((c, i) => ({ type: "tool-result" as const, toolCallId: c.toolCallId, toolName: c.toolName, output: { type: "text" as const, value: ["sunny", "noon"][i] ?? "" } }))
+  })
+  between()
+  const second = await ask()
+  return { calls: first.toolCalls.map((c) => c.toolName), text: second.text }
+}
+
 /** The status and classification of a failure the AI SDK reported, when the gateway answered one. */
 export const aiSdkFailure = (error: unknown): { status: number | undefined; code: string | null | undefined } | undefined =>
   APICallError.isInstance(error) ? { status: error.statusCode, code: error.responseHeaders?.["x-gw-error-code"] } : undefined

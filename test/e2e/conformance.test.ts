@@ -12,7 +12,8 @@ import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
 import { FAMILIES } from "../fixtures/conformance.ts"
 import type { Family, Scenario } from "../fixtures/conformance.ts"
-import { aiSdkFailure, askAiSdk } from "./conformance-ai-sdk.ts"
+import { aiSdkFailure, askAiSdk, toolTurnWithAiSdk } from "./conformance-ai-sdk.ts"
+import type { AiSdkApi } from "./conformance-ai-sdk.ts"
 import type { Answer, Ask, Turn } from "./conformance-ask.ts"
 import { argsOf, TOOL_NAMES, WEATHER } from "./conformance-ask.ts"
 import { gatewayWithFakes } from "./harness.ts"
@@ -158,13 +159,15 @@ const askResponses = async (model: string, ask: Ask, stream: boolean): Promise<A
   }
 }
 
+const AI_SDK_API: Readonly<Partial<Record<Caller, AiSdkApi>>> = { "ai-sdk chat": "chat", "ai-sdk responses": "responses", "ai-sdk messages": "messages" }
+
 const ASK: Readonly<Record<Caller, (model: string, ask: Ask, stream: boolean) => Promise<Answer>>> = {
   openai: askOpenAi,
   anthropic: askAnthropic,
   responses: askResponses,
-  "ai-sdk chat": (...args) => askAiSdk(gw.url, "chat")(...args),
-  "ai-sdk responses": (...args) => askAiSdk(gw.url, "responses")(...args),
-  "ai-sdk messages": (...args) => askAiSdk(gw.url, "messages")(...args)
+  "ai-sdk chat": (...args) => askAiSdk(gw.url, AI_SDK_API["ai-sdk chat"]!)(...args),
+  "ai-sdk responses": (...args) => askAiSdk(gw.url, AI_SDK_API["ai-sdk responses"]!)(...args),
+  "ai-sdk messages": (...args) => askAiSdk(gw.url, AI_SDK_API["ai-sdk messages"]!)(...args)
 }
 
 /** The caller-visible status and classification of a request that must fail (a success fails the test). */
@@ -259,6 +262,20 @@ describe.each(FAMILIES.map((family) => [family.name, family] as const))("conform
           expect(failure.status).toBe(400)
           expect(fake().requests).toHaveLength(0)
         }
+      })
+    }
+
+    const aiSdkApi = AI_SDK_API[caller]
+    if (aiSdkApi !== undefined) {
+      it("a tool turn sent back as the AI SDK's own response messages reaches the upstream whole: results answer the ids, reasoning kept out of the text", async () => {
+        const calls = [{ name: "get_weather", args: { city: "Paris" } }, { name: "get_time", args: { city: "Oslo" } }]
+        fake().script(family.answer({ reasoning: "Two lookups.", toolCalls: calls, usage: { input: 20, output: 12 } }))
+        const turn = await toolTurnWithAiSdk(gw.url, aiSdkApi, model, stream, () => fake().script(family.answer(TEXT)))
+        expect(turn).toEqual({ calls: ["get_weather", "get_time"], text: TEXT.text })
+        const results = family.toolResults(upstreamBody())
+        expect(results.map((r) => r.content)).toEqual(["sunny", "noon"])
+        const echoed = family.echoedToolIds(upstreamBody())
+        expect(results.map((r) => r.answers)).toEqual(echoed ?? ["get_weather", "get_time"])
       })
     }
 
