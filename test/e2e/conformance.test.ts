@@ -286,6 +286,18 @@ describe.each(FAMILIES.map((family) => [family.name, family] as const))("conform
       expect(await failureOf(ask({ turns: [{ role: "user", text: "hi" }] }))).toEqual({ status: 529, code: "overloaded" })
     })
 
+    const block = family.safetyBlock
+    if (block !== undefined) {
+      it("a safety filter that let nothing through is a 400 classified content_policy, naming the provider's reason, and is not retried", async () => {
+        fake().reset()
+        fake().script(block.script())
+        const error = await ask({ turns: [{ role: "user", text: "Something forbidden" }] }).then(() => undefined, (e: unknown) => e)
+        expect(await failureOf(Promise.reject(error))).toEqual({ status: 400, code: "content_policy" })
+        expect(String((error as Error).message)).toContain(block.reason)
+        expect(fake().requests).toHaveLength(1)
+      })
+    }
+
     if (stream) {
       it("an overload reported in the stream before any content is a failed request with its class", async () => {
         fake().script(family.overloadedStream)
