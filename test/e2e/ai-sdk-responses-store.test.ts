@@ -15,6 +15,7 @@ import { FAMILIES } from "../fixtures/conformance.ts"
 import { startOwnRedis } from "../fixtures/own-redis.ts"
 import type { OwnRedis } from "../fixtures/own-redis.ts"
 import { gatewayWithFakes } from "./harness.ts"
+import { keyless } from "./conformance-ai-sdk.ts"
 import { WEATHER } from "./conformance-ask.ts"
 
 const TRANSLATED = FAMILIES.filter((family) => ["anthropic", "gemini", "bedrock"].includes(family.name))
@@ -36,13 +37,6 @@ const withStore = gatewayWithFakes(
 afterAll(async () => {
   await redis?.kill()
 })
-
-/** fetch without the SDK's own key: the gateway uses the configured credential. */
-const keyless: typeof fetch = (input, init) => {
-  const headers = new Headers(init?.headers)
-  headers.delete("authorization")
-  return fetch(input, { ...init, headers })
-}
 
 describe.each(TRANSLATED.map((family) => [family.name, family] as const))("AI SDK Responses with store: true, %s provider", (_name, family) => {
   it("the earlier reasoning goes back as item_reference and reaches the upstream from the gateway's store, signature and all", async () => {

@@ -20,7 +20,7 @@ import { TOOL_NAMES, WEATHER } from "./conformance-ask.ts"
 export type AiSdkApi = "chat" | "responses" | "messages"
 
 /** fetch without the SDK's own key: the gateway then uses the provider's configured credential. */
-const keyless: typeof fetch = (input, init) => {
+export const keyless: typeof fetch = (input, init) => {
   const headers = new Headers(init?.headers)
   headers.delete("authorization")
   headers.delete("x-api-key")
