@@ -225,7 +225,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   retryAfterMs: Schema.optional(Schema.Number),
   body: Schema.optional(Schema.Uint8Array),
   contentType: Schema.optional(Schema.String),
-  /** Reported inside a stream the upstream answered 200: `upstreamStatus` is the status the error stands for. */
+  /** Reported inside an answer the upstream sent with 200 (a stream's error event, a safety block): `upstreamStatus` is the status the error stands for. */
   inStream: Schema.optional(Schema.Boolean),
   /** A network failure's error code (`ECONNREFUSED`, `UND_ERR_SOCKET`…): what the log says instead of the error's message. */
   networkCode: Schema.optional(Schema.String),
