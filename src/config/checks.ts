@@ -5,9 +5,11 @@
  * route/function shapes, experiment variants, and the fallbacks and
  * deprecations that only warn. Produces the resolved providers and targets.
  */
-import { Redacted, Result } from "effect"
+import { Result } from "effect"
 import { AZURE_DEFAULT_API_VERSION, conventionEnvFor, foldCase, isProviderKind, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { ProviderKind } from "../domain/index.ts"
+import { AWS_KEY_FIELDS, sigv4Of } from "./aws-credentials.ts"
+import type { AwsKeySource, SnapshotAwsKeys } from "./aws-credentials.ts"
 import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./credentials.ts"
 import { closestName, didYouMean } from "./did-you-mean.ts"
 import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
@@ -35,7 +37,19 @@ export type CredentialSource =
     readonly providers: ReadonlyMap<string, ResolvedCredential>
     /** A target absent here uses its provider's credential. */
     readonly targets: ReadonlyMap<string, ResolvedCredential>
+    /** The AWS keys of SigV4 providers (`access_key_id`, …), by provider id. */
+    readonly aws?: ReadonlyMap<string, SnapshotAwsKeys> | undefined
   }
+
+/** Where a SigV4 provider's AWS keys come from: its own `env::` locations and the environment, or the snapshot. */
+const awsKeySourceOf = (id: string, provider: ConfigFile["providers"][string], source: CredentialSource): AwsKeySource =>
+  source.kind === "snapshot"
+    ? { kind: "snapshot", keys: source.aws?.get(id) }
+    : {
+      kind: "environment",
+      env: source.env,
+      locations: Object.fromEntries(AWS_KEY_FIELDS.flatMap((field) => (provider[field] === undefined ? [] : [[field, provider[field]]])))
+    }
 
 export interface CheckResult {
   readonly errors: ReadonlyArray<string>
@@ -152,46 +166,6 @@ const googleOf = (path: string, kind: ProviderKind, value: string, source: Crede
   return { kind: "key_file", path: file }
 }
 
-/**
- * SigV4 settings of a provider (`auth_type = "sigv4"`, Bedrock only): the region
- * (`region`, else the one in a `bedrock-runtime.<region>.amazonaws.com` URL) and the
- * AWS credentials of the gateway's environment. Undefined after an error.
- */
-const sigv4Of = (
-  path: string,
-  kind: ProviderKind,
-  region: string | undefined,
-  baseUrl: string,
-  source: CredentialSource,
-  findings: Findings
-): ResolvedProvider["sigv4"] => {
-  if (kind !== "bedrock") {
-    findings.error(`${path}.auth_type`, `"sigv4" signs requests to Bedrock only; kind "${kind}" takes "bearer", "api_key_header" or "query_param"`)
-    return undefined
-  }
-  const resolved = region ?? /^bedrock-runtime\.([a-z0-9-]+)\.amazonaws\.com$/.exec(new URL(baseUrl).hostname)?.[1]
-  if (resolved === undefined) {
-    findings.error(`${path}.region`, `required with auth_type = "sigv4" when base_url is not https://bedrock-runtime.<region>.amazonaws.com`)
-    return undefined
-  }
-  const env = source.kind === "snapshot" ? {} : source.env
-  const accessKeyId = env.AWS_ACCESS_KEY_ID
-  const secret = env.AWS_SECRET_ACCESS_KEY
-  const token = env.AWS_SESSION_TOKEN
-  if (accessKeyId === undefined || accessKeyId === "" || secret === undefined || secret === "") {
-    findings.warn(`${path}.auth_type`, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set; requests to this provider are refused until they are")
-    return { region: resolved, credentials: undefined }
-  }
-  return {
-    region: resolved,
-    credentials: {
-      accessKeyId,
-      secretAccessKey: Redacted.make(secret),
-      ...(token === undefined || token === "" ? {} : { sessionToken: Redacted.make(token) })
-    }
-  }
-}
-
 const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Findings): Map<string, ResolvedProvider> => {
   const providers = new Map<string, ResolvedProvider>()
   for (const [id, provider] of Object.entries(file.providers)) {
@@ -242,7 +216,10 @@ const checkProviders = (file: ConfigFile, source: CredentialSource, findings: Fi
     if (vertex === null) continue
     const google = provider.credentials_file === undefined ? undefined : googleOf(path, kind, provider.credentials_file, source, findings)
     if (google === null) continue
-    const sigv4 = authType === "sigv4" ? sigv4Of(path, kind, provider.region, baseUrl, source, findings) : undefined
+    const sigv4 = authType === "sigv4" ? sigv4Of(path, kind, provider.region, baseUrl, awsKeySourceOf(id, provider, source), findings) : undefined
+    if (authType !== "sigv4") {
+      for (const field of AWS_KEY_FIELDS) if (provider[field] !== undefined) findings.error(`${path}.${field}`, `AWS keys are for auth_type = "sigv4" only`)
+    }
     if (authType === "sigv4" && sigv4 === undefined) continue
     const duplicates = provider.models.filter((model, index) => provider.models.indexOf(model) !== index)
     if (duplicates.length > 0) findings.warn(`${path}.models`, `listed twice: ${[...new Set(duplicates)].join(", ")}`)

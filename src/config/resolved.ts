@@ -34,10 +34,12 @@ export interface ResolvedProvider {
   readonly vertex?: { readonly project: string; readonly location: string; readonly publisher: "google" | "anthropic" } | undefined
   /** Vertex AI with `credentials_file`: where its OAuth tokens come from. */
   readonly google?: GoogleCredentials | undefined
-  /** SigV4 (`auth_type = "sigv4"`): the region, and the AWS credentials when the environment has them. */
+  /** SigV4 (`auth_type = "sigv4"`): the region, and the AWS credentials when they are set (aws-credentials.ts). */
   readonly sigv4?: {
     readonly region: string
     readonly credentials: AwsCredentials | undefined
+    /** Where each key comes from, for `check-config`. */
+    readonly described: Readonly<Record<"access_key_id" | "secret_access_key" | "session_token", string>>
   } | undefined
 }
 
@@ -49,7 +51,7 @@ export type GoogleCredentials =
   | { readonly kind: "key_file"; readonly path: string }
   | { readonly kind: "adc" }
 
-/** AWS credentials from the gateway's environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`). */
+/** AWS credentials of a SigV4 provider: from its `env::` locations (default `AWS_ACCESS_KEY_ID`, …), or from a tenant snapshot. */
 export interface AwsCredentials {
   readonly accessKeyId: string
   readonly secretAccessKey: Redacted.Redacted<string>

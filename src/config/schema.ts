@@ -76,6 +76,13 @@ export const Provider = Schema.Struct({
   auth_header_name: Schema.optionalKey(Schema.NonEmptyString),
   /** AWS region of a Bedrock provider (its default `base_url`, and the SigV4 scope); else read from a `bedrock-runtime.<region>.amazonaws.com` URL. */
   region: Schema.optionalKey(Schema.NonEmptyString),
+  /**
+   * SigV4 (Bedrock): where the AWS keys come from, each an `env::VAR` location (default
+   * `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`); in a snapshot, `{"value": "…"}`.
+   */
+  access_key_id: Schema.optionalKey(Schema.String),
+  secret_access_key: Schema.optionalKey(Schema.String),
+  session_token: Schema.optionalKey(Schema.String),
   /** Vertex AI: the Google Cloud project and location its Gemini models are called in (required with `models`). */
   project: Schema.optionalKey(Schema.NonEmptyString),
   location: Schema.optionalKey(Schema.NonEmptyString),

@@ -12,9 +12,13 @@
  * - Credentials travel inside the snapshot as `{"value": "<key>"}` (or
  *   `"none"`), held as `Redacted` from the moment they are read. A tenant can
  *   never name an `env::VAR` location, and no convention variable applies: an
- *   omitted provider credential means none (the caller's own key only).
+ *   omitted provider credential means none (the caller's own key only). A
+ *   SigV4 provider's AWS keys (`access_key_id`, `secret_access_key`,
+ *   `session_token`) travel the same way, each `{"value": "…"}`.
  */
 import { Redacted, Result, Schema } from "effect"
+import { AWS_KEY_FIELDS } from "./aws-credentials.ts"
+import type { SnapshotAwsKeys } from "./aws-credentials.ts"
 import { checkConfig } from "./checks.ts"
 import { fingerprinted, NO_CREDENTIAL } from "./credentials.ts"
 import type { ResolvedCredential } from "./credentials.ts"
@@ -56,23 +60,44 @@ const DEFAULT_FILE: ConfigFile = Schema.decodeUnknownSync(ConfigFile)({ server: 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value) && !Redacted.isRedacted(value)
 
-/** The only credential shapes a snapshot may carry; the message never repeats a value. */
+/** A `{"value": "<key>"}` object's key, redacted; undefined for any other shape. */
+const inlineKey = (value: unknown): Redacted.Redacted<string> | undefined => {
+  if (!isRecord(value) || Object.keys(value).length !== 1) return undefined
+  const key = value.value
+  if (Redacted.isRedacted(key) && typeof Redacted.value(key) === "string" && Redacted.value(key) !== "") return key as Redacted.Redacted<string>
+  return typeof key === "string" && key !== "" ? Redacted.make(key) : undefined
+}
+
+/** Why a snapshot's key is refused; the message never repeats a value. */
+const refusedKey = (path: string, value: unknown, orNone: boolean): string => {
+  const expected = `{"value": "<key>"}${orNone ? ` or write "none"` : ""}`
+  if (typeof value === "string" && value.startsWith("env::")) {
+    return `${path}: env:: locations are refused in a snapshot (a tenant cannot read the gateway host's environment); carry the key as ${expected}`
+  }
+  const got = typeof value === "string" ? "a string (not shown)" : Array.isArray(value) ? "an array" : typeof value === "object" ? "another object (not shown)" : typeof value
+  return `${path}: expected {"value": "<key>"} with a non-empty key${orNone ? `, or "none"` : ""}; got ${got}`
+}
+
+/** The only credential shapes a snapshot may carry. */
 const readCredential = (path: string, value: unknown, errors: Array<string>): ResolvedCredential | undefined => {
   if (value === "none") return NO_CREDENTIAL
-  if (isRecord(value) && Object.keys(value).length === 1) {
-    const key = value.value
-    if (Redacted.isRedacted(key) && typeof Redacted.value(key) === "string" && Redacted.value(key) !== "") {
-      return { location: { kind: "inline" }, ...fingerprinted(key as Redacted.Redacted<string>) }
-    }
-    if (typeof key === "string" && key !== "") return { location: { kind: "inline" }, ...fingerprinted(Redacted.make(key)) }
-  }
-  if (typeof value === "string" && value.startsWith("env::")) {
-    errors.push(`${path}: env:: locations are refused in a snapshot (a tenant cannot read the gateway host's environment); carry the key as {"value": "<key>"} or write "none"`)
-  } else {
-    const got = typeof value === "string" ? "a string (not shown)" : Array.isArray(value) ? "an array" : typeof value === "object" ? "another object (not shown)" : typeof value
-    errors.push(`${path}: expected {"value": "<key>"} with a non-empty key, or "none"; got ${got}`)
-  }
+  const key = inlineKey(value)
+  if (key !== undefined) return { location: { kind: "inline" }, ...fingerprinted(key) }
+  errors.push(refusedKey(path, value, true))
   return undefined
+}
+
+/** A SigV4 provider's AWS keys (`access_key_id`, …), each `{"value": "…"}`, taken out of the entry. */
+const readAwsKeys = (path: string, entry: Record<string, unknown>, errors: Array<string>): SnapshotAwsKeys | undefined => {
+  const keys: SnapshotAwsKeys = {}
+  for (const field of AWS_KEY_FIELDS) {
+    if (!(field in entry)) continue
+    const key = inlineKey(entry[field])
+    if (key === undefined) errors.push(refusedKey(`${path}.${field}`, entry[field], false))
+    else keys[field] = key
+    delete entry[field]
+  }
+  return Object.keys(keys).length === 0 ? undefined : keys
 }
 
 /**
@@ -84,21 +109,31 @@ const extractCredentials = (
   section: unknown,
   name: "providers" | "targets",
   errors: Array<string>
-): { readonly section: unknown; readonly credentials: Map<string, ResolvedCredential> } => {
+): {
+  readonly section: unknown
+  readonly credentials: Map<string, ResolvedCredential>
+  readonly aws: Map<string, SnapshotAwsKeys>
+} => {
   const credentials = new Map<string, ResolvedCredential>()
-  if (!isRecord(section)) return { section, credentials }
+  const aws = new Map<string, SnapshotAwsKeys>()
+  if (!isRecord(section)) return { section, credentials, aws }
   const stripped: Record<string, unknown> = {}
   for (const [id, entry] of Object.entries(section)) {
-    if (!isRecord(entry) || !("credential" in entry)) {
+    if (!isRecord(entry)) {
       stripped[id] = entry
       continue
     }
     const { credential, ...rest } = entry
     stripped[id] = rest
+    if (name === "providers") {
+      const keys = readAwsKeys(`${name}.${id}`, rest, errors)
+      if (keys !== undefined) aws.set(id, keys)
+    }
+    if (!("credential" in entry)) continue
     const resolved = readCredential(`${name}.${id}.credential`, credential, errors)
     if (resolved !== undefined) credentials.set(id, resolved)
   }
-  return { section: stripped, credentials }
+  return { section: stripped, credentials, aws }
 }
 
 /** A refusal: the `check-config` message, and the problems' key paths alone for the log. */
@@ -140,7 +175,8 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {
     kind: "snapshot",
     providers: providers.credentials,
-    targets: targets.credentials
+    targets: targets.credentials,
+    aws: providers.aws
   })
   errors.push(...findingsBeside(decoded, checked.errors, "error"))
   const warnings = [...unknown.warnings, ...findingsBeside(decoded, checked.warnings, "warning")]

@@ -40,6 +40,7 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         ttft_ms: provider.ttftMs,
         api_version: provider.kind === "azure" ? provider.apiVersion : undefined,
         region: provider.sigv4?.region,
+        ...(provider.sigv4?.described ?? { access_key_id: undefined, secret_access_key: undefined, session_token: undefined }),
         project: provider.vertex?.project,
         location: provider.vertex?.location,
         publisher: provider.vertex?.publisher,

@@ -137,6 +137,23 @@ const AWS_ERROR_CLASSES: Readonly<Record<string, ErrorClass>> = {
 }
 
 /**
+ * Google's canonical status names (`error.status` of Gemini, Vertex AI, and Vertex's
+ * rawPredict for Claude, whose errors are Google's, not Anthropic's): what they mean
+ * whatever the HTTP status. `INVALID_ARGUMENT` and its kin are left to the status
+ * rules, which look for a content-policy marker and Google's `API_KEY_INVALID`.
+ */
+const GOOGLE_STATUS_CLASSES: Readonly<Record<string, ErrorClass>> = {
+  RESOURCE_EXHAUSTED: "rate_limit",
+  UNAVAILABLE: "overloaded",
+  UNAUTHENTICATED: "auth",
+  PERMISSION_DENIED: "forbidden",
+  NOT_FOUND: "model_not_found",
+  INTERNAL: "upstream",
+  UNKNOWN: "upstream",
+  DEADLINE_EXCEEDED: "upstream"
+}
+
+/**
  * Classifies an upstream HTTP error by status and, where the status alone is
  * ambiguous (429, 403, 400, 503), by the body's type, code and message.
  * The result is the same whichever provider or surface the error came from.
@@ -146,6 +163,7 @@ export const classifyUpstream = (status: number, details: UpstreamErrorDetails):
   const code = details.code ?? ""
   const aws = Object.hasOwn(AWS_ERROR_CLASSES, type) ? type : Object.hasOwn(AWS_ERROR_CLASSES, code) ? code : undefined
   if (aws !== undefined) return AWS_ERROR_CLASSES[aws]
+  if (Object.hasOwn(GOOGLE_STATUS_CLASSES, type)) return GOOGLE_STATUS_CLASSES[type]
   const marker = `${type} ${code}`
   if (status === 529 || type === "overloaded_error") return "overloaded"
   // Google answers a wrong API key 400 (`API_KEY_INVALID`), not 401.
@@ -207,7 +225,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   retryAfterMs: Schema.optional(Schema.Number),
   body: Schema.optional(Schema.Uint8Array),
   contentType: Schema.optional(Schema.String),
-  /** Reported inside a stream the upstream answered 200: `upstreamStatus` is the status the error stands for. */
+  /** Reported inside an answer the upstream sent with 200 (a stream's error event, a safety block): `upstreamStatus` is the status the error stands for. */
   inStream: Schema.optional(Schema.Boolean),
   /** A network failure's error code (`ECONNREFUSED`, `UND_ERR_SOCKET`…): what the log says instead of the error's message. */
   networkCode: Schema.optional(Schema.String),

@@ -13,7 +13,7 @@ export type ProviderKind = typeof PROVIDER_KINDS[number]
 export const isProviderKind = (value: string): value is ProviderKind =>
   (PROVIDER_KINDS as ReadonlyArray<string>).includes(value)
 
-/** `sigv4`: AWS Signature Version 4 over each request (Bedrock), with the AWS credentials of the environment. */
+/** `sigv4`: AWS Signature Version 4 over each request (Bedrock), with the provider's AWS keys (`access_key_id`, …; the environment's by default). */
 export type AuthType = "bearer" | "api_key_header" | "query_param" | "sigv4"
 
 /** Endpoint types of routes and functions (docs/reference/gateway-spec.md §2.7) plus the operations without one. */

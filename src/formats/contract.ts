@@ -4,7 +4,7 @@
  * conventions are in index.ts). Families import these types from here, never
  * from the barrel.
  */
-import type { ChatStreamEvent } from "../domain/chat.ts"
+import type { ChatStreamEvent, StreamError } from "../domain/chat.ts"
 import type { WireFamily } from "../domain/sdk.ts"
 
 /**
@@ -16,6 +16,11 @@ import type { WireFamily } from "../domain/sdk.ts"
 export interface DecodeFailure {
   readonly message: string
   readonly param?: string | undefined
+  /**
+   * The upstream answered 200 but said no (a safety block with nothing answered,
+   * safety-block.ts): the error it reported, classified like one in a stream.
+   */
+  readonly reported?: StreamError | undefined
 }
 
 export interface RequestEncodeOptions {

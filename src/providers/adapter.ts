@@ -243,7 +243,7 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
     return {
       ...compiledBase(provider, origin, used),
       missingCredential: aws === undefined
-        ? `provider "${provider.id}" signs with SigV4 but AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set in the gateway's environment`
+        ? `provider "${provider.id}" signs with SigV4 but has no AWS access key id and secret access key (access_key_id, secret_access_key)`
         : undefined,
       request
     }

@@ -2,9 +2,9 @@
  * AWS Signature Version 4 for Bedrock (`auth_type = "sigv4"`): each request is
  * signed over its method, path, host, `content-type` and exact body bytes with
  * `@smithy/signature-v4` (service `bedrock`, the provider's region), the
- * SHA-256 and HMAC from node:crypto. Credentials are read once at start
- * (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optional `AWS_SESSION_TOKEN`)
- * and kept `Redacted`. The library is loaded with the first signature, so a
+ * SHA-256 and HMAC from node:crypto. Credentials are resolved once, with the
+ * configuration (src/config/aws-credentials.ts: the provider's `env::` locations,
+ * default `AWS_ACCESS_KEY_ID` …, or a tenant snapshot's keys), and kept `Redacted`. The library is loaded with the first signature, so a
  * gateway without a SigV4 provider never loads it.
  */
 import type { SignatureV4 } from "@smithy/signature-v4"

@@ -158,3 +158,50 @@ describe("resolved keys are held as Redacted", () => {
     expect(secretOf(resolved())).toBe(SECRET)
   })
 })
+
+describe("AWS keys of a SigV4 provider (Bedrock)", () => {
+  const BEDROCK = { base_url: "https://bedrock-runtime.us-east-1.amazonaws.com", auth_type: "sigv4" }
+  const AWS_SECRET = "aws/secret/never-printed-0001"
+  const awsOf = (table: Record<string, unknown>, env: Record<string, string>) => provider("bedrock", { ...BEDROCK, ...table }, env).sigv4!.credentials
+  const plain = (credentials: ReturnType<typeof awsOf>) =>
+    credentials === undefined ? undefined : {
+      accessKeyId: credentials.accessKeyId,
+      secret: Redacted.value(credentials.secretAccessKey),
+      token: credentials.sessionToken === undefined ? undefined : Redacted.value(credentials.sessionToken)
+    }
+
+  it("default to AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN", () => {
+    expect(plain(awsOf({}, { AWS_ACCESS_KEY_ID: "AKIADEFAULT", AWS_SECRET_ACCESS_KEY: AWS_SECRET, AWS_SESSION_TOKEN: "tok" })))
+      .toEqual({ accessKeyId: "AKIADEFAULT", secret: AWS_SECRET, token: "tok" })
+  })
+
+  it("each key may name its own variable (env::VAR), the others keeping their default", () => {
+    const env = { AWS_ACCESS_KEY_ID: "AKIADEFAULT", AWS_SECRET_ACCESS_KEY: "default-secret", TEAM_B_KEY_ID: "AKIATEAMB", TEAM_B_SECRET: AWS_SECRET, TEAM_B_TOKEN: "team-b-token" }
+    expect(plain(awsOf({ access_key_id: "env::TEAM_B_KEY_ID", secret_access_key: "env::TEAM_B_SECRET", session_token: "env::TEAM_B_TOKEN" }, env)))
+      .toEqual({ accessKeyId: "AKIATEAMB", secret: AWS_SECRET, token: "team-b-token" })
+    expect(plain(awsOf({ secret_access_key: "env::TEAM_B_SECRET" }, env))).toEqual({ accessKeyId: "AKIADEFAULT", secret: AWS_SECRET, token: undefined })
+    // check-config says where each key comes from, never what it is.
+    expect(provider("bedrock", { ...BEDROCK, secret_access_key: "env::TEAM_B_SECRET" }, env).sigv4!.described).toEqual({
+      access_key_id: "env::AWS_ACCESS_KEY_ID (default) [set, redacted]",
+      secret_access_key: "env::TEAM_B_SECRET [set, redacted]",
+      session_token: "env::AWS_SESSION_TOKEN (default) [unset]"
+    })
+  })
+
+  it("a named variable that is unset stops the start; unset defaults only warn (calls are refused)", () => {
+    const doc = (table: Record<string, unknown>) => withServer({ providers: { bedrock: { models: ["m"], ...BEDROCK, ...table } } })
+    expect(failure(doc({ session_token: "env::MISSING_TOKEN" }), { AWS_ACCESS_KEY_ID: "AKIA", AWS_SECRET_ACCESS_KEY: AWS_SECRET }))
+      .toContain("providers.bedrock.session_token: environment variable MISSING_TOKEN is not set")
+    const settings = load(doc({}), {})
+    expect(settings.providers.get("bedrock")!.sigv4!.credentials).toBeUndefined()
+    expect(settings.warnings.join("\n")).toContain("providers.bedrock.access_key_id: env::AWS_ACCESS_KEY_ID is not set")
+  })
+
+  it("a key written in the file is refused without being repeated; the keys are for sigv4 only", () => {
+    const message = failure(withServer({ providers: { bedrock: { models: ["m"], ...BEDROCK, secret_access_key: AWS_SECRET } } }), { AWS_ACCESS_KEY_ID: "AKIA" })
+    expect(message).toContain(`providers.bedrock.secret_access_key: expected "env::<VARIABLE>"`)
+    expect(message).not.toContain(AWS_SECRET)
+    expect(failure(withServer({ providers: { bedrock: { models: ["m"], base_url: BEDROCK.base_url, access_key_id: "env::X" } } }), { X: "AKIA" }))
+      .toContain(`providers.bedrock.access_key_id: AWS keys are for auth_type = "sigv4" only`)
+  })
+})

@@ -142,3 +142,33 @@ describe("snapshot validation", () => {
     expect(failure([1, 2]).error.message).toBe(`invalid configuration in ${SOURCE}: expected a JSON object at the top level`)
   })
 })
+
+describe("a SigV4 (Bedrock) provider in a snapshot", () => {
+  const BEDROCK = { kind: "bedrock", region: "us-east-1", auth_type: "sigv4", models: ["anthropic.claude-v2"] }
+  const AWS_SECRET = "aws/snapshot/secret-never-printed"
+
+  it("signs with the AWS keys the snapshot carries, each {\"value\": …}, never the host's environment", () => {
+    process.env.AWS_ACCESS_KEY_ID = "AKIAHOSTENVIRONMENT"
+    try {
+      const snapshot = valid({
+        version: 1,
+        providers: { bedrock: { ...BEDROCK, access_key_id: { value: "AKIATENANT" }, secret_access_key: { value: AWS_SECRET }, session_token: { value: "tok" } } }
+      })
+      const aws = snapshot.settings.providers.get("bedrock")!.sigv4!.credentials!
+      expect([aws.accessKeyId, Redacted.value(aws.secretAccessKey), Redacted.value(aws.sessionToken!)]).toEqual(["AKIATENANT", AWS_SECRET, "tok"])
+      expect(JSON.stringify(redactedView(snapshot.settings))).not.toContain(AWS_SECRET)
+      const without = valid({ version: 1, providers: { bedrock: BEDROCK } })
+      expect(without.settings.providers.get("bedrock")!.sigv4!.credentials).toBeUndefined()
+      expect(without.settings.warnings.join("\n")).toContain("providers.bedrock.access_key_id: the snapshot carries none")
+    } finally {
+      delete process.env.AWS_ACCESS_KEY_ID
+    }
+  })
+
+  it("an AWS key as env:: or a bare string is refused, and never repeated", () => {
+    const refusal = failure({ version: 1, providers: { bedrock: { ...BEDROCK, access_key_id: "env::AWS_ACCESS_KEY_ID", secret_access_key: AWS_SECRET } } })
+    expect(refusal.error.message).toContain("providers.bedrock.access_key_id: env:: locations are refused in a snapshot")
+    expect(refusal.error.message).toContain("providers.bedrock.secret_access_key: expected {\"value\": \"<key>\"} with a non-empty key; got a string (not shown)")
+    expect(refusal.error.message).not.toContain(AWS_SECRET)
+  })
+})

@@ -7,7 +7,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
-import { BEDROCK_TEST_CREDENTIALS, bedrockFrame } from "../fixtures/bedrock.ts"
+import { BEDROCK_TEST_CREDENTIALS, bedrockFrame, converseFrames, converseResponse } from "../fixtures/bedrock.ts"
 import type { RecordedRequest } from "../fixtures/fake-upstream.ts"
 import { gatewayWithFakes } from "./harness.ts"
 
@@ -168,6 +168,24 @@ describe("Bedrock errors", () => {
       const error = await anthropic().messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: "user", content: "x" }], stream: true }).catch((e: unknown) => e)
       expect((error as InstanceType<typeof Anthropic.APIError>).headers?.get("x-gw-error-code")).toBe(code)
     }
+  })
+
+  it.each([false, true])("a guardrail that let nothing through is a 400 content_policy in the caller's envelope, not retried (stream %s)", async (stream) => {
+    const plan = { blocks: [], stopReason: "guardrail_intervened", usage: { inputTokens: 3, outputTokens: 0, totalTokens: 3 } }
+    fakes.bedrock.reset()
+    fakes.bedrock.script(stream
+      ? { kind: "custom", handle: ({ res }) => {
+        res.writeHead(200, { "content-type": "application/vnd.amazon.eventstream" })
+        for (const frame of converseFrames(plan)) res.write(frame)
+        res.end()
+      } }
+      : { kind: "json", body: converseResponse(plan) })
+    const error = await anthropic().messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: "user", content: "x" }], stream }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(Anthropic.APIError)
+    const apiError = error as InstanceType<typeof Anthropic.APIError>
+    expect([apiError.status, apiError.headers?.get("x-gw-error-code")]).toEqual([400, "content_policy"])
+    expect(apiError.message).toContain("guardrail_intervened")
+    expect(fakes.bedrock.requests).toHaveLength(1)
   })
 
   it("a signature for the wrong region is refused by Bedrock: 403 forbidden", async () => {

@@ -2,7 +2,7 @@
  * One conformance suite, run against every provider family's fake
  * (test/fixtures/conformance.ts): a caller of each format (Chat Completions,
  * Messages, Responses, through the official `openai` and `@anthropic-ai/sdk`
- * clients), streamed and not, gets a text answer, parallel tool calls whose ids
+ * clients, and through the AI SDK: conformance-ai-sdk.ts), streamed and not, gets a text answer, parallel tool calls whose ids
  * hold across turns, images, thinking kept out of the answer, structured
  * output, classified errors and a broken stream, whichever family answers.
  * Every upstream request is checked to carry the family's own auth.
@@ -12,10 +12,23 @@ import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
 import { FAMILIES } from "../fixtures/conformance.ts"
 import type { Family, Scenario } from "../fixtures/conformance.ts"
+import { aiSdkFailure, askAiSdk, toolTurnWithAiSdk } from "./conformance-ai-sdk.ts"
+import type { AiSdkApi } from "./conformance-ai-sdk.ts"
+import type { Answer, Ask, Turn } from "./conformance-ask.ts"
+import { argsOf, TOOL_NAMES, WEATHER } from "./conformance-ask.ts"
 import { gatewayWithFakes } from "./harness.ts"
 
-type Caller = "openai" | "anthropic" | "responses"
-const CALLERS: ReadonlyArray<Caller> = ["openai", "anthropic", "responses"]
+type Caller = "openai" | "anthropic" | "responses" | "ai-sdk chat" | "ai-sdk responses" | "ai-sdk messages"
+const CALLERS: ReadonlyArray<Caller> = ["openai", "anthropic", "responses", "ai-sdk chat", "ai-sdk responses", "ai-sdk messages"]
+/** The wire format each caller speaks. */
+const FORMAT: Readonly<Record<Caller, "openai" | "anthropic" | "responses">> = {
+  openai: "openai",
+  anthropic: "anthropic",
+  responses: "responses",
+  "ai-sdk chat": "openai",
+  "ai-sdk responses": "responses",
+  "ai-sdk messages": "anthropic"
+}
 
 const { fakes, gateway: gw } = gatewayWithFakes(
   Object.fromEntries(FAMILIES.map((family) => [family.name, family.fake])),
@@ -29,40 +42,6 @@ const { fakes, gateway: gw } = gatewayWithFakes(
 const openai = () => new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
 const anthropic = () =>
   new Anthropic({ baseURL: gw.url, apiKey: null, authToken: null, maxRetries: 0, defaultHeaders: { authorization: null, "x-api-key": null } })
-
-/** A conversation in caller-neutral terms. */
-interface Turn {
-  readonly role: "user" | "assistant" | "tool"
-  readonly text?: string
-  readonly image?: { readonly mediaType: string; readonly base64: string } | { readonly url: string }
-  readonly toolCalls?: ReadonlyArray<ToolCall>
-  readonly toolCallId?: string
-}
-
-interface ToolCall {
-  readonly id: string
-  readonly name: string
-  readonly args: Record<string, unknown>
-}
-
-/** What a caller's SDK parsed, in caller-neutral terms. */
-interface Answer {
-  readonly text: string
-  readonly toolCalls: ReadonlyArray<ToolCall>
-  readonly finish: "stop" | "tool" | "length"
-  readonly outputTokens: number | undefined
-  readonly reasoningItems: number
-}
-
-interface Ask {
-  readonly turns: ReadonlyArray<Turn>
-  readonly tools?: boolean
-  readonly jsonSchema?: Record<string, unknown>
-  readonly reasoning?: boolean
-}
-
-const WEATHER = { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
-const TOOL_NAMES = ["get_weather", "get_time"] as const
 
 const openAiMessages = (turns: ReadonlyArray<Turn>): Array<OpenAI.ChatCompletionMessageParam> =>
   turns.map((turn): OpenAI.ChatCompletionMessageParam => {
@@ -120,8 +99,6 @@ const responsesInput = (turns: ReadonlyArray<Turn>): Array<OpenAI.Responses.Resp
     const url = "url" in turn.image ? turn.image.url : `data:${turn.image.mediaType};base64,${turn.image.base64}`
     return [{ role: "user", content: [{ type: "input_text", text: turn.text! }, { type: "input_image", image_url: url, detail: "auto" }] }]
   })
-
-const argsOf = (text: string): Record<string, unknown> => (text === "" ? {} : JSON.parse(text))
 
 const askOpenAi = async (model: string, ask: Ask, stream: boolean): Promise<Answer> => {
   const params: OpenAI.ChatCompletionCreateParamsNonStreaming = {
@@ -182,10 +159,15 @@ const askResponses = async (model: string, ask: Ask, stream: boolean): Promise<A
   }
 }
 
+const AI_SDK_API: Readonly<Partial<Record<Caller, AiSdkApi>>> = { "ai-sdk chat": "chat", "ai-sdk responses": "responses", "ai-sdk messages": "messages" }
+
 const ASK: Readonly<Record<Caller, (model: string, ask: Ask, stream: boolean) => Promise<Answer>>> = {
   openai: askOpenAi,
   anthropic: askAnthropic,
-  responses: askResponses
+  responses: askResponses,
+  "ai-sdk chat": (...args) => askAiSdk(gw.url, AI_SDK_API["ai-sdk chat"]!)(...args),
+  "ai-sdk responses": (...args) => askAiSdk(gw.url, AI_SDK_API["ai-sdk responses"]!)(...args),
+  "ai-sdk messages": (...args) => askAiSdk(gw.url, AI_SDK_API["ai-sdk messages"]!)(...args)
 }
 
 /** The caller-visible status and classification of a request that must fail (a success fails the test). */
@@ -193,6 +175,8 @@ const failureOf = async (request: Promise<unknown>): Promise<{ status: number | 
   const error = await request.then(() => "succeeded", (e: unknown) => e)
   if (error instanceof OpenAI.APIError) return { status: error.status, code: error.headers?.get("x-gw-error-code") }
   if (error instanceof Anthropic.APIError) return { status: error.status, code: error.headers?.get("x-gw-error-code") }
+  const fromAiSdk = aiSdkFailure(error)
+  if (fromAiSdk !== undefined) return fromAiSdk
   expect(error, "the request should have failed").toBeInstanceOf(Error)
   return { status: undefined, code: undefined }
 }
@@ -261,21 +245,37 @@ describe.each(FAMILIES.map((family) => [family.name, family] as const))("conform
       fake().script(family.answer({ reasoning: "Let me think about it.", text: "Forty-two.", usage: { input: 5, output: 9 } }))
       const answer = await ask({ turns: [{ role: "user", text: "Think, then answer." }], reasoning: true })
       expect(answer.text).toBe("Forty-two.")
-      if (caller === "responses" && family.name !== "openai") expect(answer.reasoningItems).toBe(1)
+      if (FORMAT[caller] === "responses" && family.name !== "openai") expect(answer.reasoningItems).toBe(1)
     })
 
-    if (caller !== "anthropic") {
+    // The official Anthropic caller asks no JSON schema here; the AI SDK's asks one with `output_config.format`.
+    if (FORMAT[caller] !== "anthropic" || caller === "ai-sdk messages") {
       it("structured output: a JSON-schema answer parses, or a family that cannot give one is refused with 400 before it is asked", async () => {
         const schema = { type: "object", properties: { answer: { type: "integer" } }, required: ["answer"] }
         fake().script(family.answer({ text: '{"answer":42}', usage: { input: 5, output: 5 } }))
-        if (family.structuredOutput || caller === family.name) {
+        if (family.structuredOutput || FORMAT[caller] === family.fake.kind) {
           const answer = await ask({ turns: [{ role: "user", text: "JSON please" }], jsonSchema: schema })
           expect(JSON.parse(answer.text)).toEqual({ answer: 42 })
+          expect(family.askedSchema(upstreamBody())).toMatchObject({ properties: { answer: expect.anything() }, required: ["answer"] })
         } else {
           const failure = await failureOf(ask({ turns: [{ role: "user", text: "JSON please" }], jsonSchema: schema }))
           expect(failure.status).toBe(400)
           expect(fake().requests).toHaveLength(0)
         }
+      })
+    }
+
+    const aiSdkApi = AI_SDK_API[caller]
+    if (aiSdkApi !== undefined) {
+      it("a tool turn sent back as the AI SDK's own response messages reaches the upstream whole: results answer the ids, reasoning kept out of the text", async () => {
+        const calls = [{ name: "get_weather", args: { city: "Paris" } }, { name: "get_time", args: { city: "Oslo" } }]
+        fake().script(family.answer({ reasoning: "Two lookups.", toolCalls: calls, usage: { input: 20, output: 12 } }))
+        const turn = await toolTurnWithAiSdk(gw.url, aiSdkApi, model, stream, () => fake().script(family.answer(TEXT)))
+        expect(turn).toEqual({ calls: ["get_weather", "get_time"], text: TEXT.text })
+        const results = family.toolResults(upstreamBody())
+        expect(results.map((r) => r.content)).toEqual(["sunny", "noon"])
+        const echoed = family.echoedToolIds(upstreamBody())
+        expect(results.map((r) => r.answers)).toEqual(echoed ?? ["get_weather", "get_time"])
       })
     }
 
@@ -285,6 +285,18 @@ describe.each(FAMILIES.map((family) => [family.name, family] as const))("conform
       fake().script({ kind: "error", status: 503, message: "The model is overloaded. Please try again later." })
       expect(await failureOf(ask({ turns: [{ role: "user", text: "hi" }] }))).toEqual({ status: 529, code: "overloaded" })
     })
+
+    const block = family.safetyBlock
+    if (block !== undefined) {
+      it("a safety filter that let nothing through is a 400 classified content_policy, naming the provider's reason, and is not retried", async () => {
+        fake().reset()
+        fake().script(block.script())
+        const error = await ask({ turns: [{ role: "user", text: "Something forbidden" }] }).then(() => undefined, (e: unknown) => e)
+        expect(await failureOf(Promise.reject(error))).toEqual({ status: 400, code: "content_policy" })
+        expect(String((error as Error).message)).toContain(block.reason)
+        expect(fake().requests).toHaveLength(1)
+      })
+    }
 
     if (stream) {
       it("an overload reported in the stream before any content is a failed request with its class", async () => {

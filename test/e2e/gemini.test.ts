@@ -269,13 +269,40 @@ describe("Gemini schemas, structured output, images, thinking, stop sequences", 
 })
 
 describe("Gemini safety and errors", () => {
-  it("a candidate blocked for SAFETY finishes with content_filter (OpenAI) and refusal (Anthropic); a blocked prompt too", async () => {
-    const blocked = { candidates: [{ content: { parts: [], role: "model" }, finishReason: "SAFETY", index: 0 }], modelVersion: MODEL, responseId: "r1" }
-    fakes.gemini.script({ kind: "json", body: blocked })
-    const completion = await openai().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }] })
-    expect(completion.choices[0].finish_reason).toBe("content_filter")
-    fakes.gemini.script({ kind: "json", body: { promptFeedback: { blockReason: "PROHIBITED_CONTENT" }, modelVersion: MODEL, responseId: "r2" } })
-    const message = await anthropic().messages.create({ model: MODEL, max_tokens: 10, messages: [{ role: "user", content: "x" }] })
+  const blockedCandidate = { candidates: [{ content: { parts: [], role: "model" }, finishReason: "SAFETY", index: 0 }], modelVersion: MODEL, responseId: "r1" }
+  const blockedPrompt = { promptFeedback: { blockReason: "PROHIBITED_CONTENT" }, modelVersion: MODEL, responseId: "r2" }
+  const sse = (body: unknown) => ({ kind: "sse" as const, events: [`data: ${JSON.stringify(body)}\r\n\r\n`] })
+
+  it.each([false, true])("a blocked prompt or a candidate blocked with nothing in it is a 400 content_policy in the caller's envelope (stream %s)", async (stream) => {
+    const script = (body: unknown) => fakes.gemini.script(stream ? sse(body) : { kind: "json", body })
+    script(blockedCandidate)
+    const openAiError = await openai().chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }], stream }).catch((e: unknown) => e)
+    expect(openAiError).toBeInstanceOf(OpenAI.APIError)
+    const asOpenAi = openAiError as InstanceType<typeof OpenAI.APIError>
+    expect([asOpenAi.status, asOpenAi.headers?.get("x-gw-error-code"), asOpenAi.code]).toEqual([400, "content_policy", "content_policy_violation"])
+    expect(asOpenAi.message).toContain("blocked the answer (SAFETY)")
+    script(blockedPrompt)
+    const anthropicError = await anthropic().messages.create({ model: MODEL, max_tokens: 10, messages: [{ role: "user", content: "x" }], stream }).catch((e: unknown) => e)
+    expect(anthropicError).toBeInstanceOf(Anthropic.APIError)
+    const asAnthropic = anthropicError as InstanceType<typeof Anthropic.APIError>
+    expect([asAnthropic.status, asAnthropic.headers?.get("x-gw-error-code")]).toEqual([400, "content_policy"])
+    expect((asAnthropic.error as { error?: { type?: string } }).error?.type).toBe("invalid_request_error")
+    expect(asAnthropic.message).toContain("blocked the prompt (PROHIBITED_CONTENT)")
+  })
+
+  it("a block after content in a stream is the answer's finish: content_filter (OpenAI), refusal (Anthropic)", async () => {
+    const frames = () => ({
+      kind: "sse" as const,
+      events: [
+        `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: "Some of it" }], role: "model" }, index: 0 }], modelVersion: MODEL, responseId: "r3" })}\r\n\r\n`,
+        `data: ${JSON.stringify({ ...blockedCandidate, candidates: [{ ...blockedCandidate.candidates[0], finishReason: "SPII" }] })}\r\n\r\n`
+      ]
+    })
+    fakes.gemini.script(frames())
+    const completion = await openai().chat.completions.stream({ model: MODEL, messages: [{ role: "user", content: "x" }], stream: true }).finalChatCompletion()
+    expect([completion.choices[0].message.content, completion.choices[0].finish_reason]).toEqual(["Some of it", "content_filter"])
+    fakes.gemini.script(frames())
+    const message = await anthropic().messages.stream({ model: MODEL, max_tokens: 10, messages: [{ role: "user", content: "x" }] }).finalMessage()
     expect(message.stop_reason).toBe("refusal")
   })
 

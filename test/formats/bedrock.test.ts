@@ -70,6 +70,17 @@ describe("Bedrock request encoding", () => {
 })
 
 describe("Bedrock stream decoding through the event-stream framer", () => {
+  it("a guardrail that let nothing through is the content_policy error, whole or streamed; after content it is the content_filter finish", () => {
+    const whole = decodeBedrockResponse({ output: { message: { role: "assistant", content: [] } }, stopReason: "guardrail_intervened", usage: { inputTokens: 1, outputTokens: 0 } })
+    expect(Result.isFailure(whole) ? whole.failure.reported : undefined).toMatchObject({ type: "content_policy", code: "guardrail_intervened", status: 400 })
+    const canned = decodeBedrockResponse({ output: { message: { role: "assistant", content: [{ text: "Sorry, I cannot help with that." }] } }, stopReason: "guardrail_intervened" })
+    expect(Result.getOrThrow(canned).stopReason).toBe("content_filter")
+    const streamed = decodeBytes(converseFrames({ blocks: [], stopReason: "content_filtered", usage: { inputTokens: 1, outputTokens: 0, totalTokens: 1 } }))
+    expect(streamed.slice(1)).toEqual([{ type: "error", error: expect.objectContaining({ type: "content_policy", code: "content_filtered", status: 400 }) }])
+    const after = decodeBytes(converseFrames({ blocks: [{ text: "Partly" }], stopReason: "guardrail_intervened", usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } }))
+    expect(after.find((e) => e.type === "message_delta")).toEqual({ type: "message_delta", stopReason: "content_filter" })
+  })
+
   it("decodes a ConverseStream answer split at arbitrary byte boundaries", () => {
     const bytes = Buffer.concat(converseFrames({
       blocks: [{ text: "Hello there" }, { toolUse: { toolUseId: "tu1", name: "f", input: { x: 1 } } }],

@@ -134,13 +134,25 @@ describe("Gemini response decoding", () => {
     expect(call.type === "tool_call" && splitToolCallId(call.id).signature).toBe("czI=")
   })
 
-  it("finish reasons: MAX_TOKENS is max_tokens; SAFETY, RECITATION, PROHIBITED_CONTENT and a blocked prompt are content_filter", () => {
+  it("finish reasons: MAX_TOKENS is max_tokens; SAFETY, RECITATION, PROHIBITED_CONTENT after some content are content_filter", () => {
     const stop = (json: unknown) => Result.getOrThrow(decodeGeminiResponse(json)).stopReason
     const withFinish = (finishReason: string) => ({ candidates: [{ content: { parts: [{ text: "x" }] }, finishReason }] })
     expect(stop(withFinish("MAX_TOKENS"))).toBe("max_tokens")
     for (const reason of ["SAFETY", "RECITATION", "PROHIBITED_CONTENT"]) expect(stop(withFinish(reason))).toBe("content_filter")
-    expect(stop({ promptFeedback: { blockReason: "SAFETY" } })).toBe("content_filter")
     expect(Result.isFailure(decodeGeminiResponse({ candidates: [{ content: { parts: ["bad"] } }] }))).toBe(true)
+  })
+
+  it("a safety block that answered nothing (a blocked prompt, a blocked empty candidate) is the content_policy error it reports", () => {
+    const reported = (json: unknown) => {
+      const decoded = decodeGeminiResponse(json)
+      return Result.isFailure(decoded) ? decoded.failure.reported : undefined
+    }
+    expect(reported({ promptFeedback: { blockReason: "PROHIBITED_CONTENT" } }))
+      .toEqual({ type: "content_policy", code: "PROHIBITED_CONTENT", message: "the provider's safety filter blocked the prompt (PROHIBITED_CONTENT)", status: 400 })
+    for (const reason of ["SAFETY", "BLOCKLIST", "SPII", "PROHIBITED_CONTENT"]) {
+      expect(reported({ candidates: [{ content: { parts: [], role: "model" }, finishReason: reason }] })).toMatchObject({ type: "content_policy", code: reason })
+      expect(reported({ candidates: [{ finishReason: reason }] })).toMatchObject({ type: "content_policy", code: reason })
+    }
   })
 })
 
@@ -179,5 +191,14 @@ describe("Gemini stream decoding", () => {
     expect(garbage).toEqual([{ type: "error", error: expect.objectContaining({ malformed: true }) }])
     const failed = decodeAll(makeGeminiStreamDecoder(), [chunk({ error: { code: 503, message: "The model is overloaded.", status: "UNAVAILABLE" } })])
     expect(failed).toEqual([{ type: "error", error: { type: "UNAVAILABLE", code: "UNAVAILABLE", message: "The model is overloaded.", status: 503 } }])
+  })
+
+  it("a safety block before any content ends the stream with the content_policy error; after content it is the content_filter finish", () => {
+    const blockedPrompt = decodeAll(makeGeminiStreamDecoder(), [chunk({ promptFeedback: { blockReason: "BLOCKLIST" }, modelVersion: "g", responseId: "r" })])
+    expect(blockedPrompt.slice(1)).toEqual([{ type: "error", error: { type: "content_policy", code: "BLOCKLIST", message: "the provider's safety filter blocked the prompt (BLOCKLIST)", status: 400 } }])
+    const blockedAnswer = decodeAll(makeGeminiStreamDecoder(), [event([], { finishReason: "SAFETY" }), event([{ text: "late" }], { finishReason: "STOP" })])
+    expect(blockedAnswer.slice(1)).toEqual([{ type: "error", error: expect.objectContaining({ type: "content_policy", code: "SAFETY" }) }])
+    const afterContent = decodeAll(makeGeminiStreamDecoder(), [event([{ text: "Some" }]), event([], { finishReason: "SAFETY" })])
+    expect(afterContent.slice(1)).toEqual([{ type: "text_delta", text: "Some" }, { type: "message_delta", stopReason: "content_filter" }, { type: "message_stop" }])
   })
 })

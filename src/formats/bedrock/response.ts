@@ -2,12 +2,15 @@
  * Converse response → canonical `ChatResponse`: `output.message.content`
  * blocks (text, `toolUse`, `reasoningContent` with its signature or redacted
  * bytes), `stopReason`, `usage`. The structured-output tool's call
- * (`JSON_TOOL`) is the answer's text, finishing with `end_turn`. Converse has
+ * (`JSON_TOOL`) is the answer's text, finishing with `end_turn`. A guardrail or
+ * content filter that let nothing through is the `content_policy` error
+ * (../safety-block.ts). Converse has
  * no response id: the `x-amzn-requestid` is not in the body, so the id is empty.
  */
 import { Result } from "effect"
 import type { ChatResponse } from "../../domain/chat.ts"
 import type { DecodeFailure } from "../contract.ts"
+import { answeredNothing, safetyBlock } from "../safety-block.ts"
 import { isRecord, JSON_TOOL, stopReasonOfWire, usageOf } from "./mapping.ts"
 
 type Content = ChatResponse["content"][number]
@@ -41,12 +44,17 @@ export const decodeBedrockResponse = (json: unknown): Result.Result<ChatResponse
       }
     }
   }
+  const stopReason = structured ? "end_turn" : stopReasonOfWire(json.stopReason)
+  if (stopReason === "content_filter" && answeredNothing(content)) {
+    const reported = safetyBlock("answer", String(json.stopReason))
+    return Result.fail({ message: reported.message, reported })
+  }
   return Result.succeed({
     id: "",
     model: "",
     created: Math.floor(Date.now() / 1000),
     content,
-    stopReason: structured ? "end_turn" : stopReasonOfWire(json.stopReason),
+    stopReason,
     usage: usageOf(json.usage) ?? { inputTokens: 0, outputTokens: 0 }
   })
 }

@@ -13,13 +13,15 @@
  * - `messageStop` → `message_delta` (its `stopReason`; `end_turn` for the
  *   structured-output tool); `metadata` → `usage`, then `message_stop`.
  *   EOF after `messageStop` without `metadata` still ends normally; EOF before
- *   `messageStop` is cut off: an `error` event.
+ *   `messageStop` is cut off: an `error` event. A guardrail or content filter
+ *   stop with no content before it → the `content_policy` error (../safety-block.ts).
  * - An exception (`throttlingException`, `serviceUnavailableException`, …) →
  *   an `error` event whose type is the exception's name and whose status is
  *   its HTTP equivalent, so it is classified as the HTTP error would be.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import type { SseEvent, StreamDecoder } from "../contract.ts"
+import { safetyBlock } from "../safety-block.ts"
 import { isRecord, JSON_TOOL, stopReasonOfWire, usageOf } from "./mapping.ts"
 
 const MALFORMED: StreamError = { type: "api_error", message: "upstream sent a malformed stream event", status: 502, malformed: true }
@@ -48,6 +50,8 @@ export const makeBedrockStreamDecoder = (): StreamDecoder => {
   let structured = false
   const toolOfBlock = new Map<number, number>()
   let jsonBlock: number | undefined
+  // Whether anything a caller sees was decoded yet: a guardrail before it is an error, after it a finish.
+  let answered = false
 
   const finish = (events: Array<ChatStreamEvent>): ReadonlyArray<ChatStreamEvent> => {
     done = true
@@ -113,15 +117,18 @@ export const makeBedrockStreamDecoder = (): StreamDecoder => {
       start(out)
       switch (name) {
         case "contentBlockStart":
-          out.push(...blockStart(message))
+        case "contentBlockDelta": {
+          const events = name === "contentBlockStart" ? blockStart(message) : blockDelta(message)
+          answered ||= events.length > 0
+          out.push(...events)
           break
-        case "contentBlockDelta":
-          out.push(...blockDelta(message))
-          break
+        }
         case "messageStop":
           if (!stopped) {
+            const stopReason = structured ? "end_turn" : stopReasonOfWire(message.stopReason)
+            if (stopReason === "content_filter" && !answered) return finish([...out, { type: "error", error: safetyBlock("answer", String(message.stopReason)) }])
             stopped = true
-            out.push({ type: "message_delta", stopReason: structured ? "end_turn" : stopReasonOfWire(message.stopReason) })
+            out.push({ type: "message_delta", stopReason })
           }
           break
         case "metadata": {

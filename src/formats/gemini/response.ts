@@ -6,14 +6,16 @@
  * carrying the part's thought signature, mapping.ts). A signature on any other
  * part becomes a reasoning part's signature just before it, so a caller that
  * keeps reasoning (the Responses API) sends it back where it was.
- * A prompt blocked by safety (`promptFeedback.blockReason`, no candidate) is an
- * empty answer that stopped for `content_filter`, as a blocked candidate is.
+ * A prompt blocked by safety (`promptFeedback.blockReason`, no candidate), or a
+ * candidate blocked with nothing in it, is the `content_policy` error
+ * (../safety-block.ts); a candidate blocked after some content stops for `content_filter`.
  * A body that is not an object, or has neither candidates nor a block reason,
  * is a failure.
  */
 import { Result } from "effect"
 import type { ChatResponse } from "../../domain/chat.ts"
 import type { DecodeFailure } from "../contract.ts"
+import { answeredNothing, safetyBlock } from "../safety-block.ts"
 import { isRecord, stopReasonOfFinish, toolCallIdOf, usageOf } from "./mapping.ts"
 
 type Content = ChatResponse["content"][number]
@@ -32,12 +34,19 @@ export const decodeGeminiResponse = (json: unknown): Result.Result<ChatResponse,
     content.push(...contentOfPart(part))
   }
   const hasToolCalls = content.some((part) => part.type === "tool_call")
+  const stopReason = candidate === undefined ? "content_filter" : stopReasonOfFinish(candidate.finishReason, hasToolCalls)
+  if (stopReason === "content_filter" && answeredNothing(content)) {
+    const reported = candidate === undefined
+      ? safetyBlock("prompt", String((json.promptFeedback as Record<string, unknown>).blockReason))
+      : safetyBlock("answer", String(candidate.finishReason))
+    return Result.fail({ message: reported.message, reported })
+  }
   return Result.succeed({
     id: typeof json.responseId === "string" ? json.responseId : "",
     model: typeof json.modelVersion === "string" ? json.modelVersion : "",
     created: Math.floor(Date.now() / 1000),
     content,
-    stopReason: candidate === undefined ? "content_filter" : stopReasonOfFinish(candidate.finishReason, hasToolCalls),
+    stopReason,
     usage: usageOf(json.usageMetadata) ?? { inputTokens: 0, outputTokens: 0 }
   })
 }

@@ -8,7 +8,9 @@
  *   (its signature → `reasoning_signature`), a signature on another part →
  *   `reasoning_signature` before it, a function call (whole in one part) →
  *   `tool_call_start` and one `tool_call_delta` with its arguments.
- * - `finishReason` (or a prompt blocked by safety) → `message_delta`, once.
+ * - `finishReason` → `message_delta`, once. A prompt blocked by safety, or a
+ *   safety finish before any content → the `content_policy` error
+ *   (../safety-block.ts); a safety finish after content → `content_filter`.
  *   `usageMetadata` is cumulative; the last one seen → `usage` at EOF, then
  *   `message_stop`. EOF before a finish → an `error` event (cut off).
  * - `{"error": {code, message, status}}` → an `error` event whose status is the
@@ -17,6 +19,7 @@
  */
 import type { ChatStreamEvent, StreamError, Usage } from "../../domain/chat.ts"
 import type { SseEvent, StreamDecoder } from "../contract.ts"
+import { safetyBlock } from "../safety-block.ts"
 import { isRecord, statusOfGoogleError, stopReasonOfFinish, usageOf } from "./mapping.ts"
 import { contentOfPart } from "./response.ts"
 
@@ -36,8 +39,12 @@ export const makeGeminiStreamDecoder = (): StreamDecoder => {
     return [{ type: "error", error }]
   }
 
+  // Whether anything a caller sees was decoded yet: a safety block before it is an error, after it a finish.
+  let answered = false
+
   const partEvents = (part: Record<string, unknown>, out: Array<ChatStreamEvent>): void => {
     for (const content of contentOfPart(part)) {
+      answered ||= content.type !== "text" || content.text !== ""
       if (content.type === "text") {
         if (content.text !== "") out.push({ type: "text_delta", text: content.text })
       } else if (content.type === "reasoning") {
@@ -68,10 +75,13 @@ export const makeGeminiStreamDecoder = (): StreamDecoder => {
       ? candidate.content.parts
       : []
     for (const part of parts) if (isRecord(part)) partEvents(part, out)
-    const blocked = candidate === undefined && isRecord(message.promptFeedback) && typeof message.promptFeedback.blockReason === "string"
-    if (!finished && (blocked || typeof candidate?.finishReason === "string")) {
+    const blockReason = candidate === undefined && isRecord(message.promptFeedback) ? message.promptFeedback.blockReason : undefined
+    if (typeof blockReason === "string") return [...out, ...stop(safetyBlock("prompt", blockReason))]
+    if (!finished && typeof candidate?.finishReason === "string") {
+      const stopReason = stopReasonOfFinish(candidate.finishReason, toolCount > 0)
+      if (stopReason === "content_filter" && !answered) return [...out, ...stop(safetyBlock("answer", candidate.finishReason))]
       finished = true
-      out.push({ type: "message_delta", stopReason: blocked ? "content_filter" : stopReasonOfFinish(candidate?.finishReason, toolCount > 0) })
+      out.push({ type: "message_delta", stopReason })
     }
     return out
   }

@@ -49,7 +49,10 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
       return Effect.fail(invalid(t, "upstream sent a response that is not JSON", response.status))
     }
     const decoded = t.provider.decodeResponse(json)
-    if (Result.isFailure(decoded)) return Effect.fail(invalid(t, decoded.failure.message, response.status))
+    if (Result.isFailure(decoded)) {
+      const { reported } = decoded.failure
+      return Effect.fail(reported === undefined ? invalid(t, decoded.failure.message, response.status) : inBandFailure(sourceOf(t), reported))
+    }
     t.collector.response(decoded.success)
     return Effect.succeed<Forwarded>(reply(
       200,

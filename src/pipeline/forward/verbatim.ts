@@ -206,7 +206,7 @@ class EventAligner {
   }
 }
 
-/** An error an upstream reported inside its stream before any content: the attempt's failure, classified like a response. */
+/** An error an upstream reported inside a 200 answer (its stream before any content, or a whole body: a safety block): the attempt's failure, classified like a response. */
 export const inBandFailure = (source: FailureSource, error: StreamError): UpstreamError => {
   if (error.malformed === true) return UpstreamError.fault(source, error.message, { status: 200 })
   const body = source.family === "anthropic"
