@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import type { KeyObject } from "node:crypto"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { connectRedis } from "../infra/redis-client.ts"
+import { connectRedis, isCluster } from "../infra/redis-client.ts"
 import { snapshotFromDocument } from "../config/index.ts"
 import type { ValidatedSnapshot } from "../config/index.ts"
 import { isRedisUrl, redisEndpoint, redisLogTarget } from "../config/index.ts"
@@ -118,7 +118,7 @@ const publish = async (options: { redis: string; project: string; env: string; p
     const receivers = await client.publish(UPDATES_CHANNEL, JSON.stringify({ projectId, envSlug, version: snapshot.version }))
     process.stdout.write(
       `published ${key} version ${snapshot.version} (${recipient === undefined ? "plaintext" : "sealed"}) to ${target}; ` +
-        `${receivers} subscriber${receivers === 1 ? "" : "s"} notified\n`
+        `${receivers} subscriber${receivers === 1 ? "" : "s"} notified${isCluster(client) ? " on the node it was sent to (a cluster passes it to every node)" : ""}\n`
     )
   } catch (cause) {
     throw new CliFailure(`publish to ${target} failed: ${scrub(connectionError ?? (cause as Error).message ?? String(cause))}`)

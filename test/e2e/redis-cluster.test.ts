@@ -89,8 +89,7 @@ const cacheNames = async () => {
 beforeAll(async () => {
   admin = clusterAdmin()
   upstream = await startFakeUpstream({ kind: "openai" })
-  const slots = await admin.cluster("SLOTS") as Array<[number, number, [string, number]]>
-  for (const [, , [, port]] of slots) masters.add(port)
+  for (const [, , master] of await admin.cluster("SLOTS")) if (master !== undefined) masters.add(master[1])
   victimPort = await masterOf(admin, limitsKey(names.victim))
   names.steady = await pick("steady", (name) => limitsKey(name), false)
   projects.warm = await pick("t-warm", snapshotKey, true)
