@@ -15,14 +15,9 @@ seeds="${url#*://}"; seeds="${seeds##*@}"; seeds="${seeds%%/*}"
 IFS=',' read -r -a nodes <<<"$seeds"
 [ "${#nodes[@]}" -ge 3 ] || { echo "ensure-cluster: REDIS_CLUSTER_URL must name three nodes" >&2; exit 1; }
 
-answers() { # host port: a PING over plain TCP, no client needed.
-  { exec 3<>"/dev/tcp/$1/$2"; } 2>/dev/null || return 1
-  printf 'PING\r\n' >&3
-  local reply
-  read -r -t 2 reply <&3 || { exec 3>&-; return 1; }
-  exec 3>&-
-  [[ "$reply" == +PONG* ]]
-}
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=redis-answers.sh
+. "$here/redis-answers.sh"
 state_ok() { redis-cli -h "$1" -p "$2" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
 
 first="${nodes[0]}"

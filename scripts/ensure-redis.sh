@@ -10,17 +10,10 @@ hostport="${url#redis://}"; hostport="${hostport##*@}"; hostport="${hostport%%/*
 host="${hostport%%:*}"; port="${hostport##*:}"
 [ "$port" = "$host" ] && port=6379
 
-answers() {
-  # A PING over plain TCP, no client needed.
-  { exec 3<>"/dev/tcp/$host/$port"; } 2>/dev/null || return 1
-  printf 'PING\r\n' >&3
-  local reply
-  read -r -t 2 reply <&3 || { exec 3>&-; return 1; }
-  exec 3>&-
-  [[ "$reply" == +PONG* ]]
-}
+# shellcheck source=redis-answers.sh
+. "$here/redis-answers.sh"
 
-if answers; then exec bash "$here/ensure-cluster.sh"; fi
+if answers "$host" "$port"; then exec bash "$here/ensure-cluster.sh"; fi
 case "$host" in
   127.0.0.1|localhost|::1) ;;
   *) echo "ensure-redis: no Redis answers at $host:$port and it is not local; not starting one" >&2; exit 1 ;;
@@ -36,7 +29,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no >/dev/null
 for _ in $(seq 1 50); do
-  if answers; then exec bash "$here/ensure-cluster.sh"; fi
+  if answers "$host" "$port"; then exec bash "$here/ensure-cluster.sh"; fi
   sleep 0.1
 done
 echo "ensure-redis: started redis-server but it does not answer at $host:$port" >&2
