@@ -44,6 +44,17 @@ const SLOTS_REFRESH_MS = 2_000
 
 export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster
 
+/**
+ * PING for a readiness report: one server answers, or any master of a
+ * cluster does (a lost master fails its own slots only; a plain PING would
+ * go to a random master and make readiness flap while the others serve).
+ */
+export const pingAny = (client: RedisClient): Promise<string> => {
+  if (!isCluster(client)) return client.ping()
+  const ready = client.nodes("master").filter((node) => node.status === "ready")
+  return ready.length === 0 ? Promise.reject(new Error("no master of the cluster is connected")) : Promise.any(ready.map((node) => node.ping()))
+}
+
 export interface ClusterChoices {
   /**
    * False: a cluster node whose connection is lost leaves the client's pool

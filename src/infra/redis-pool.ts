@@ -24,7 +24,7 @@
  * - A URL's password must never reach a log: use `redisLogTarget`
  *   (src/config/redis-url.ts) for the URL and for any error text before logging it.
  */
-import { connectRedis, isCluster } from "./redis-client.ts"
+import { connectRedis, isCluster, pingAny } from "./redis-client.ts"
 import type { RedisClient, RedisEndpoint } from "./redis-client.ts"
 
 export interface RedisPoolOptions {
@@ -98,6 +98,11 @@ export class RedisPool {
     const pending = this.firstConnect
     if (pending === undefined) return Promise.reject(new RedisNotConnected())
     return pending.then(() => this.readyClient() ?? Promise.reject(new RedisNotConnected()))
+  }
+
+  /** PING for a readiness report: the server, or any master of a cluster, answers. */
+  ping(): Promise<string> {
+    return this.acquire().then(pingAny)
   }
 
   private readyClient(): RedisClient | undefined {

@@ -21,7 +21,7 @@
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
-import { connectRedis, isCluster } from "../infra/redis-client.ts"
+import { connectRedis, isCluster, pingAny } from "../infra/redis-client.ts"
 import type { RedisClient } from "../infra/redis-client.ts"
 import { redisEndpoint, redisLogTarget } from "../config/index.ts"
 import type { RedisOptions } from "ioredis"
@@ -161,7 +161,7 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
         })
     }
 
-    const ping = command("PING", () => client.ping()).pipe(
+    const ping = command("PING", () => pingAny(client)).pipe(
       Effect.map((reply) => reply === "PONG"),
       Effect.catch(() => Effect.succeed(false))
     )

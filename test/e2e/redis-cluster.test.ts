@@ -7,7 +7,8 @@
  * mid-run: callers see only what the single-server failure rules give (cache
  * → miss, Responses state → 503, limits → `on_store_error`, a cold tenant →
  * `INFRA_UNAVAILABLE`, a warm one keeps its snapshot), everything on the other
- * masters keeps working, and all of it recovers once the master is back.
+ * masters keeps working (readiness included), and all of it recovers once the
+ * master is back.
  */
 import { randomUUID } from "node:crypto"
 import type { Cluster } from "ioredis"
@@ -18,6 +19,7 @@ import type { ResponseScope } from "../../src/pipeline/responses/index.ts"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
 import { clusterAdmin, clusterHealthy, clusterMaster, keysOn, masterOf, REDIS_CLUSTER_URL } from "../fixtures/redis-cluster.ts"
+import type { ClusterMaster } from "../fixtures/redis-cluster.ts"
 import { Redacted } from "effect"
 import { eventually } from "../tenancy/support.ts"
 import { startGateway } from "./harness.ts"
@@ -36,6 +38,8 @@ let tenants: RunningGateway
 /** The master the test kills: it holds the victim key's counters and the cold tenant's snapshot. */
 let victimPort: number
 const masters = new Set<number>()
+/** The killed master while it is down: a failed test still starts it again (afterAll). */
+let down: ClusterMaster | undefined
 
 const CALLER_KEYS = { VICTIM_KEY: `gwk-victim-${RUN}-4c1e8a20`, STEADY_KEY: `gwk-steady-${RUN}-9b3d07f5`, TINY_KEY: `gwk-tiny-${RUN}-61a2c3e4` }
 const names = { victim: `victim-${RUN}`, steady: "", tiny: `tiny-${RUN}` }
@@ -116,6 +120,7 @@ afterAll(async () => {
   await single?.close()
   await tenants?.close()
   await upstream?.close()
+  down?.restart()
   if (admin !== undefined) {
     await eventually(clusterHealthy, RECOVERY_MS, "the cluster healthy again").catch(() => undefined)
     const leftovers = [...Object.values(projects).flatMap((project) => [snapshotKey(project), `gw:routing:${project}:envs`]), ...Object.keys(names).map(limitsKey)]
@@ -184,6 +189,7 @@ describe("on a Redis Cluster", () => {
 
     const master = await clusterMaster(victimPort)
     await master.kill()
+    down = master
     upstream.reset()
 
     // Cache: an entry on the lost master is a miss (the provider answers), one elsewhere a hit.
@@ -208,8 +214,11 @@ describe("on a Redis Cluster", () => {
     const cold = await tenantChat(projects.cold)
     expect(cold.status).toBe(503)
     expect(await codeOf(cold)).toBe("INFRA_UNAVAILABLE")
+    // Readiness holds while the other masters answer (a PING to a random master would flap).
+    for (let probe = 0; probe < 12; probe++) expect((await fetch(`${tenants.url}/readyz`)).status).toBe(200)
 
     master.restart()
+    down = undefined
     await eventually(clusterHealthy, RECOVERY_MS, "the cluster healthy again")
     // The master comes back empty (nothing is persisted): what it held is written again.
     await publish(projects.cold, 1)
