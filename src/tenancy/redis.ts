@@ -75,6 +75,9 @@ const firstReady = (connection: RedisClient): Effect.Effect<boolean> =>
     return Effect.sync(cleanup)
   })
 
+/** A cluster's node changes are swept for once per this, after the subscription moved. */
+const CLUSTER_SWEEP_MS = 2_000
+
 const reconnectDelay = (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2_000)
 
 export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<RedisSnapshotStore, never, Scope.Scope> =>
@@ -113,6 +116,8 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
     }
     // Set once startup is over: a connection made after it may have missed announcements.
     let started = false
+    let sweepTimer: ReturnType<typeof setTimeout> | undefined
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(sweepTimer)))
     const reconnected = () => {
       if (!started) return
       options.log.log("info", "tenant redis connected", { redis: target })
@@ -121,10 +126,21 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
     }
     subscriber.on("ready", reconnected)
     // A cluster's subscriber moves to another node when its node is lost (the client itself stays ready),
-    // and a node that comes back may have been the one publishers reached meanwhile: both are swept for.
+    // and a node that comes back may have been the one publishers reached meanwhile: both are swept for,
+    // once the subscription has moved, at most once per CLUSTER_SWEEP_MS (a lost node comes and goes
+    // from the client's pool with every slot refresh).
     if (isCluster(subscriber)) {
-      subscriber.on("-node", reconnected)
-      subscriber.on("+node", reconnected)
+      const nodesChanged = () => {
+        if (!started || sweepTimer !== undefined) return
+        sweepTimer = setTimeout(() => {
+          sweepTimer = undefined
+          options.log.log("info", "tenant redis cluster nodes changed", { redis: target })
+          options.onReconnect()
+        }, CLUSTER_SWEEP_MS)
+        sweepTimer.unref()
+      }
+      subscriber.on("-node", nodesChanged)
+      subscriber.on("+node", nodesChanged)
     }
     subscriber.on("message", (channel: string, message: string) => {
       if (channel === UPDATES_CHANNEL) options.onMessage(message)
