@@ -1,16 +1,16 @@
 /**
  * One ioredis client for a Redis URL as `parseRedisUrl` (src/config/redis-url.ts)
  * read it: a `Redis` for one server, a `Cluster` for `redis+cluster://` or a
- * list of seed nodes, with
- * the same options either way, so a store written against one server runs
- * on a cluster unchanged as long as each of its commands (a script, a
- * MULTI) names keys of one slot.
+ * list of seed nodes, with the same options either way, so a store written
+ * against one server runs on a cluster unchanged as long as each of its
+ * commands (a script, a MULTI, an MGET) names keys of one slot.
  *
  * Details
  * - A cluster's node connections take the server options (timeouts, name,
- *   auth, TLS) and reconnect with the same `retryStrategy`, so a master that
- *   restarts is used again as soon as it answers; the slot map is refreshed
- *   every `SLOTS_REFRESH_MS` and on every MOVED.
+ *   auth, TLS) and reconnect with the same `retryStrategy` (unless
+ *   `nodeReconnect: false`), so a master that restarts is used again as soon
+ *   as it answers; the slot map is refreshed every `SLOTS_REFRESH_MS` and on
+ *   every MOVED, so a promoted replica is found within that.
  * - Without an offline queue a command for a node that is down fails at once,
  *   as on one server: no wait for a failover (`retryDelayOnFailover` and
  *   `retryDelayOnClusterDown` are 0). A MOVED or ASK (the slot moved, a
