@@ -5,7 +5,8 @@
 # replicas) on those ports and creates the cluster; a node that is missing from
 # a running cluster (a test killed it) is started again from its nodes file.
 # Nodes keep only their cluster state (nodes-PORT.conf), under
-# ${TMPDIR:-/tmp}/gateway-test-cluster-FIRSTPORT; no data is saved.
+# ${TMPDIR:-/tmp}/gateway-test-cluster-FIRSTPORT; no data is saved. redis-server is
+# installed with apt-get only in CI (CI=true) when missing, as for ensure-redis.sh.
 # Timeouts are short (a lost master is marked failed within 1 s) and the
 # cluster serves the slots it has while one master is down
 # (cluster-require-full-coverage no): what the failover tests need.
@@ -16,8 +17,8 @@ IFS=',' read -r -a nodes <<<"$seeds"
 [ "${#nodes[@]}" -ge 3 ] || { echo "ensure-cluster: REDIS_CLUSTER_URL must name three nodes" >&2; exit 1; }
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=redis-answers.sh
-. "$here/redis-answers.sh"
+# shellcheck source=redis-lib.sh
+. "$here/redis-lib.sh"
 state_ok() { redis-cli -h "$1" -p "$2" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
 
 first="${nodes[0]}"
@@ -32,8 +33,8 @@ for node in "${nodes[@]}"; do
     *) echo "ensure-cluster: no Redis Cluster answers at $seeds and it is not local; not starting one" >&2; exit 1 ;;
   esac
 done
-if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
-  echo "ensure-cluster: redis-server and redis-cli are needed to start a cluster at $seeds" >&2
+if ! have_redis_server; then
+  echo "ensure-cluster: redis-server and redis-cli are needed to start a cluster at $seeds (install them, or set REDIS_CLUSTER_URL)" >&2
   exit 1
 fi
 dir="${TMPDIR:-/tmp}/gateway-test-cluster-${first##*:}"

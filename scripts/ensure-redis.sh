@@ -10,22 +10,17 @@ hostport="${url#redis://}"; hostport="${hostport##*@}"; hostport="${hostport%%/*
 host="${hostport%%:*}"; port="${hostport##*:}"
 [ "$port" = "$host" ] && port=6379
 
-# shellcheck source=redis-answers.sh
-. "$here/redis-answers.sh"
+# shellcheck source=redis-lib.sh
+. "$here/redis-lib.sh"
 
 if answers "$host" "$port"; then exec bash "$here/ensure-cluster.sh"; fi
 case "$host" in
   127.0.0.1|localhost|::1) ;;
   *) echo "ensure-redis: no Redis answers at $host:$port and it is not local; not starting one" >&2; exit 1 ;;
 esac
-if ! command -v redis-server >/dev/null 2>&1; then
-  if [ "${CI:-}" = "true" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "ensure-redis: installing redis-server (CI)" >&2
-    (apt-get install -y -qq redis-server >/dev/null 2>&1 || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq redis-server >/dev/null 2>&1))
-  else
-    echo "ensure-redis: no Redis at $host:$port and redis-server is not installed (install it, or set REDIS_URL)" >&2
-    exit 1
-  fi
+if ! have_redis_server; then
+  echo "ensure-redis: no Redis at $host:$port and redis-server is not installed (install it, or set REDIS_URL)" >&2
+  exit 1
 fi
 redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no >/dev/null
 for _ in $(seq 1 50); do
