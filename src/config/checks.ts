@@ -14,6 +14,7 @@ import { NO_CREDENTIAL, parseCredentialLocation, resolveCredential } from "./cre
 import { closestName, didYouMean } from "./did-you-mean.ts"
 import type { FingerprintedCredential, ResolvedCredential } from "./credentials.ts"
 import { checkKeys } from "./key-checks.ts"
+import { isRedisUrl } from "./redis-url.ts"
 import { checkResponses } from "./responses.ts"
 import { modelPrice } from "./prices.ts"
 import type { GoogleCredentials, ResolvedKey, ResolvedProvider, ResolvedTarget } from "./resolved.ts"
@@ -483,21 +484,11 @@ const checkSecurity = (file: ConfigFile, findings: Findings) => {
   }
 }
 
-/** `redis://` (plaintext) or `rediss://` (TLS) with a host: what the cache's ioredis pools accept. */
-const isRedisUrl = (value: string): boolean => {
-  try {
-    const url = new URL(value)
-    return (url.protocol === "redis:" || url.protocol === "rediss:") && url.hostname !== ""
-  } catch {
-    return false
-  }
-}
-
 const checkCache = (file: ConfigFile, findings: Findings) => {
   const cache = file.cache
   if (cache.enabled && !isRedisUrl(cache.url)) {
     // Not echoed: a Redis URL may carry a password.
-    findings.error("cache.url", "expected a redis:// or rediss:// URL with a host")
+    findings.error("cache.url", "expected a redis:// or rediss:// URL with a host, or a cluster's redis+cluster://host:port,host:port")
   }
   if (cache.enabled && cache.encrypt && cache.encrypt_salt === "") {
     findings.error("cache.encrypt_salt", "must be non-empty when cache.encrypt = true")
@@ -511,8 +502,8 @@ const checkCache = (file: ConfigFile, findings: Findings) => {
 }
 
 const checkTenantRouting = (section: ConfigFile["tenant_routing"], findings: Findings) => {
-  if (!/^rediss?:\/\/[^/]/.test(section.redis_url)) {
-    findings.error("tenant_routing.redis_url", `expected a redis:// or rediss:// URL`)
+  if (!isRedisUrl(section.redis_url)) {
+    findings.error("tenant_routing.redis_url", `expected a redis:// or rediss:// URL, or a cluster's redis+cluster://host:port,host:port`)
   }
   const fallback = section.api_fallback_url
   if (fallback !== undefined && fallback !== "") {

@@ -16,5 +16,7 @@ export { PROTECTED_PARAMETERS, VARIANT_PARAMETER_ALLOWLIST, variantParameters } 
 export { snapshotFromDocument } from "./snapshot.ts"
 export type { SnapshotRefusal, SnapshotValidation, ValidatedSnapshot } from "./snapshot.ts"
 export { redactedView } from "./view.ts"
+export { isRedisUrl, parseRedisUrl, redisEndpoint, redisLogTarget } from "./redis-url.ts"
+export type { RedisLogTarget, RedisNodeAddress, RedisTarget } from "./redis-url.ts"
 export { applicableReload, configVersionOf } from "./reload.ts"
 export type { ConfigVersion } from "./reload.ts"

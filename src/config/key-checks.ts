@@ -94,7 +94,7 @@ export const checkKeys = (file: ConfigFile, env: Env, findings: Findings, isRedi
   const url = file.limits.url
   if (url !== undefined && !isRedisUrl(url)) {
     // Not echoed: a Redis URL may carry a password.
-    findings.error("limits.url", "expected a redis:// or rediss:// URL with a host")
+    findings.error("limits.url", "expected a redis:// or rediss:// URL with a host, or a cluster's redis+cluster://host:port,host:port")
   }
   return keys
 }

@@ -38,7 +38,7 @@ export const checkResponses = (file: ConfigFile, findings: Findings, isRedisUrl:
   if (!file.responses.enabled) return
   const section = responsesSectionOf(file)
   if (!isRedisUrl(section.url)) {
-    findings.error(file.responses.url === undefined ? "cache.url" : "responses.url", "expected a redis:// or rediss:// URL with a host (the Responses store's)")
+    findings.error(file.responses.url === undefined ? "cache.url" : "responses.url", "expected a redis:// or rediss:// URL with a host, or a cluster's redis+cluster://host:port,host:port (the Responses store's)")
   }
   if (section.encrypt_salt === "") {
     findings.error("responses.encrypt_salt", "must be non-empty when responses.enabled = true (set it, or cache.encrypt_salt): stored responses are always encrypted")

@@ -4,6 +4,7 @@
  * whether they are set, secrets replaced by a marker.
  */
 import { describeCredential } from "./credentials.ts"
+import { parseRedisUrl, redisLogTarget } from "./redis-url.ts"
 import type { GatewaySettings } from "./resolved.ts"
 
 const REDACTED = "[redacted]"
@@ -17,7 +18,8 @@ const urlWithoutPassword = <A extends string | undefined>(value: A): A => {
     url.password = "redacted"
     return url.href as A
   } catch {
-    return value
+    // A cluster's list of seeds is no URL to `new URL`.
+    return (parseRedisUrl(value) === undefined ? value : redisLogTarget(value).shown) as A
   }
 }
 

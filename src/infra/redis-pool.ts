@@ -1,7 +1,8 @@
 /**
  * A small pool of ioredis connections to one URL (`redis://` or `rediss://`,
- * TLS for the latter), for a store that must never hold a request up: a
- * command either goes out on a connection that is ready, or fails at once.
+ * TLS for the latter, or a Redis Cluster's seeds: redis-client.ts), for a store
+ * that must never hold a request up: a command either goes out on a
+ * connection that is ready, or fails at once.
  *
  * Details
  * - No offline queue and no retry of a command: while the store is down a
@@ -15,15 +16,19 @@
  * - Connections are used round robin, skipping any that is not ready.
  * - Reconnection backs off exponentially to 2 s with jitter, so the pools of
  *   many processes do not reconnect in step while the store is down.
+ * - On a cluster each pooled client is a `Cluster` (its own connection to
+ *   every master); one master down fails the commands of its slots only,
+ *   and the client stays ready for the others (redis-client.ts).
  *
  * Gotchas
  * - A URL's password must never reach a log: use `redisLogTarget`
- *   (redis-url.ts) for the URL and for any error text before logging it.
+ *   (src/config/redis-url.ts) for the URL and for any error text before logging it.
  */
-import { Redis } from "ioredis"
+import { connectRedis, isCluster, pingAny } from "./redis-client.ts"
+import type { RedisClient, RedisEndpoint } from "./redis-client.ts"
 
 export interface RedisPoolOptions {
-  readonly url: string
+  readonly endpoint: RedisEndpoint
   readonly size: number
   /** `CLIENT SETNAME`, so an operator can tell the gateway's connections apart. */
   readonly connectionName: string
@@ -46,7 +51,9 @@ const CLOSE_WAIT_MS = 500
 const reconnectDelay = (times: number): number => Math.min(50 * 2 ** Math.min(times, 6), 2_000) + Math.floor(Math.random() * 250)
 
 export class RedisPool {
-  private readonly clients: ReadonlyArray<Redis>
+  private readonly clients: ReadonlyArray<RedisClient>
+  /** The URL names a Redis Cluster: commands over several keys must keep to one slot. */
+  readonly cluster: boolean
   private next = 0
   /** Until the pool's first connection is ready (or the first attempt failed): what commands wait for. */
   private firstConnect: Promise<void> | undefined
@@ -60,7 +67,7 @@ export class RedisPool {
       }
     })
     this.clients = Array.from({ length: options.size }, () => {
-      const client = new Redis(options.url, {
+      const client = connectRedis(options.endpoint, {
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,
         commandTimeout: options.commandTimeoutMs,
@@ -77,12 +84,15 @@ export class RedisPool {
         settle()
         options.onError(error)
       })
+      // A cluster's node failures (one master down) leave the client ready; they are reported all the same.
+      client.on("node error", (error: Error) => options.onError(error))
       return client
     })
+    this.cluster = this.clients.length > 0 && isCluster(this.clients[0])
   }
 
   /** A ready connection; while the first connection is being made, one once it is ready; else fails. */
-  acquire(): Promise<Redis> {
+  acquire(): Promise<RedisClient> {
     const ready = this.readyClient()
     if (ready !== undefined) return Promise.resolve(ready)
     const pending = this.firstConnect
@@ -90,7 +100,12 @@ export class RedisPool {
     return pending.then(() => this.readyClient() ?? Promise.reject(new RedisNotConnected()))
   }
 
-  private readyClient(): Redis | undefined {
+  /** PING for a readiness report: the server, or any master of a cluster, answers. */
+  ping(): Promise<string> {
+    return this.acquire().then(pingAny)
+  }
+
+  private readyClient(): RedisClient | undefined {
     const count = this.clients.length
     for (let tried = 0; tried < count; tried++) {
       const client = this.clients[this.next]

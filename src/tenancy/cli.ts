@@ -16,10 +16,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import type { KeyObject } from "node:crypto"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { Redis } from "ioredis"
+import { connectRedis, isCluster } from "../infra/redis-client.ts"
 import { snapshotFromDocument } from "../config/index.ts"
 import type { ValidatedSnapshot } from "../config/index.ts"
-import { redisLogTarget } from "../infra/redis-url.ts"
+import { isRedisUrl, redisEndpoint, redisLogTarget } from "../config/index.ts"
 import { parseJson } from "./open-snapshot.ts"
 import { generateKeyPair, isEnvelope, keyBytes, publicKeyFromBytes, seal } from "./sealing.ts"
 import { environmentsKey, tenantId, UPDATES_CHANNEL } from "./selection.ts"
@@ -88,7 +88,7 @@ const keygen = (out: string): void => {
 }
 
 const publish = async (options: { redis: string; project: string; env: string; publicKey?: string | undefined }, path: string) => {
-  if (!/^rediss?:\/\//.test(options.redis)) throw new CliFailure(`--redis: expected a redis:// or rediss:// URL`)
+  if (!isRedisUrl(options.redis)) throw new CliFailure(`--redis: expected a redis://, rediss:// or redis+cluster:// URL`)
   const tenant = tenantId(options.project, options.env)
   if (tenant._tag === "Failure") throw new CliFailure(tenant.failure.message.replace("x-gw-project-id", "--project").replace("x-gw-environment", "--env"))
   const { key, projectId, envSlug } = tenant.success
@@ -99,7 +99,7 @@ const publish = async (options: { redis: string; project: string; env: string; p
   }
   const value = recipient === undefined ? text : JSON.stringify(seal(text, recipient))
   const { target, scrub } = redisLogTarget(options.redis)
-  const client = new Redis(options.redis, {
+  const client = connectRedis(redisEndpoint(options.redis), {
     lazyConnect: true,
     connectTimeout: REDIS_TIMEOUT_MS,
     commandTimeout: REDIS_TIMEOUT_MS,
@@ -118,7 +118,7 @@ const publish = async (options: { redis: string; project: string; env: string; p
     const receivers = await client.publish(UPDATES_CHANNEL, JSON.stringify({ projectId, envSlug, version: snapshot.version }))
     process.stdout.write(
       `published ${key} version ${snapshot.version} (${recipient === undefined ? "plaintext" : "sealed"}) to ${target}; ` +
-        `${receivers} subscriber${receivers === 1 ? "" : "s"} notified\n`
+        `${receivers} subscriber${receivers === 1 ? "" : "s"} notified${isCluster(client) ? " on the node it was sent to (a cluster passes it to every node)" : ""}\n`
     )
   } catch (cause) {
     throw new CliFailure(`publish to ${target} failed: ${scrub(connectionError ?? (cause as Error).message ?? String(cause))}`)

@@ -1,7 +1,8 @@
 /**
- * The snapshot store in Redis (`redis://` or `rediss://`), read with
- * single-key commands only (GET, SMEMBERS, SUBSCRIBE, PING) so a Redis
- * Cluster serves it as well as one server.
+ * The snapshot store in Redis (`redis://` or `rediss://`, or a Redis Cluster:
+ * `redis+cluster://host:port,host:port`), read with single-key commands only
+ * (GET, SMEMBERS, SUBSCRIBE, PING) so a Redis Cluster serves it as well as
+ * one server.
  *
  * Details
  * - Every command is bounded by `commandTimeoutMs`, and the command client
@@ -11,13 +12,18 @@
  * - Updates arrive on a second connection (a subscriber cannot run other
  *   commands), which re-subscribes by itself after a reconnect; the caller
  *   hears of each reconnect so it can sweep for what it missed meanwhile.
+ * - On a cluster, classic pub/sub: a PUBLISH on any node reaches a
+ *   subscriber on any other, so the subscriber listens on one node; when that
+ *   node is lost the client moves it to another, and the caller hears of it
+ *   as of a reconnect (a sweep), since messages may have been missed between.
  * - Logs name the host and port only; the password in the URL is scrubbed
  *   from any error text.
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
-import { Redis } from "ioredis"
-import { redisLogTarget } from "../infra/redis-url.ts"
+import { connectRedis, isCluster, pingAny } from "../infra/redis-client.ts"
+import type { RedisClient } from "../infra/redis-client.ts"
+import { redisEndpoint, redisLogTarget } from "../config/index.ts"
 import type { RedisOptions } from "ioredis"
 import type { SnapshotLookup, SnapshotSource, TenantLog } from "./contracts.ts"
 import { SourceUnavailable } from "./contracts.ts"
@@ -48,7 +54,7 @@ export interface RedisStoreOptions {
 }
 
 /** Whether a connection becomes ready before it fails or `STARTUP_WAIT_MS` passes. */
-const firstReady = (connection: Redis): Effect.Effect<boolean> =>
+const firstReady = (connection: RedisClient): Effect.Effect<boolean> =>
   Effect.callback<boolean>((resume) => {
     if (connection.status === "ready") return resume(Effect.succeed(true))
     const finish = (ok: boolean) => {
@@ -69,6 +75,9 @@ const firstReady = (connection: Redis): Effect.Effect<boolean> =>
     return Effect.sync(cleanup)
   })
 
+/** A cluster's node changes are swept for once per this, after the subscription moved. */
+const CLUSTER_SWEEP_MS = 2_000
+
 const reconnectDelay = (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2_000)
 
 export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<RedisSnapshotStore, never, Scope.Scope> =>
@@ -85,13 +94,14 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
 
     const { client, subscriber } = yield* Effect.acquireRelease(
       Effect.sync(() => ({
-        client: new Redis(options.url, {
+        client: connectRedis(redisEndpoint(options.url), {
           ...common,
           enableOfflineQueue: false,
           maxRetriesPerRequest: 0,
           commandTimeout: options.commandTimeoutMs
         }),
-        subscriber: new Redis(options.url, { ...common, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true })
+        // On a cluster, a lost node leaves the pool and rejoins it (events below), rather than reconnecting unseen.
+        subscriber: connectRedis(redisEndpoint(options.url), { ...common, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true }, { nodeReconnect: false })
       })),
       ({ client, subscriber }) => Effect.sync(() => {
         client.disconnect()
@@ -106,12 +116,32 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
     }
     // Set once startup is over: a connection made after it may have missed announcements.
     let started = false
-    subscriber.on("ready", () => {
+    let sweepTimer: ReturnType<typeof setTimeout> | undefined
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(sweepTimer)))
+    const reconnected = () => {
       if (!started) return
       options.log.log("info", "tenant redis connected", { redis: target })
       // Whatever was announced while we were away, or loaded from the fallback meanwhile, is checked now.
       options.onReconnect()
-    })
+    }
+    subscriber.on("ready", reconnected)
+    // A cluster's subscriber moves to another node when its node is lost (the client itself stays ready),
+    // and a node that comes back may have been the one publishers reached meanwhile: both are swept for,
+    // once the subscription has moved, at most once per CLUSTER_SWEEP_MS (a lost node comes and goes
+    // from the client's pool with every slot refresh).
+    if (isCluster(subscriber)) {
+      const nodesChanged = () => {
+        if (!started || sweepTimer !== undefined) return
+        sweepTimer = setTimeout(() => {
+          sweepTimer = undefined
+          options.log.log("info", "tenant redis cluster nodes changed", { redis: target })
+          options.onReconnect()
+        }, CLUSTER_SWEEP_MS)
+        sweepTimer.unref()
+      }
+      subscriber.on("-node", nodesChanged)
+      subscriber.on("+node", nodesChanged)
+    }
     subscriber.on("message", (channel: string, message: string) => {
       if (channel === UPDATES_CHANNEL) options.onMessage(message)
     })
@@ -147,7 +177,7 @@ export const connectRedisStore = (options: RedisStoreOptions): Effect.Effect<Red
         })
     }
 
-    const ping = command("PING", () => client.ping()).pipe(
+    const ping = command("PING", () => pingAny(client)).pipe(
       Effect.map((reply) => reply === "PONG"),
       Effect.catch(() => Effect.succeed(false))
     )

@@ -460,7 +460,7 @@ describe("other sections", () => {
   it("an enabled cache needs a redis:// or rediss:// URL, and the message never echoes it (it may hold a password)", () => {
     for (const url of ["http://cache.internal:6379", "cache.internal:6379", "redis://", "rediss://:s3cret@"]) {
       const message = failure(withServer({ cache: { enabled: true, encrypt_salt: "s", url } }))
-      expect(message).toBe(`${INVALID}cache.url: expected a redis:// or rediss:// URL with a host`)
+      expect(message).toBe(`${INVALID}cache.url: expected a redis:// or rediss:// URL with a host, or a cluster's redis+cluster://host:port,host:port`)
       expect(message).not.toContain("s3cret")
     }
     for (const url of ["redis://127.0.0.1:6379/2", "rediss://default:s3cret@cache.internal:6380"]) {

@@ -31,7 +31,7 @@ describe("[responses]", () => {
 
   it("a store that is on needs a Redis URL, never echoed", () => {
     const message = failure(withServer({ responses: { enabled: true, encrypt_salt: "s", url: "http://:s3cret@state" } }))
-    expect(message).toBe(`${INVALID}responses.url: expected a redis:// or rediss:// URL with a host (the Responses store's)`)
+    expect(message).toBe(`${INVALID}responses.url: expected a redis:// or rediss:// URL with a host, or a cluster's redis+cluster://host:port,host:port (the Responses store's)`)
     expect(message).not.toContain("s3cret")
   })
 

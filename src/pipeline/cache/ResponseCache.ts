@@ -176,7 +176,7 @@ export class ResponseCache extends Context.Service<ResponseCache, {
         get: (section, name) => poolFor(section).acquire().then((client) => client.getBuffer(name)),
         set: (section, name, value, ttlSeconds) =>
           poolFor(section).acquire().then((client) => client.set(name, Buffer.from(value.buffer, value.byteOffset, value.byteLength), "EX", ttlSeconds)),
-        ping: (section) => poolFor(section).acquire().then((client) => client.ping())
+        ping: (section) => poolFor(section).ping()
       }, report)
     })
   )

@@ -5,7 +5,7 @@
  * hid since the last line. The URL is shown without its password, and error
  * texts are scrubbed of it too.
  */
-import { redisLogTarget } from "../../infra/redis-url.ts"
+import { redisLogTarget } from "../../config/index.ts"
 import type { JsonLog } from "../../infra/log.ts"
 
 export type FailureKind =

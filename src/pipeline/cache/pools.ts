@@ -6,6 +6,7 @@
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
+import { redisEndpoint } from "../../config/index.ts"
 import type { RedisPool } from "../../infra/redis-pool.ts"
 import type { ReportFailure } from "./failures.ts"
 
@@ -30,7 +31,7 @@ export const scopedPools = <S extends PooledSection>(
       let pool = pools.get(section.url)
       if (pool === undefined) {
         pool = new RedisPool({
-          url: section.url,
+          endpoint: redisEndpoint(section.url),
           size: section.pool_size,
           connectionName,
           commandTimeoutMs: commandTimeoutMs(section),

@@ -28,7 +28,7 @@ import { GatewayError, InfraError } from "../../domain/index.ts"
 import { Log } from "../../infra/log.ts"
 import type { JsonLog } from "../../infra/log.ts"
 import type { RedisPool } from "../../infra/redis-pool.ts"
-import { redisLogTarget } from "../../infra/redis-url.ts"
+import { redisEndpoint, redisLogTarget } from "../../config/index.ts"
 import { ADMIT, SETTLE } from "./scripts.ts"
 
 /** Who is counted: `key:<name>` or `project:<id>`, and its limits. */
@@ -282,7 +282,7 @@ export class Limits extends Context.Service<Limits, LimitsShape>()("gateway/pipe
         )
         const poolOf = (): RedisPool =>
           opened.pool ??= new RedisPool({
-            url,
+            endpoint: redisEndpoint(url),
             size: file.limits.pool_size,
             connectionName: "gateway-limits",
             commandTimeoutMs: file.limits.timeout_ms,

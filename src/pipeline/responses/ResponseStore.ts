@@ -21,6 +21,11 @@
  * - `get`, `state` and `remove` need the store: one that is down or slower than
  *   `timeout_ms` fails them with 503 `INFRA_UNAVAILABLE` (the request cannot
  *   be answered correctly without its state).
+ * - On a Redis Cluster the entries of one request (a response and its items)
+ *   live on different slots: they are read and written one key per command
+ *   (no MGET, no MULTI), so a write may be partly stored when a master fails
+ *   during it; a read then finds the response without some item (a 400 for
+ *   that `item_reference`, as for an expired one).
  * - `layerOff` (no `[responses]` store): `enabled` is false, nothing is
  *   stored, and nothing (ioredis included) is loaded.
  */
@@ -211,13 +216,22 @@ export class ResponseStore extends Context.Service<ResponseStore, {
       const report = reporterOf(yield* Log)
       const poolFor = yield* scopedPools<ResponsesSection>("gateway-responses", (section) => section.timeout_ms, report)
       return makeStore({
-        mget: (section, names) => poolFor(section).acquire().then((client) => client.mgetBuffer(...names)),
-        setMany: (section, values, ttlSeconds) =>
-          poolFor(section).acquire().then((client) => {
+        // A cluster keeps a caller's entries on many slots: one GET and one SET per key there (auto-pipelined per node).
+        mget: (section, names) => {
+          const pool = poolFor(section)
+          return pool.acquire().then((client) =>
+            pool.cluster ? Promise.all(names.map((name) => client.getBuffer(name))) : client.mgetBuffer(...names)
+          )
+        },
+        setMany: (section, values, ttlSeconds) => {
+          const pool = poolFor(section)
+          return pool.acquire().then((client): Promise<unknown> => {
+            if (pool.cluster) return Promise.all(values.map(([name, value]) => client.set(name, toBuffer(value), "EX", ttlSeconds)))
             const batch = client.multi()
             for (const [name, value] of values) batch.set(name, toBuffer(value), "EX", ttlSeconds)
             return batch.exec()
-          }),
+          })
+        },
         del: (section, name) => poolFor(section).acquire().then((client) => client.del(name))
       }, report)
     })
