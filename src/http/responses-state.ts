@@ -59,6 +59,13 @@ const outgrown = (previousResponseId: string | undefined, bytes: number, section
     param: previousResponseId === undefined ? "input" : "previous_response_id"
   })
 
+/** A read of the store that failed (the 503) is noted on the request's log line, and so counted. */
+export const unavailableNoted = <A, E>(log: RequestLogFields, read: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.tapError(read, () =>
+    Effect.sync(() => {
+      log.responses_store = "unavailable"
+    }))
+
 /** The request with its state filled in, or the API's 400 / the store's 503. */
 const resolved = (
   state: ResponsesState,
@@ -67,7 +74,7 @@ const resolved = (
 ): Effect.Effect<{ readonly input: ChatInput; readonly conversation: Pick<ResolvedRequest, "context" | "input"> }, AnyGatewayFailure> => {
   const needs = stateNeeds(input.json)
   if (needs === undefined) return Effect.succeed({ input, conversation: { context: [], input: inputItemsOf(input.json.input) } })
-  return Effect.flatMap(state.store.state(scope, needs), (stored) => {
+  return Effect.flatMap(unavailableNoted(input.ctx.log, state.store.state(scope, needs)), (stored) => {
     const result = resolveRequest(input.json, needs, stored)
     if (Result.isFailure(result)) {
       return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: result.failure.message, param: result.failure.param }))

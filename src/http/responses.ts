@@ -14,7 +14,7 @@ import { jsonReply } from "../pipeline/index.ts"
 import type { Answer, StoredItem, StoredResponse } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { ProjectResolver } from "./project.ts"
-import { responseScopeOf } from "./responses-state.ts"
+import { responseScopeOf, unavailableNoted } from "./responses-state.ts"
 import type { ResponsesState } from "./responses-state.ts"
 import type { RouteDef } from "./router.ts"
 
@@ -83,7 +83,7 @@ export const responsesRoutes = (projectOf: ProjectResolver, state: ResponsesStat
     Effect.gen(function*() {
       const project = yield* projectOf(ctx)
       const id = ctx.params.response_id
-      const stored = yield* state.store.get(responseScopeOf(state, { ctx, project }), id)
+      const stored = yield* unavailableNoted(ctx.log, state.store.get(responseScopeOf(state, { ctx, project }), id))
       if (stored === undefined) return yield* notFound(id)
       return yield* use(ctx, stored)
     })
@@ -96,7 +96,7 @@ export const responsesRoutes = (projectOf: ProjectResolver, state: ResponsesStat
     Effect.gen(function*() {
       const project = yield* projectOf(ctx)
       const id = ctx.params.response_id
-      const removed = yield* state.store.remove(responseScopeOf(state, { ctx, project }), id)
+      const removed = yield* unavailableNoted(ctx.log, state.store.remove(responseScopeOf(state, { ctx, project }), id))
       if (!removed) return yield* notFound(id)
       return jsonReply(ctx, 200, { id, object: "response", deleted: true })
     })

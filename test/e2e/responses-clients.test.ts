@@ -103,9 +103,9 @@ describe("the OpenAI Agents SDK (Responses mode) on an Anthropic model", () => {
   it("completes a tool-using run", async () => {
     setTracingDisabled(true)
     setOpenAIAPI("responses")
-    setDefaultOpenAIClient(
-      new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "gw-unused", maxRetries: 0, defaultHeaders: { authorization: null, "x-gw-authorization": "Bearer gw-caller-agents-0001" } })
-    )
+    const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: "gw-unused", maxRetries: 0, defaultHeaders: { authorization: null, "x-gw-authorization": "Bearer gw-caller-agents-0001" } })
+    // The Agents SDK pins its own copy of the openai package: the same client API, another type.
+    setDefaultOpenAIClient(client as unknown as Parameters<typeof setDefaultOpenAIClient>[0])
     const called: Array<string> = []
     const getWeather = agentTool({
       name: "get_weather",

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { startOwnRedis } from "../fixtures/own-redis.ts"
 import type { OwnRedis } from "../fixtures/own-redis.ts"
 import { gatewayWithFakes } from "./harness.ts"
+import { parsePrometheus, sampleOf } from "./prometheus.ts"
 import { RESPONSES_WEATHER_TOOL } from "../fixtures/responses.ts"
 
 let redis: OwnRedis | undefined
@@ -31,7 +32,8 @@ const { fakes, gateway } = gatewayWithFakes(
       },
       // The cache itself stays off: the store takes its url and salt.
       cache: { enabled: false, url: redis.url, encrypt_salt: "responses-e2e-salt" },
-      responses: { enabled: true, timeout_ms: 300, max_entry_size_bytes: 16384 }
+      responses: { enabled: true, timeout_ms: 300, max_entry_size_bytes: 16384 },
+      metrics: { enabled: true }
     }
   },
   { OPENAI_KEY: "sk-openai-state-0001", ANTHROPIC_KEY: "sk-ant-state-0002" }
@@ -280,7 +282,10 @@ describe("the read endpoints", () => {
 })
 
 describe("Redis stopped mid-conversation", () => {
-  it("a turn that needs state is a 503 INFRA_UNAVAILABLE; a turn that only writes is answered and the failed write logged", async () => {
+  it("a turn that needs state is a 503 INFRA_UNAVAILABLE; a turn that only writes is answered and the failed write logged; both counted", async () => {
+    const storeErrors = async (op: string) =>
+      sampleOf(parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text()), "gateway_responses_store_errors_total", { op })
+    const [readsBefore, writesBefore] = [await storeErrors("read"), await storeErrors("write")]
     const client = clientFor("gw-caller-outage-0001")
     const first = await client.responses.create({ model: "claude-e2e", input: "before the outage" })
     await until("the request line", () => gateway.requestLogs().some((line) => line.responses_store === "stored"))
@@ -294,6 +299,8 @@ describe("Redis stopped mid-conversation", () => {
       expect(gateway.logs.some((line) => line.msg === "responses store unavailable" && line.kind === "store failed")).toBe(true)
       await until("the request line", () => gateway.requestLogs().some((line) => line.responses_store === "unstored"))
       expect(JSON.stringify(gateway.logs)).not.toContain("gw-caller-outage")
+      expect(await storeErrors("read")).toBe(readsBefore + 1)
+      expect(await storeErrors("write")).toBe(writesBefore + 1)
     } finally {
       await redis!.restart()
     }
