@@ -196,8 +196,9 @@ export const withResponsesState = (
 (input: ChatInput): Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope> => {
   const scope = responseScopeOf(state, input)
   return Effect.flatMap(resolved(state, scope, input), (ready) => {
-    const answered = run(ready.input)
-    if (input.json.store === false) return answered
+    if (input.json.store === false) return run(ready.input)
+    const previous = input.json.previous_response_id
+    const answered = run({ ...ready.input, stored: { previousResponseId: typeof previous === "string" && previous !== "" ? previous : null } })
     return Effect.flatMap(answered, (answer) => stored({ state, scope, request: input.json, conversation: ready.conversation, log: input.ctx.log }, answer))
   })
 }

@@ -120,6 +120,36 @@ describe("previous_response_id on an Anthropic model", () => {
     expect((await client.responses.retrieve(third.id)).output_text).toBe("echo: thanks")
   })
 
+  it("streamed events say store: true and the previous_response_id sent; the id the caller saw is the id stored", async () => {
+    const client = clientFor("gw-caller-events-0001")
+    const storedLines = () => gateway.requestLogs().filter((line) => line.responses_store === "stored").length
+    const before = storedLines()
+    const first = await client.responses.create({ model: "claude-e2e", input: "hello" })
+    await until("the first turn's request line", () => storedLines() >= before + 1)
+    const events = []
+    for await (const event of await client.responses.create({ model: "claude-e2e", previous_response_id: first.id, input: "again", stream: true })) events.push(event)
+    const created = events.find((event) => event.type === "response.created")
+    const completed = events.find((event) => event.type === "response.completed")
+    if (created?.type !== "response.created" || completed?.type !== "response.completed") throw new Error("no created or completed event")
+    for (const event of [created, completed]) {
+      expect((event.response as unknown as { store: boolean }).store).toBe(true)
+      expect(event.response.previous_response_id).toBe(first.id)
+    }
+    expect(completed.response.id).toBe(created.response.id)
+    await until("the streamed turn's request line", () => storedLines() >= before + 2)
+    const read = await client.responses.retrieve(created.response.id)
+    expect(read).toMatchObject({ id: created.response.id, store: true, previous_response_id: first.id })
+    expect(read.output_text).toBe("echo: again")
+
+    // store: false says so, and keeps nothing.
+    const unstored = []
+    for await (const event of await client.responses.create({ model: "claude-e2e", input: "forget", stream: true, store: false })) unstored.push(event)
+    const done = unstored.find((event) => event.type === "response.completed")
+    if (done?.type !== "response.completed") throw new Error("no completed event")
+    expect((done.response as unknown as { store: boolean }).store).toBe(false)
+    await expect(client.responses.retrieve(done.response.id)).rejects.toMatchObject({ status: 404 })
+  })
+
   it("thinking round-trips: a signed thinking block comes back to Anthropic with its signature on the next turn", async () => {
     const client = clientFor("gw-caller-thinking-0001")
     fakes.anthropic.script({
