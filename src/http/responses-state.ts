@@ -47,7 +47,8 @@ export const callerIdentity = (req: CallerRequest) => {
 export const responseScopeOf = (state: ResponsesState, input: Pick<ChatInput, "ctx" | "project">): ResponseScope => ({
   section: state.section,
   projectId: input.project.projectId,
-  caller: callerIdentity(input.ctx.req)
+  caller: callerIdentity(input.ctx.req),
+  ttlSeconds: input.project.settings.file.responses.store_ttl_seconds
 })
 
 /** A conversation too large to keep: the 400 says so, and what to do. */

@@ -41,10 +41,12 @@ export interface ResponseScope {
   readonly projectId: string
   /** The caller's own identity (gateway, platform or provider key it sent), never the gateway's provider credential. */
   readonly caller: FingerprintedCredential
+  /** How long what is written lives: the project's `store_ttl_seconds` (its snapshot's in multi-tenant mode, else the gateway's). */
+  readonly ttlSeconds: number
 }
 
 /** The hex key an id is stored under for a scope: nothing of the id, caller or project in clear. */
-export const storeKey = (scope: ResponseScope, id: string): string =>
+export const storeKey = (scope: Pick<ResponseScope, "projectId" | "caller">, id: string): string =>
   createHash("sha256")
     .update(`gateway-responses/v1\n${scope.projectId}\n${scope.caller.fingerprint ?? "none"}\n${id}`)
     .digest("hex")
@@ -96,8 +98,9 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
     const waits = names.flatMap((name) => pending.get(name) ?? [])
     return waits.length === 0 ? raw.mget(section, names) : Promise.all(waits).then(() => raw.mget(section, names))
   }
-  const write = (section: ResponsesSection, values: ReadonlyArray<readonly [string, Uint8Array]>): Promise<boolean> => {
-    const done = raw.setMany(section, values, section.store_ttl_seconds).then(
+  const write = (scope: ResponseScope, values: ReadonlyArray<readonly [string, Uint8Array]>): Promise<boolean> => {
+    const { section } = scope
+    const done = raw.setMany(section, values, scope.ttlSeconds).then(
       () => true,
       (error: unknown) => {
         report("store failed", section.url, reasonOf(error))
@@ -182,10 +185,10 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
           const key = storeKey(scope, stored.id)
           const marker = { ...stored, context: [], input: [], output: [], outgrownBytes: size }
           report("store skipped", url, `a response of ${size} bytes exceeds responses.max_entry_size_bytes`)
-          return Effect.promise(() => write(scope.section, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))]])).pipe(Effect.as(false))
+          return Effect.promise(() => write(scope, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))]])).pipe(Effect.as(false))
         }
         // Awaited (one round trip, bounded by the command timeout), so the caller's next turn finds it.
-        return Effect.promise(() => write(scope.section, values))
+        return Effect.promise(() => write(scope, values))
       }),
     remove: (scope, id) =>
       needing(scope.section, () => raw.del(scope.section, responseRedisKey(storeKey(scope, id))), report).pipe(Effect.map((count) => count > 0))

@@ -32,7 +32,8 @@ const sectionOf = (url: string, fields: Partial<ResponsesSection> = {}): Respons
 const scopeOf = (section: ResponsesSection, projectId: string, key: string | undefined): ResponseScope => ({
   section,
   projectId,
-  caller: fingerprinted(key === undefined ? undefined : Redacted.make(key))
+  caller: fingerprinted(key === undefined ? undefined : Redacted.make(key)),
+  ttlSeconds: section.store_ttl_seconds
 })
 
 const responseOf = (id: string, text: string): StoredResponse => ({
