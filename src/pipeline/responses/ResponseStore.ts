@@ -54,6 +54,16 @@ export const storeKey = (scope: Pick<ResponseScope, "projectId" | "caller">, id:
 /** The Redis key of an entry. */
 export const responseRedisKey = (key: string): string => `gw:responses:v1:${key}`
 
+/**
+ * The hex key of an id's claim: whoever stored it, the store kept a response
+ * or item of that id. An id the store does not know for this caller but that
+ * is claimed is another caller's (unknown to this one: never forwarded to a
+ * native provider, which the gateway's credential could make it answer).
+ */
+const claimKey = (id: string): string => createHash("sha256").update(`gateway-responses-claim/v1\n${id}`).digest("hex")
+
+const CLAIMED = Buffer.from("1")
+
 const RETRY_AFTER_MS = 1_000
 
 const reporterOf = (log: Log["Service"]): ReportFailure => failureReporter(log, Date.now, "responses store unavailable")
@@ -139,16 +149,19 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
     enabled: true,
     get: (scope, id) => {
       const key = storeKey(scope, id)
-      return needing(scope.section, () => mget(scope.section, [responseRedisKey(key)]), report).pipe(
-        Effect.map(([stored]) => response(scope, id, key, stored))
+      return needing(scope.section, () => mget(scope.section, [responseRedisKey(key), responseRedisKey(claimKey(id))]), report).pipe(
+        Effect.map(([stored, claim]) => ({ stored: response(scope, id, key, stored), claimed: claim !== null && claim !== undefined }))
       )
     },
     state: (scope, needs) => {
+      const ids = [...(needs.previousResponseId === undefined ? [] : [needs.previousResponseId]), ...needs.itemIds]
       const keys = [
         ...(needs.previousResponseId === undefined ? [] : [storeKey(scope, needs.previousResponseId)]),
         ...needs.itemIds.map((id) => itemKey(scope, id))
       ]
-      return needing(scope.section, () => mget(scope.section, keys.map(responseRedisKey)), report).pipe(
+      // The claims ride in the same round trip.
+      const names = [...keys, ...ids.map(claimKey)].map(responseRedisKey)
+      return needing(scope.section, () => mget(scope.section, names), report).pipe(
         Effect.map((values) => {
           const offset = needs.previousResponseId === undefined ? 0 : 1
           const items = new Map<string, StoredItem>()
@@ -157,7 +170,8 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
             if (found !== undefined) items.set(id, found)
           })
           const previous = needs.previousResponseId === undefined ? undefined : response(scope, needs.previousResponseId, keys[0], values[0])
-          return { previous, items }
+          const claimed = new Set(ids.filter((_, index) => values[keys.length + index] != null))
+          return { previous, items, claimed }
         })
       )
     },
@@ -173,6 +187,9 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
             const key = itemKey(scope, output.id)
             values.push([responseRedisKey(key), seal(Buffer.from(JSON.stringify(output)), sealOptions(scope, key))])
           }
+          for (const id of [stored.id, ...stored.output.flatMap((output) => typeof output.id === "string" ? [output.id] : [])]) {
+            values.push([responseRedisKey(claimKey(id)), CLAIMED])
+          }
         } catch (error) {
           return Effect.sync(() => {
             report("store failed", url, reasonOf(error))
@@ -185,7 +202,9 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
           const key = storeKey(scope, stored.id)
           const marker = { ...stored, context: [], input: [], output: [], outgrownBytes: size }
           report("store skipped", url, `a response of ${size} bytes exceeds responses.max_entry_size_bytes`)
-          return Effect.promise(() => write(scope, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))]])).pipe(Effect.as(false))
+          return Effect.promise(() =>
+            write(scope, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))], [responseRedisKey(claimKey(stored.id)), CLAIMED]])
+          ).pipe(Effect.as(false))
         }
         // Awaited (one round trip, bounded by the command timeout), so the caller's next turn finds it.
         return Effect.promise(() => write(scope, values))
@@ -198,8 +217,11 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
 export class ResponseStore extends Context.Service<ResponseStore, {
   /** False when no store is configured: state-needing requests keep their 400. */
   readonly enabled: boolean
-  /** The response stored under `id` for this scope; undefined when unknown, expired, another caller's or unreadable. */
-  readonly get: (scope: ResponseScope, id: string) => Effect.Effect<StoredResponse | undefined, InfraError>
+  /**
+   * In one round trip: the response stored under `id` for this scope (undefined when unknown, expired,
+   * another caller's or unreadable), and whether any caller's store claimed the id.
+   */
+  readonly get: (scope: ResponseScope, id: string) => Effect.Effect<{ readonly stored: StoredResponse | undefined; readonly claimed: boolean }, InfraError>
   /** In one round trip: the previous response and the referenced items a request needs (those the store knows). */
   readonly state: (scope: ResponseScope, needs: StateNeeds) => Effect.Effect<StoredState, InfraError>
   /** Stores the response and each of its output items (for `item_reference`) in one round trip; never fails (a failure is logged): whether it was stored. */
@@ -229,8 +251,8 @@ export class ResponseStore extends Context.Service<ResponseStore, {
   /** No store configured: nothing is stored, and a request that needs state keeps its 400. */
   static readonly layerOff: Layer.Layer<ResponseStore> = Layer.succeed(ResponseStore, ResponseStore.of({
     enabled: false,
-    get: () => Effect.succeed(undefined),
-    state: () => Effect.succeed({ previous: undefined, items: new Map() }),
+    get: () => Effect.succeed({ stored: undefined, claimed: false }),
+    state: () => Effect.succeed({ previous: undefined, items: new Map(), claimed: new Set() }),
     put: () => Effect.succeed(false),
     remove: () => Effect.succeed(false)
   }))
