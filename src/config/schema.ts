@@ -396,7 +396,12 @@ export const ConfigFile = Schema.Struct({
 export type ConfigFile = typeof ConfigFile.Type
 
 /** The sections of the gateway's own file that a tenant snapshot may not set. */
-export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing", "metrics", "keys", "limits", "responses"] as const
+export const GATEWAY_ONLY_SECTIONS = ["server", "telemetry", "genai_telemetry", "auth", "tenant_routing", "metrics", "keys", "limits"] as const
+
+/** What a project may set of `[responses]` in its snapshot: how long its stored responses live (the store itself is the gateway's). */
+export const ProjectResponses = Schema.Struct({
+  store_ttl_seconds: Schema.optionalKey(PositiveInt)
+})
 
 /**
  * A tenant snapshot (multi-tenant mode, docs/multi-tenant.md): a project's
@@ -411,6 +416,8 @@ export const SnapshotFile = Schema.Struct({
   disabled_endpoints: Schema.Array(EndpointType).pipe(withDefault([])),
   /** The project's own rate limits and budgets, counted across every key and gateway. */
   project_limits: CallerLimits.pipe(withDefault({})),
+  /** `store_ttl_seconds` of the project's stored Responses (default: the gateway's). */
+  responses: ProjectResponses.pipe(withDefault({})),
   defaults: ConfigFile.fields.defaults,
   providers: ConfigFile.fields.providers,
   models: ConfigFile.fields.models,

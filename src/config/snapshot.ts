@@ -159,6 +159,15 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
     delete rest[section]
     errors.push(`${section}: not allowed in a snapshot; [${section}] belongs to the gateway's own configuration file`)
   }
+  // A project sets how long its stored responses live; the store itself (enabled, url, salt, …) is the gateway's.
+  const projectResponses = rest.responses
+  if (isRecord(projectResponses)) {
+    const others = Object.keys(projectResponses).filter((key) => key !== "store_ttl_seconds")
+    if (others.length > 0) {
+      errors.push(`responses: only store_ttl_seconds may be set in a snapshot; ${others.join(", ")} belong to the gateway's own configuration file`)
+      rest.responses = Object.hasOwn(projectResponses, "store_ttl_seconds") ? { store_ttl_seconds: projectResponses.store_ttl_seconds } : {}
+    }
+  }
   const providers = extractCredentials(rest.providers, "providers", errors)
   const targets = extractCredentials(rest.targets, "targets", errors)
   if ("providers" in rest) rest.providers = providers.section
@@ -171,7 +180,7 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
   // Every problem in one pass, as for the file: the checks run on what the schema accepted.
   const checkable = checkableOf(decoded)
   if (checkable === undefined) return refuse(source, errors, unknown.warnings)
-  const { version, disabled_endpoints, project_limits, ...sections } = checkable
+  const { version, disabled_endpoints, project_limits, responses, ...sections } = checkable
   const checked = checkConfig({ ...DEFAULT_FILE, ...sections }, {
     kind: "snapshot",
     providers: providers.credentials,
@@ -198,7 +207,7 @@ export const snapshotFromDocument = (document: unknown, source: string, gateway:
         // Gateway keys are the gateway's; a project's own limits are its `project_limits`.
         keys: {},
         limits: gateway.limits,
-        responses: gateway.responses
+        responses: responses.store_ttl_seconds === undefined ? gateway.responses : { ...gateway.responses, store_ttl_seconds: responses.store_ttl_seconds }
       },
       providers: checked.providers,
       targets: checked.targets,

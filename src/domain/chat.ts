@@ -151,6 +151,13 @@ export interface ChatRequest {
    * The same-family path forwards them untouched.
    */
   readonly untranslatable: ReadonlyArray<string>
+  /**
+   * Set when the gateway keeps the answer as Responses API state (`[responses]`
+   * on, `store` not false): the Response object says `store: true` and names
+   * the `previous_response_id` the caller sent (the provider was sent the
+   * whole conversation instead).
+   */
+  readonly stored?: { readonly previousResponseId: string | null } | undefined
 }
 
 export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"] as const

@@ -63,7 +63,7 @@ export const makeRouter = Effect.gen(function*() {
     ...(metricsSection.enabled && metricsSection.port === undefined ? metricsRoutes(metrics) : []),
     ...modelRoutes(project),
     ...chatRoutes(project, runChat, server.max_body_bytes, admit, state),
-    ...(state === undefined ? [] : responsesRoutes(project, state)),
+    ...(state === undefined ? [] : responsesRoutes(project, state, client)),
     ...jsonEndpointRoutes(project, runProxy, server.max_body_bytes, admit),
     ...transcriptionRoutes(admittedProject(project, admit, "audio_transcription"), runProxy, server.max_upload_bytes),
     ...fileRoutes({ project: admittedProject(modellessProject(project), admit, "chat"), server, client }),

@@ -17,12 +17,11 @@ import type { Scope } from "effect"
 import type { GatewaySettings } from "../config/index.ts"
 import { clip, GatewayError, PROVIDER_KIND_INFO } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import { attemptScoped, callerKey, forwardHeld, header, passThroughHeaders } from "../pipeline/index.ts"
+import { attemptScoped, header } from "../pipeline/index.ts"
 import type { Answer } from "../pipeline/index.ts"
 import type { HttpRequestContext } from "./context.ts"
 import { isMultipartForm, uploadTooLarge } from "./multipart.ts"
-import { providerTimeoutMs } from "../config/index.ts"
-import { unauthenticatedCall, withQuery } from "../providers/adapter.ts"
+import { callProvider } from "./provider-call.ts"
 import type { CompiledProvider } from "../providers/adapter.ts"
 import type { ProviderClient } from "../providers/transport.ts"
 import { limitedBody } from "./limited-body.ts"
@@ -65,14 +64,6 @@ export const chooseFilesProvider = (
   ))
 }
 
-/** The caller's query without `api-version` (Azure's is the provider's own), to append upstream. */
-const forwardedQuery = (query: string): string => {
-  if (query.length <= 1) return ""
-  const params = new URLSearchParams(query)
-  params.delete("api-version")
-  return params.toString()
-}
-
 type FileOperation = "upload" | "list" | "retrieve" | "content" | "delete"
 
 /** Routes for the five file operations. */
@@ -89,31 +80,19 @@ export const fileRoutes = ({ project: projectOf, server, client }: FilesDependen
       }
       const fileId = ctx.params.file_id
       const suffix = fileId === undefined ? "" : `/${encodeURIComponent(fileId)}${operation === "content" ? "/content" : ""}`
-      const providerRequest = provider.request("files", "", callerKey(ctx.req.headers), suffix)
-      const refused = unauthenticatedCall(provider, providerRequest)
-      if (refused !== undefined) return yield* refused
-      const { path, headers: auth, secret } = providerRequest
-      const headers = passThroughHeaders(ctx.req.headers, auth, ctx.requestId)
       const length = header(ctx, "content-length")
       const maxUpload = server.max_upload_bytes
       if (upload && Number(length) > maxUpload) return yield* uploadTooLarge(maxUpload)
-      if (upload && length !== undefined) headers["content-length"] = length
       // A chunked upload is counted as it streams: past the limit it stops, with a 413.
       const body = upload ? limitedBody(ctx.req, maxUpload) : undefined
-      ctx.log.provider = provider.id
-      const response = yield* client.send({
-        providerId: provider.id,
-        family: provider.family,
-        origin: provider.origin,
-        method: ctx.method,
-        path: withQuery(path, forwardedQuery(ctx.query)),
-        headers,
-        body: body?.stream,
-        idleTimeoutMs: providerTimeoutMs(settings, provider.id),
-        secret
-      }).pipe(Effect.catchTag("UpstreamError", (error) => Effect.fail(body?.exceeded() === true ? uploadTooLarge(maxUpload) : error)))
-      return yield* forwardHeld({ providerId: provider.id, family: provider.family }, response, {
-        "x-gw-upstream-provider": provider.id
+      return yield* callProvider(ctx, {
+        client,
+        settings,
+        provider,
+        operation: "files",
+        suffix,
+        body: body === undefined ? undefined : { stream: body.stream, length },
+        onSendFailure: (error) => (body?.exceeded() === true ? uploadTooLarge(maxUpload) : error)
       })
     }).pipe(attemptScoped)
   return [

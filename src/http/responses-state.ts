@@ -47,7 +47,8 @@ export const callerIdentity = (req: CallerRequest) => {
 export const responseScopeOf = (state: ResponsesState, input: Pick<ChatInput, "ctx" | "project">): ResponseScope => ({
   section: state.section,
   projectId: input.project.projectId,
-  caller: callerIdentity(input.ctx.req)
+  caller: callerIdentity(input.ctx.req),
+  ttlSeconds: input.project.settings.file.responses.store_ttl_seconds
 })
 
 /** A conversation too large to keep: the 400 says so, and what to do. */
@@ -59,18 +60,35 @@ const outgrown = (previousResponseId: string | undefined, bytes: number, section
     param: previousResponseId === undefined ? "input" : "previous_response_id"
   })
 
+/** A read of the store that failed (the 503) is noted on the request's log line, and so counted. */
+export const unavailableNoted = <A, E>(log: RequestLogFields, read: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.tapError(read, () =>
+    Effect.sync(() => {
+      log.responses_store = "unavailable"
+    }))
+
+/**
+ * The request ready to run: its state filled in (`conversation`, what is stored with its answer), or,
+ * when nothing it names is known to the store, as it came (`providerOwn`: the 400 it is wherever it
+ * must be translated; a native Responses provider may know its own ids, and keeps that conversation).
+ */
+type Ready =
+  | { readonly input: ChatInput; readonly conversation: Pick<ResolvedRequest, "context" | "input">; readonly providerOwn?: undefined }
+  | { readonly input: ChatInput; readonly conversation?: undefined; readonly providerOwn: GatewayError }
+
 /** The request with its state filled in, or the API's 400 / the store's 503. */
 const resolved = (
   state: ResponsesState,
   scope: ResponseScope,
   input: ChatInput
-): Effect.Effect<{ readonly input: ChatInput; readonly conversation: Pick<ResolvedRequest, "context" | "input"> }, AnyGatewayFailure> => {
+): Effect.Effect<Ready, AnyGatewayFailure> => {
   const needs = stateNeeds(input.json)
   if (needs === undefined) return Effect.succeed({ input, conversation: { context: [], input: inputItemsOf(input.json.input) } })
-  return Effect.flatMap(state.store.state(scope, needs), (stored) => {
+  return Effect.flatMap(unavailableNoted(input.ctx.log, state.store.state(scope, needs)), (stored): Effect.Effect<Ready, AnyGatewayFailure> => {
     const result = resolveRequest(input.json, needs, stored)
     if (Result.isFailure(result)) {
-      return Effect.fail(new GatewayError({ status: 400, code: "invalid_request", message: result.failure.message, param: result.failure.param }))
+      const refusal = new GatewayError({ status: 400, code: "invalid_request", message: result.failure.message, param: result.failure.param })
+      return result.failure.providerOwn === true ? Effect.succeed({ input, providerOwn: refusal }) : Effect.fail(refusal)
     }
     const json = result.success.json
     const raw = Buffer.from(JSON.stringify(json))
@@ -181,6 +199,10 @@ const stored = (turn: Turn, answer: Answer): Effect.Effect<Answer> => {
   return Effect.as(noted(turn, state.store.put(scope, entry)), reply(answer.status, answer.headers, JSON.stringify(response), answer.events))
 }
 
+/** Fields of state that only a native Responses provider can take (src/routing/servable.ts refuses them elsewhere). */
+const isStateRefusal = (error: AnyGatewayFailure): boolean =>
+  error instanceof GatewayError && error.code === "unsupported_for_model" && (error.param === "previous_response_id" || error.param === "input[].item_reference")
+
 /** `run` with the Responses state around it (for a request in the Responses API's shape). */
 export const withResponsesState = (
   state: ResponsesState,
@@ -189,8 +211,12 @@ export const withResponsesState = (
 (input: ChatInput): Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope> => {
   const scope = responseScopeOf(state, input)
   return Effect.flatMap(resolved(state, scope, input), (ready) => {
-    const answered = run(ready.input)
-    if (input.json.store === false) return answered
+    // Ids the store never saw go as they are: to a native provider that may know them; elsewhere the 400 of an unknown id.
+    const { providerOwn } = ready
+    if (providerOwn !== undefined) return Effect.catchIf(run(ready.input), isStateRefusal, () => Effect.fail(providerOwn))
+    if (input.json.store === false) return run(ready.input)
+    const previous = input.json.previous_response_id
+    const answered = run({ ...ready.input, stored: { previousResponseId: typeof previous === "string" && previous !== "" ? previous : null } })
     return Effect.flatMap(answered, (answer) => stored({ state, scope, request: input.json, conversation: ready.conversation, log: input.ctx.log }, answer))
   })
 }

@@ -5,16 +5,26 @@
  * `after`/`before` an item id) and `DELETE /v1/responses/{id}`, in the API's
  * shapes, for the caller that stored the response (another caller's id is
  * not found, as an unknown or expired one).
+ *
+ * An id the store never kept, for any caller, may be a native Responses
+ * provider's own (OpenAI, Azure): the request is forwarded as it is to that
+ * provider, `x-genai-provider`'s or the only one configured (several and no
+ * header: not found). An id the store kept for another caller is never
+ * forwarded (the gateway's credential could make the provider answer it).
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import { jsonReply } from "../pipeline/index.ts"
+import { attemptScoped, header, jsonReply } from "../pipeline/index.ts"
 import type { Answer, StoredItem, StoredResponse } from "../pipeline/index.ts"
+import type { CompiledProvider } from "../providers/adapter.ts"
+import type { ProviderClient } from "../providers/transport.ts"
+import type { Project } from "../tenancy/project.ts"
 import type { HttpRequestContext } from "./context.ts"
 import type { ProjectResolver } from "./project.ts"
-import { responseScopeOf } from "./responses-state.ts"
+import { callProvider } from "./provider-call.ts"
+import { responseScopeOf, unavailableNoted } from "./responses-state.ts"
 import type { ResponsesState } from "./responses-state.ts"
 import type { RouteDef } from "./router.ts"
 
@@ -77,29 +87,50 @@ export const inputItemsPage = (stored: StoredResponse, query: URLSearchParams): 
   }
 }
 
-export const responsesRoutes = (projectOf: ProjectResolver, state: ResponsesState): ReadonlyArray<RouteDef<never>> => {
-  const withStored = (use: (ctx: HttpRequestContext, stored: StoredResponse) => Effect.Effect<Answer, AnyGatewayFailure>) =>
+/** The native Responses provider an id the store never kept may belong to: `x-genai-provider`'s, else the only one. */
+export const nativeResponsesProvider = (providers: ReadonlyMap<string, CompiledProvider>, requested: string | undefined): CompiledProvider | undefined => {
+  if (requested !== undefined) {
+    const provider = providers.get(requested.trim())
+    return provider?.responsesApi === true ? provider : undefined
+  }
+  let only: CompiledProvider | undefined
+  for (const provider of providers.values()) {
+    if (!provider.responsesApi) continue
+    if (only !== undefined) return undefined
+    only = provider
+  }
+  return only
+}
+
+export const responsesRoutes = (projectOf: ProjectResolver, state: ResponsesState, client: ProviderClient["Service"]): ReadonlyArray<RouteDef<never>> => {
+  /** An id no caller's store kept: the native provider's answer, else not found. */
+  const forwarded = (ctx: HttpRequestContext, project: Project, id: string, suffix: string): Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope> => {
+    const provider = nativeResponsesProvider(project.table.providers, header(ctx, "x-genai-provider"))
+    if (provider === undefined) return Effect.fail(notFound(id))
+    return attemptScoped(callProvider(ctx, { client, settings: project.settings, provider, operation: "responses", suffix: `/${encodeURIComponent(id)}${suffix}` }))
+  }
+  /** `use` on the caller's stored response; else the native provider's answer (at `suffix` after the id), else not found. */
+  const withStored = (
+    suffix: string,
+    use: (ctx: HttpRequestContext, project: Project, stored: StoredResponse) => Effect.Effect<Answer, AnyGatewayFailure>
+  ) =>
   (ctx: HttpRequestContext): Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope> =>
     Effect.gen(function*() {
       const project = yield* projectOf(ctx)
       const id = ctx.params.response_id
-      const stored = yield* state.store.get(responseScopeOf(state, { ctx, project }), id)
-      if (stored === undefined) return yield* notFound(id)
-      return yield* use(ctx, stored)
+      const read = yield* unavailableNoted(ctx.log, state.store.get(responseScopeOf(state, { ctx, project }), id))
+      if (read.stored !== undefined) return yield* use(ctx, project, read.stored)
+      if (read.claimed) return yield* notFound(id)
+      return yield* forwarded(ctx, project, id, suffix)
     })
-  const retrieve = withStored((ctx, stored) => Effect.succeed(jsonReply(ctx, 200, responseObjectOf(stored))))
-  const listInput = withStored((ctx, stored) => {
+  const retrieve = withStored("", (ctx, _project, stored) => Effect.succeed(jsonReply(ctx, 200, responseObjectOf(stored))))
+  const listInput = withStored("/input_items", (ctx, _project, stored) => {
     const page = inputItemsPage(stored, new URLSearchParams(ctx.query))
     return page instanceof GatewayError ? Effect.fail(page) : Effect.succeed(jsonReply(ctx, 200, page))
   })
-  const remove = (ctx: HttpRequestContext): Effect.Effect<Answer, AnyGatewayFailure, Scope.Scope> =>
-    Effect.gen(function*() {
-      const project = yield* projectOf(ctx)
-      const id = ctx.params.response_id
-      const removed = yield* state.store.remove(responseScopeOf(state, { ctx, project }), id)
-      if (!removed) return yield* notFound(id)
-      return jsonReply(ctx, 200, { id, object: "response", deleted: true })
-    })
+  const remove = withStored("", (ctx, project, stored) =>
+    Effect.map(unavailableNoted(ctx.log, state.store.remove(responseScopeOf(state, { ctx, project }), stored.id)), () =>
+      jsonReply(ctx, 200, { id: stored.id, object: "response", deleted: true })))
   return [
     { method: "GET", path: "/v1/responses/{response_id}", handler: retrieve },
     { method: "GET", path: "/v1/responses/{response_id}/input_items", handler: listInput },

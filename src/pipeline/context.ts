@@ -58,8 +58,11 @@ export interface RequestLogFields {
   key?: string
   /** The limits stage: `refused` (over a limit), `uncounted` (admitted while the store was unreachable). */
   limits?: "refused" | "uncounted"
-  /** The Responses store: `stored` (the answer kept under its id), `unstored` (its write failed: answered anyway). */
-  responses_store?: "stored" | "unstored"
+  /**
+   * The Responses store: `stored` (the answer kept under its id), `unstored` (its write failed, or it was too
+   * large to keep: answered anyway), `unavailable` (state the request needed could not be read: 503).
+   */
+  responses_store?: "stored" | "unstored" | "unavailable"
 }
 
 /**

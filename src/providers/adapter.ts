@@ -220,7 +220,7 @@ export const compileProvider = (provider: ResolvedProvider, credential?: Resolve
       case "azure":
         // Files and the Responses API are not per deployment: the model is named in the body.
         if (operation === "files") return `${basePath}/openai/files${suffix}?${azureVersion}`
-        if (operation === "responses") return `${basePath}/openai/responses?${azureVersion}`
+        if (operation === "responses") return `${basePath}/openai/responses${suffix}?${azureVersion}`
         return `${basePath}/openai/deployments/${encodeURIComponent(model)}${OPENAI_PATHS[operation]}?${azureVersion}`
       default:
         return `${basePath}${OPENAI_PATHS[operation]}${suffix}`

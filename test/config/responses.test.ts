@@ -38,6 +38,20 @@ describe("[responses]", () => {
   it("is the gateway's own: a tenant snapshot that sets it is refused by name", () => {
     const result = snapshotFromDocument({ version: 1, responses: { enabled: true } }, "snapshot.json")
     expect(Result.isFailure(result) && result.failure.problems).toEqual(["responses"])
+    expect(Result.isFailure(result) && result.failure.error.message).toContain(
+      "responses: only store_ttl_seconds may be set in a snapshot; enabled belong to the gateway's own configuration file"
+    )
+  })
+
+  it("but a project sets its own store_ttl_seconds in its snapshot; the rest stays the gateway's", () => {
+    const gateway = load(withServer({ cache: { encrypt_salt: "cache-salt" }, responses: { enabled: true, url: "redis://state:6379", store_ttl_seconds: 600 } })).file
+    const own = snapshotFromDocument({ version: 1, responses: { store_ttl_seconds: 120 } }, "snapshot.json", gateway)
+    if (Result.isFailure(own)) throw new Error(own.failure.error.message)
+    expect(own.success.settings.file.responses).toEqual({ ...gateway.responses, store_ttl_seconds: 120 })
+    const inherited = snapshotFromDocument({ version: 1 }, "snapshot.json", gateway)
+    expect(Result.isSuccess(inherited) && inherited.success.settings.file.responses.store_ttl_seconds).toBe(600)
+    const bad = snapshotFromDocument({ version: 1, responses: { store_ttl_seconds: 0 } }, "snapshot.json", gateway)
+    expect(Result.isFailure(bad) && bad.failure.problems).toEqual(["responses.store_ttl_seconds"])
   })
 
   it("the redacted view hides the salt and the URL's password", () => {

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { startOwnRedis } from "../fixtures/own-redis.ts"
 import type { OwnRedis } from "../fixtures/own-redis.ts"
 import { gatewayWithFakes } from "./harness.ts"
+import { parsePrometheus, sampleOf } from "./prometheus.ts"
 import { RESPONSES_WEATHER_TOOL } from "../fixtures/responses.ts"
 
 let redis: OwnRedis | undefined
@@ -31,7 +32,8 @@ const { fakes, gateway } = gatewayWithFakes(
       },
       // The cache itself stays off: the store takes its url and salt.
       cache: { enabled: false, url: redis.url, encrypt_salt: "responses-e2e-salt" },
-      responses: { enabled: true, timeout_ms: 300, max_entry_size_bytes: 16384 }
+      responses: { enabled: true, timeout_ms: 300, max_entry_size_bytes: 16384 },
+      metrics: { enabled: true }
     }
   },
   { OPENAI_KEY: "sk-openai-state-0001", ANTHROPIC_KEY: "sk-ant-state-0002" }
@@ -116,6 +118,36 @@ describe("previous_response_id on an Anthropic model", () => {
     expect(third.output_text).toBe("echo: thanks")
     expect(anthropicMessages(2).map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant", "user"])
     expect((await client.responses.retrieve(third.id)).output_text).toBe("echo: thanks")
+  })
+
+  it("streamed events say store: true and the previous_response_id sent; the id the caller saw is the id stored", async () => {
+    const client = clientFor("gw-caller-events-0001")
+    const storedLines = () => gateway.requestLogs().filter((line) => line.responses_store === "stored").length
+    const before = storedLines()
+    const first = await client.responses.create({ model: "claude-e2e", input: "hello" })
+    await until("the first turn's request line", () => storedLines() >= before + 1)
+    const events = []
+    for await (const event of await client.responses.create({ model: "claude-e2e", previous_response_id: first.id, input: "again", stream: true })) events.push(event)
+    const created = events.find((event) => event.type === "response.created")
+    const completed = events.find((event) => event.type === "response.completed")
+    if (created?.type !== "response.created" || completed?.type !== "response.completed") throw new Error("no created or completed event")
+    for (const event of [created, completed]) {
+      expect((event.response as unknown as { store: boolean }).store).toBe(true)
+      expect(event.response.previous_response_id).toBe(first.id)
+    }
+    expect(completed.response.id).toBe(created.response.id)
+    await until("the streamed turn's request line", () => storedLines() >= before + 2)
+    const read = await client.responses.retrieve(created.response.id)
+    expect(read).toMatchObject({ id: created.response.id, store: true, previous_response_id: first.id })
+    expect(read.output_text).toBe("echo: again")
+
+    // store: false says so, and keeps nothing.
+    const unstored = []
+    for await (const event of await client.responses.create({ model: "claude-e2e", input: "forget", stream: true, store: false })) unstored.push(event)
+    const done = unstored.find((event) => event.type === "response.completed")
+    if (done?.type !== "response.completed") throw new Error("no completed event")
+    expect((done.response as unknown as { store: boolean }).store).toBe(false)
+    await expect(client.responses.retrieve(done.response.id)).rejects.toMatchObject({ status: 404 })
   })
 
   it("thinking round-trips: a signed thinking block comes back to Anthropic with its signature on the next turn", async () => {
@@ -231,6 +263,62 @@ describe("a conversation that moves between providers", () => {
   })
 })
 
+describe("a native provider's own ids (unknown to the store for every caller)", () => {
+  /** A response made at the OpenAI fake directly: its id is OpenAI's own, never seen by the gateway. */
+  const madeAtOpenAi = async () =>
+    (await new OpenAI({ baseURL: `${fakes.openai.url}/v1`, apiKey: "sk-direct", maxRetries: 0 }).responses.create({ model: "gpt-4o", input: "made at OpenAI" })).id
+
+  it("previous_response_id goes as it is to a native Responses provider, and is the API's 400 where it must be translated", async () => {
+    const own = await madeAtOpenAi()
+    fakes.openai.reset()
+    const client = clientFor("gw-caller-native-0001")
+    const chained = await client.responses.create({ model: "gpt-4o", previous_response_id: own, input: "go on" })
+    expect(chained.output_text).toBe("echo: go on")
+    expect(fakes.openai.requests[0].json).toMatchObject({ previous_response_id: own, input: "go on" })
+    // Its conversation is OpenAI's: the gateway does not keep a partial copy of it (a later turn goes to OpenAI too).
+    expect((await client.responses.create({ model: "gpt-4o", previous_response_id: chained.id, input: "and on" })).output_text).toBe("echo: and on")
+    expect(fakes.openai.requests[1].json).toMatchObject({ previous_response_id: chained.id })
+
+    const translated = await client.responses.create({ model: "claude-e2e", previous_response_id: own, input: "go on" }).catch((e: unknown) => e)
+    expect(translated).toMatchObject({ status: 400, error: { param: "previous_response_id" } })
+    expect((translated as Error).message).toContain(`Previous response with id '${own}' not found.`)
+    expect(fakes.anthropic.requests).toHaveLength(0)
+  })
+
+  it("an id the store kept for another caller is never forwarded, even to the provider that made it", async () => {
+    const owner = clientFor("gw-caller-native-owner-0001")
+    const first = await owner.responses.create({ model: "gpt-4o", input: "owner's secret" })
+    fakes.openai.reset()
+    const other = clientFor("gw-caller-native-other-0002")
+    const error = await other.responses.create({ model: "gpt-4o", previous_response_id: first.id, input: "tell me" }).catch((e: unknown) => e)
+    expect(error).toMatchObject({ status: 400, error: { param: "previous_response_id" } })
+    await expect(other.responses.retrieve(first.id)).rejects.toMatchObject({ status: 404 })
+    await expect(other.responses.delete(first.id)).rejects.toMatchObject({ status: 404 })
+    expect(fakes.openai.requests).toHaveLength(0)
+  })
+
+  it("GET, input_items and DELETE of an id the store never kept are forwarded to the native provider", async () => {
+    const id = "resp_openai_own_0001"
+    const object = { id, object: "response", created_at: 1_700_000_000, status: "completed", model: "gpt-4o", output: [] }
+    fakes.openai.script({ kind: "json", method: "GET", path: `/v1/responses/${id}/input_items`, body: { object: "list", data: [], first_id: null, last_id: null, has_more: false } })
+    fakes.openai.script({ kind: "json", method: "GET", path: `/v1/responses/${id}`, body: object })
+    fakes.openai.script({ kind: "json", method: "DELETE", path: `/v1/responses/${id}`, body: { id, object: "response", deleted: true } })
+    const client = clientFor("gw-caller-native-read-0001")
+    await expect(client.responses.inputItems.list(id, { limit: 5 })).resolves.toMatchObject({ data: [] })
+    const read = await client.responses.retrieve(id).withResponse()
+    expect(read.data).toMatchObject({ id, model: "gpt-4o" })
+    expect(read.response.headers.get("x-gw-upstream-provider")).toBe("openai")
+    await expect(client.responses.delete(id)).resolves.toMatchObject({ id, deleted: true })
+    expect(fakes.openai.requests.map((request) => `${request.method} ${request.path}`)).toEqual([
+      `GET /v1/responses/${id}/input_items?limit=5`,
+      `GET /v1/responses/${id}`,
+      `DELETE /v1/responses/${id}`
+    ])
+    // With the gateway's credential, never the caller's gateway key.
+    expect(fakes.openai.requests.map((request) => request.headers.authorization)).toEqual(Array(3).fill("Bearer sk-openai-state-0001"))
+  })
+})
+
 describe("the read endpoints", () => {
   it("retrieve, input_items (paginated) and delete, in the API's shapes", async () => {
     const client = clientFor("gw-caller-read-0001")
@@ -279,8 +367,43 @@ describe("the read endpoints", () => {
   })
 })
 
+describe("Redis round trips per turn (MONITOR)", () => {
+  it("a chained turn costs one MGET before the provider and one MULTI of SETs on the answer's path; a first turn only the MULTI", async () => {
+    const client = clientFor("gw-caller-monitor-0001")
+    const first = await client.responses.create({ model: "claude-e2e", input: "warm the pool" })
+    const admin = new Redis(redis!.url)
+    const monitor = await admin.monitor()
+    const commands: Array<string> = []
+    monitor.on("monitor", (_time: string, args: Array<string>) => commands.push(String(args[0]).toLowerCase()))
+    try {
+      const second = await client.responses.create({ model: "claude-e2e", previous_response_id: first.id, input: "count my commands" })
+      await until("the turn's writes", () => commands.includes("exec"))
+      const summary = (list: Array<string>) => list.filter((command, index) => command !== "set" || list[index - 1] !== "set")
+      // MULTI, SET × (response, its output item, their claims), EXEC: one pipelined round trip.
+      expect(summary(commands)).toEqual(["mget", "multi", "set", "exec"])
+      expect(commands.filter((command) => command === "set")).toHaveLength(4)
+
+      commands.length = 0
+      await client.responses.stream({ model: "claude-e2e", previous_response_id: second.id, input: "streamed" }).finalResponse()
+      await until("the streamed turn's writes", () => commands.includes("exec"))
+      expect(summary(commands)).toEqual(["mget", "multi", "set", "exec"])
+
+      commands.length = 0
+      await client.responses.create({ model: "claude-e2e", input: "a first turn" })
+      await until("the first turn's writes", () => commands.includes("exec"))
+      expect(summary(commands)).toEqual(["multi", "set", "exec"])
+    } finally {
+      monitor.disconnect()
+      admin.disconnect()
+    }
+  })
+})
+
 describe("Redis stopped mid-conversation", () => {
-  it("a turn that needs state is a 503 INFRA_UNAVAILABLE; a turn that only writes is answered and the failed write logged", async () => {
+  it("a turn that needs state is a 503 INFRA_UNAVAILABLE; a turn that only writes is answered and the failed write logged; both counted", async () => {
+    const storeErrors = async (op: string) =>
+      sampleOf(parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text()), "gateway_responses_store_errors_total", { op })
+    const [readsBefore, writesBefore] = [await storeErrors("read"), await storeErrors("write")]
     const client = clientFor("gw-caller-outage-0001")
     const first = await client.responses.create({ model: "claude-e2e", input: "before the outage" })
     await until("the request line", () => gateway.requestLogs().some((line) => line.responses_store === "stored"))
@@ -294,6 +417,8 @@ describe("Redis stopped mid-conversation", () => {
       expect(gateway.logs.some((line) => line.msg === "responses store unavailable" && line.kind === "store failed")).toBe(true)
       await until("the request line", () => gateway.requestLogs().some((line) => line.responses_store === "unstored"))
       expect(JSON.stringify(gateway.logs)).not.toContain("gw-caller-outage")
+      expect(await storeErrors("read")).toBe(readsBefore + 1)
+      expect(await storeErrors("write")).toBe(writesBefore + 1)
     } finally {
       await redis!.restart()
     }

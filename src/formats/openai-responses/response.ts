@@ -24,7 +24,9 @@
  * - `instructions` echoes the canonical `system` text (joined with blank
  *   lines), which also holds `system`/`developer` input messages;
  *   `reasoning.effort` echoes the request's.
- * - `store` is `false` and `previous_response_id` null: nothing is stored.
+ * - `store` is `false` and `previous_response_id` null (nothing is stored),
+ *   unless the gateway's Responses store keeps the answer (`request.stored`):
+ *   then `store: true` and the `previous_response_id` the caller sent.
  */
 import type { ChatRequest, ChatResponse, ResponseFormat, ToolChoice, Usage } from "../../domain/chat.ts"
 import {
@@ -95,6 +97,8 @@ export interface RequestEcho {
   readonly user: string | null
   readonly metadata: unknown
   readonly reasoning: { readonly effort: string | null; readonly summary: unknown }
+  readonly store: boolean
+  readonly previousResponseId: string | null
 }
 
 export const requestEcho = (request: ChatRequest | undefined): RequestEcho => {
@@ -119,7 +123,9 @@ export const requestEcho = (request: ChatRequest | undefined): RequestEcho => {
     })),
     user: request?.user ?? null,
     metadata: typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) ? metadata : {},
-    reasoning: { effort: request?.reasoningEffort ?? null, summary: typeof summary === "string" ? summary : null }
+    reasoning: { effort: request?.reasoningEffort ?? null, summary: typeof summary === "string" ? summary : null },
+    store: request?.stored !== undefined,
+    previousResponseId: request?.stored?.previousResponseId ?? null
   }
 }
 
@@ -161,9 +167,9 @@ export const responseObject = (state: ResponseState, echo: RequestEcho): Record<
   model: state.model,
   output: state.output,
   parallel_tool_calls: echo.parallelToolCalls,
-  previous_response_id: null,
+  previous_response_id: echo.previousResponseId,
   reasoning: echo.reasoning,
-  store: false,
+  store: echo.store,
   temperature: echo.temperature,
   text: echo.text,
   tool_choice: echo.toolChoice,

@@ -67,6 +67,8 @@ export interface ChatInput {
   readonly json: Record<string, unknown>
   readonly model: string
   readonly stream: boolean
+  /** The answer is kept as Responses API state (src/http/responses-state.ts): the Response object says so. */
+  readonly stored?: ChatRequest["stored"]
 }
 
 export interface ChatDependencies {
@@ -135,7 +137,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     // The canonical request, decoded once and only if some attempt needs it.
     let canonical: Result.Result<ChatRequest, GatewayError> | undefined
     const canonicalRequest = (): Result.Result<ChatRequest, GatewayError> =>
-      canonical ??= Result.mapError(callerCodec.decodeRequest(json), invalidRequest)
+      canonical ??= Result.mapError(
+        input.stored === undefined ? callerCodec.decodeRequest(json) : Result.map(callerCodec.decodeRequest(json), (request) => ({ ...request, stored: input.stored })),
+        invalidRequest
+      )
 
     // Skip targets that cannot serve this request; none left → say why. Only a plan with a
     // non-chat provider, or a target that needs translating, can have such targets.

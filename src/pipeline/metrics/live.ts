@@ -61,6 +61,11 @@ const makeRecorder = (registry: Registry) => {
     "Requests admitted without being counted against their limits because the limits store was unreachable (on_store_error = \"allow\").",
     ["on_store_error"]
   )
+  const storeErrors = counter(
+    "gateway_responses_store_errors_total",
+    "Responses store operations that failed (store down or too slow), by op: write (the answer went out unstored), read (state a request needed: 503).",
+    ["op"]
+  )
 
   /** Adds `amount` to the one-label counter's `value`. */
   const count = (family: CounterFamily, value: string, amount = 1) => {
@@ -142,6 +147,8 @@ const makeRecorder = (registry: Registry) => {
       ;(cost.at(pair) ?? cost.create(pair, [provider, model])).value += fields.cost_usd
     }
     if (fields.limits === "uncounted") count(uncounted, "allow")
+    if (fields.responses_store === "unstored") count(storeErrors, "write")
+    else if (fields.responses_store === "unavailable") count(storeErrors, "read")
     // The gateway's own limits refuse with the same error class as an upstream 429: the log line says which.
     if (status === 429) count(rateLimited, fields.limits !== "refused" && fields.error_code === "rate_limit" ? "upstream" : "gateway")
   }

@@ -28,6 +28,8 @@ export interface RequestFields {
   readonly cost_usd?: number | undefined
   /** The limits stage's word on the request: refused by the gateway, or admitted uncounted (its store down). */
   readonly limits?: "refused" | "uncounted" | undefined
+  /** The Responses store's word on the request: its answer kept, its write failed, or its state unreadable (store down). */
+  readonly responses_store?: "stored" | "unstored" | "unavailable" | undefined
 }
 
 /** A dependency the metrics report as up or down. */

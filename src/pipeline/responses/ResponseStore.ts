@@ -46,16 +46,28 @@ export interface ResponseScope {
   readonly projectId: string
   /** The caller's own identity (gateway, platform or provider key it sent), never the gateway's provider credential. */
   readonly caller: FingerprintedCredential
+  /** How long what is written lives: the project's `store_ttl_seconds` (its snapshot's in multi-tenant mode, else the gateway's). */
+  readonly ttlSeconds: number
 }
 
 /** The hex key an id is stored under for a scope: nothing of the id, caller or project in clear. */
-export const storeKey = (scope: ResponseScope, id: string): string =>
+export const storeKey = (scope: Pick<ResponseScope, "projectId" | "caller">, id: string): string =>
   createHash("sha256")
     .update(`gateway-responses/v1\n${scope.projectId}\n${scope.caller.fingerprint ?? "none"}\n${id}`)
     .digest("hex")
 
 /** The Redis key of an entry. */
 export const responseRedisKey = (key: string): string => `gw:responses:v1:${key}`
+
+/**
+ * The hex key of an id's claim: whoever stored it, the store kept a response
+ * or item of that id. An id the store does not know for this caller but that
+ * is claimed is another caller's (unknown to this one: never forwarded to a
+ * native provider, which the gateway's credential could make it answer).
+ */
+const claimKey = (id: string): string => createHash("sha256").update(`gateway-responses-claim/v1\n${id}`).digest("hex")
+
+const CLAIMED = Buffer.from("1")
 
 const RETRY_AFTER_MS = 1_000
 
@@ -101,8 +113,9 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
     const waits = names.flatMap((name) => pending.get(name) ?? [])
     return waits.length === 0 ? raw.mget(section, names) : Promise.all(waits).then(() => raw.mget(section, names))
   }
-  const write = (section: ResponsesSection, values: ReadonlyArray<readonly [string, Uint8Array]>): Promise<boolean> => {
-    const done = raw.setMany(section, values, section.store_ttl_seconds).then(
+  const write = (scope: ResponseScope, values: ReadonlyArray<readonly [string, Uint8Array]>): Promise<boolean> => {
+    const { section } = scope
+    const done = raw.setMany(section, values, scope.ttlSeconds).then(
       () => true,
       (error: unknown) => {
         report("store failed", section.url, reasonOf(error))
@@ -141,16 +154,19 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
     enabled: true,
     get: (scope, id) => {
       const key = storeKey(scope, id)
-      return needing(scope.section, () => mget(scope.section, [responseRedisKey(key)]), report).pipe(
-        Effect.map(([stored]) => response(scope, id, key, stored))
+      return needing(scope.section, () => mget(scope.section, [responseRedisKey(key), responseRedisKey(claimKey(id))]), report).pipe(
+        Effect.map(([stored, claim]) => ({ stored: response(scope, id, key, stored), claimed: claim !== null && claim !== undefined }))
       )
     },
     state: (scope, needs) => {
+      const ids = [...(needs.previousResponseId === undefined ? [] : [needs.previousResponseId]), ...needs.itemIds]
       const keys = [
         ...(needs.previousResponseId === undefined ? [] : [storeKey(scope, needs.previousResponseId)]),
         ...needs.itemIds.map((id) => itemKey(scope, id))
       ]
-      return needing(scope.section, () => mget(scope.section, keys.map(responseRedisKey)), report).pipe(
+      // The claims ride in the same round trip.
+      const names = [...keys, ...ids.map(claimKey)].map(responseRedisKey)
+      return needing(scope.section, () => mget(scope.section, names), report).pipe(
         Effect.map((values) => {
           const offset = needs.previousResponseId === undefined ? 0 : 1
           const items = new Map<string, StoredItem>()
@@ -159,7 +175,8 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
             if (found !== undefined) items.set(id, found)
           })
           const previous = needs.previousResponseId === undefined ? undefined : response(scope, needs.previousResponseId, keys[0], values[0])
-          return { previous, items }
+          const claimed = new Set(ids.filter((_, index) => values[keys.length + index] != null))
+          return { previous, items, claimed }
         })
       )
     },
@@ -175,6 +192,9 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
             const key = itemKey(scope, output.id)
             values.push([responseRedisKey(key), seal(Buffer.from(JSON.stringify(output)), sealOptions(scope, key))])
           }
+          for (const id of [stored.id, ...stored.output.flatMap((output) => typeof output.id === "string" ? [output.id] : [])]) {
+            values.push([responseRedisKey(claimKey(id)), CLAIMED])
+          }
         } catch (error) {
           return Effect.sync(() => {
             report("store failed", url, reasonOf(error))
@@ -187,10 +207,12 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
           const key = storeKey(scope, stored.id)
           const marker = { ...stored, context: [], input: [], output: [], outgrownBytes: size }
           report("store skipped", url, `a response of ${size} bytes exceeds responses.max_entry_size_bytes`)
-          return Effect.promise(() => write(scope.section, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))]])).pipe(Effect.as(false))
+          return Effect.promise(() =>
+            write(scope, [[responseRedisKey(key), seal(encodeStored(marker), sealOptions(scope, key))], [responseRedisKey(claimKey(stored.id)), CLAIMED]])
+          ).pipe(Effect.as(false))
         }
         // Awaited (one round trip, bounded by the command timeout), so the caller's next turn finds it.
-        return Effect.promise(() => write(scope.section, values))
+        return Effect.promise(() => write(scope, values))
       }),
     remove: (scope, id) =>
       needing(scope.section, () => raw.del(scope.section, responseRedisKey(storeKey(scope, id))), report).pipe(Effect.map((count) => count > 0))
@@ -200,8 +222,11 @@ const makeStore = (raw: RawStore, report: ReportFailure) => {
 export class ResponseStore extends Context.Service<ResponseStore, {
   /** False when no store is configured: state-needing requests keep their 400. */
   readonly enabled: boolean
-  /** The response stored under `id` for this scope; undefined when unknown, expired, another caller's or unreadable. */
-  readonly get: (scope: ResponseScope, id: string) => Effect.Effect<StoredResponse | undefined, InfraError>
+  /**
+   * In one round trip: the response stored under `id` for this scope (undefined when unknown, expired,
+   * another caller's or unreadable), and whether any caller's store claimed the id.
+   */
+  readonly get: (scope: ResponseScope, id: string) => Effect.Effect<{ readonly stored: StoredResponse | undefined; readonly claimed: boolean }, InfraError>
   /** In one round trip: the previous response and the referenced items a request needs (those the store knows). */
   readonly state: (scope: ResponseScope, needs: StateNeeds) => Effect.Effect<StoredState, InfraError>
   /** Stores the response and each of its output items (for `item_reference`) in one round trip; never fails (a failure is logged): whether it was stored. */
@@ -240,8 +265,8 @@ export class ResponseStore extends Context.Service<ResponseStore, {
   /** No store configured: nothing is stored, and a request that needs state keeps its 400. */
   static readonly layerOff: Layer.Layer<ResponseStore> = Layer.succeed(ResponseStore, ResponseStore.of({
     enabled: false,
-    get: () => Effect.succeed(undefined),
-    state: () => Effect.succeed({ previous: undefined, items: new Map() }),
+    get: () => Effect.succeed({ stored: undefined, claimed: false }),
+    state: () => Effect.succeed({ previous: undefined, items: new Map(), claimed: new Set() }),
     put: () => Effect.succeed(false),
     remove: () => Effect.succeed(false)
   }))

@@ -25,6 +25,12 @@ export interface StateNeeds {
 export interface StateRefusal {
   readonly param: string
   readonly message: string
+  /**
+   * Nothing the request names is known to the store, for any caller: the ids
+   * may be a native Responses provider's own, so the request may go to such a
+   * provider as it is (and is this 400 wherever it must be translated).
+   */
+  readonly providerOwn?: boolean | undefined
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
@@ -51,6 +57,8 @@ export interface StoredState {
   readonly previous: StoredResponse | undefined
   /** Stored items by id (those the store knew). */
   readonly items: ReadonlyMap<string, StoredItem>
+  /** The ids asked for that some caller's store claimed (kept, for this caller or another). */
+  readonly claimed: ReadonlySet<string>
 }
 
 /** The conversation a response continues: its earlier turns, its input, its output. */
@@ -76,8 +84,9 @@ export const resolveRequest = (
   needs: StateNeeds,
   stored: StoredState
 ): Result.Result<ResolvedRequest, StateRefusal> => {
+  const providerOwn = stored.claimed.size === 0 && stored.previous === undefined && stored.items.size === 0
   if (needs.previousResponseId !== undefined && stored.previous === undefined) {
-    return Result.fail(notFound("previous_response_id", "Previous response", needs.previousResponseId))
+    return Result.fail({ ...notFound("previous_response_id", "Previous response", needs.previousResponseId), providerOwn })
   }
   const outgrown = stored.previous?.outgrownBytes
   if (outgrown !== undefined) {
@@ -96,7 +105,7 @@ export const resolveRequest = (
       continue
     }
     const found = known.get(item.id as string)
-    if (found === undefined) return Result.fail(notFound(`input[${index}].id`, "Item", item.id as string))
+    if (found === undefined) return Result.fail({ ...notFound(`input[${index}].id`, "Item", item.id as string), providerOwn })
     input.push(found)
   }
   const { previous_response_id: _previous, ...rest } = json

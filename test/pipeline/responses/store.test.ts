@@ -32,8 +32,12 @@ const sectionOf = (url: string, fields: Partial<ResponsesSection> = {}): Respons
 const scopeOf = (section: ResponsesSection, projectId: string, key: string | undefined): ResponseScope => ({
   section,
   projectId,
-  caller: fingerprinted(key === undefined ? undefined : Redacted.make(key))
+  caller: fingerprinted(key === undefined ? undefined : Redacted.make(key)),
+  ttlSeconds: section.store_ttl_seconds
 })
+
+/** The response a read found for the scope (whether the id is claimed aside). */
+const storedOf = (store: ResponseStore["Service"], scope: ResponseScope, id: string) => Effect.map(store.get(scope, id), (read) => read.stored)
 
 const responseOf = (id: string, text: string): StoredResponse => ({
   id,
@@ -86,7 +90,7 @@ describe("ResponseStore (live)", () => {
     const name = responseRedisKey(storeKey(scope, id))
     await until("written", async () => (await admin.exists(name)) === 1)
 
-    expect(await Effect.runPromise(store.get(scope, id))).toEqual(responseOf(id, "Paris."))
+    expect(await Effect.runPromise(storedOf(store, scope, id))).toEqual(responseOf(id, "Paris."))
     const raw = (await admin.getBuffer(name))!
     for (const clear of ["Paris", "capital", "claude", "Be brief", id, "gw-key-caller-one"]) expect(raw.includes(clear)).toBe(false)
     expect(name).not.toContain(id)
@@ -107,14 +111,17 @@ describe("ResponseStore (live)", () => {
     await Effect.runPromise(store.put(owner, responseOf(id, "Paris.")))
     await until("written", async () => (await admin.exists(responseRedisKey(storeKey(owner, id)))) === 1)
 
-    expect(await Effect.runPromise(store.get(scopeOf(section, project, "gw-key-other-0002"), id))).toBeUndefined()
-    expect(await Effect.runPromise(store.get(scopeOf(section, project, undefined), id))).toBeUndefined()
-    expect(await Effect.runPromise(store.get(scopeOf(section, `p-${randomUUID()}`, "gw-key-owner-0001"), id))).toBeUndefined()
-    expect(await Effect.runPromise(store.get(owner, "resp_unknown"))).toBeUndefined()
+    expect(await Effect.runPromise(storedOf(store, scopeOf(section, project, "gw-key-other-0002"), id))).toBeUndefined()
+    expect(await Effect.runPromise(storedOf(store, scopeOf(section, project, undefined), id))).toBeUndefined()
+    expect(await Effect.runPromise(storedOf(store, scopeOf(section, `p-${randomUUID()}`, "gw-key-owner-0001"), id))).toBeUndefined()
+    expect(await Effect.runPromise(storedOf(store, owner, "resp_unknown"))).toBeUndefined()
+    // Another caller's id is claimed (never forwarded to a provider); an unknown one is not.
+    expect(await Effect.runPromise(store.get(scopeOf(section, project, "gw-key-other-0002"), id))).toEqual({ stored: undefined, claimed: true })
+    expect(await Effect.runPromise(store.get(owner, "resp_unknown"))).toEqual({ stored: undefined, claimed: false })
 
     expect(await Effect.runPromise(store.remove(scopeOf(section, project, "gw-key-other-0002"), id))).toBe(false)
     expect(await Effect.runPromise(store.remove(owner, id))).toBe(true)
-    expect(await Effect.runPromise(store.get(owner, id))).toBeUndefined()
+    expect(await Effect.runPromise(storedOf(store, owner, id))).toBeUndefined()
     await close()
   })
 
@@ -123,7 +130,7 @@ describe("ResponseStore (live)", () => {
     const scope = scopeOf(sectionOf(redis.url, { max_entry_size_bytes: 512 }), `p-${randomUUID()}`, "gw-key-big-0001")
     const id = `resp_${randomUUID().replaceAll("-", "")}`
     await Effect.runPromise(store.put(scope, responseOf(id, "x".repeat(1000))))
-    const marker = await Effect.runPromise(store.get(scope, id))
+    const marker = await Effect.runPromise(storedOf(store, scope, id))
     expect(marker).toMatchObject({ id, output: [], input: [], context: [] })
     expect(marker?.outgrownBytes).toBeGreaterThan(1000)
     expect(logs).toEqual([expect.objectContaining({ level: "warn", msg: "responses store unavailable", kind: "store skipped" })])
@@ -168,6 +175,6 @@ describe("ResponseStore.layerOff", () => {
     const scope = scopeOf(sectionOf("redis://127.0.0.1:1"), "p", undefined)
     expect(store.enabled).toBe(false)
     await Effect.runPromise(store.put(scope, responseOf("resp_1", "x")))
-    expect(await Effect.runPromise(store.get(scope, "resp_1"))).toBeUndefined()
+    expect(await Effect.runPromise(storedOf(store, scope, "resp_1"))).toBeUndefined()
   })
 })
