@@ -341,7 +341,8 @@ const checkTargets = (
       credential,
       weight: target.weight,
       timeoutMs: target.timeout_ms,
-      ttftMs: target.ttft_ms
+      ttftMs: target.ttft_ms,
+      onStreamBreak: target.on_stream_break
     })
   }
   return targets

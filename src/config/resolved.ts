@@ -66,6 +66,7 @@ export interface ResolvedTarget {
   readonly weight: number
   readonly timeoutMs?: number | undefined
   readonly ttftMs?: number | undefined
+  readonly onStreamBreak?: "error" | "continue" | undefined
 }
 
 export interface GatewaySettings {

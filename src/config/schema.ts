@@ -170,13 +170,19 @@ export const LimitsStore = Schema.Struct({
   default_output_tokens: PositiveInt.pipe(withDefault(4096))
 })
 
+/** What a committed stream that breaks does: `error` (the error frame, the spec's behaviour) or `continue` (on another target). */
+export const OnStreamBreak = Schema.Literals(["error", "continue"])
+export type OnStreamBreak = typeof OnStreamBreak.Type
+
 export const Target = Schema.Struct({
   model: Schema.NonEmptyString,
   credential: Schema.optionalKey(Schema.String),
   weight: PositiveInt.pipe(withDefault(1)),
   timeout_ms: Schema.optionalKey(PositiveInt),
   /** No content (text, tool-call or reasoning delta) within this many ms of a streamed attempt's start: it fails as a timeout before the commit, so routing retries or fails over (off when unset). */
-  ttft_ms: Schema.optionalKey(PositiveInt)
+  ttft_ms: Schema.optionalKey(PositiveInt),
+  /** A committed stream that breaks: end it with the error frame (`error`, the default) or continue the answer on the plan's next target (`continue`). */
+  on_stream_break: Schema.optionalKey(OnStreamBreak)
 })
 export type Target = typeof Target.Type
 
@@ -190,7 +196,9 @@ export const Step = Schema.Struct({
   strategy: Strategy,
   targets: Schema.Array(Schema.NonEmptyString),
   /** Applies to each of the step's targets that sets none itself. */
-  ttft_ms: Schema.optionalKey(PositiveInt)
+  ttft_ms: Schema.optionalKey(PositiveInt),
+  /** As `ttft_ms`: applies to each target that does not set it more specifically. */
+  on_stream_break: Schema.optionalKey(OnStreamBreak)
 })
 export type Step = typeof Step.Type
 
@@ -202,7 +210,9 @@ export const Route = Schema.Struct({
   steps: Schema.optionalKey(Schema.Array(Step)),
   retry: Schema.optionalKey(Retry),
   /** Applies to each of the route's targets that neither it nor its step sets. */
-  ttft_ms: Schema.optionalKey(PositiveInt)
+  ttft_ms: Schema.optionalKey(PositiveInt),
+  /** As `ttft_ms`: applies to each target that does not set it more specifically. */
+  on_stream_break: Schema.optionalKey(OnStreamBreak)
 })
 export type Route = typeof Route.Type
 
@@ -227,7 +237,9 @@ export const FunctionDef = Schema.Struct({
   variants: Schema.optionalKey(Schema.Record(Schema.String, Variant)),
   retry: Schema.optionalKey(Retry),
   /** Applies to each of the function's targets that neither it nor its step sets. */
-  ttft_ms: Schema.optionalKey(PositiveInt)
+  ttft_ms: Schema.optionalKey(PositiveInt),
+  /** As `ttft_ms`: applies to each target that does not set it more specifically. */
+  on_stream_break: Schema.optionalKey(OnStreamBreak)
 })
 export type FunctionDef = typeof FunctionDef.Type
 

@@ -56,7 +56,8 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         credential: target.credential === undefined ? undefined : describeCredential(target.credential),
         weight: target.weight,
         timeout_ms: target.timeoutMs,
-        ttft_ms: target.ttftMs
+        ttft_ms: target.ttftMs,
+        on_stream_break: target.onStreamBreak
       }])
     ),
     // The terms are policy an operator may not want printed: their number only.

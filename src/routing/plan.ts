@@ -28,6 +28,12 @@ export interface PlanTarget {
    * provider → `[defaults.provider]`; undefined (off) when none sets it.
    */
   readonly ttftMs?: number | undefined
+  /**
+   * `on_stream_break = "continue"`: a committed stream of this target that
+   * breaks is continued on another target of the plan (target → step → route
+   * or function); undefined for the default, the error frame.
+   */
+  readonly continueOnBreak?: true | undefined
   /** `[models.<name>] max_tokens`, for messages-style upstreams that require it. */
   readonly maxTokens?: number | undefined
 }

@@ -81,6 +81,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       weight: target.weight,
       timeoutMs: timeoutFor(provider, target.model, target.timeoutMs),
       ttftMs: target.ttftMs ?? ttftFor(provider, target.model),
+      continueOnBreak: target.onStreamBreak === "continue" ? true : undefined,
       maxTokens: file.models[target.model]?.max_tokens
     }
     compiledTargets.set(id, compiled)
@@ -93,6 +94,16 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
    */
   const withTtft = (target: PlanTarget, scoped: number | undefined): PlanTarget =>
     scoped === undefined || settings.targets.get(target.id)?.ttftMs !== undefined || target.ttftMs === scoped ? target : { ...target, ttftMs: scoped }
+
+  /** A step's, route's or function's `on_stream_break` (`scoped`) over a target that sets none itself. */
+  const withStreamBreak = (target: PlanTarget, scoped: "error" | "continue" | undefined): PlanTarget => {
+    if (scoped === undefined || settings.targets.get(target.id)?.onStreamBreak !== undefined) return target
+    const continueOnBreak = scoped === "continue" ? true : undefined
+    return target.continueOnBreak === continueOnBreak ? target : { ...target, continueOnBreak }
+  }
+  /** The scoped settings of a step, route or function over one of its targets. */
+  const scopedTo = (target: PlanTarget, scoped: { readonly ttft_ms?: number; readonly on_stream_break?: "error" | "continue" }): PlanTarget =>
+    withStreamBreak(withTtft(target, scoped.ttft_ms), scoped.on_stream_break)
 
   const modelRef = (reference: string): PlanTarget => {
     // The configuration's checks resolved every reference before anything is compiled.
@@ -118,16 +129,21 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
   const stepsOf = (
     strategy: Strategy,
     targets: ReadonlyArray<string> | undefined,
-    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string>; readonly ttft_ms?: number }> | undefined,
-    ttftMs: number | undefined
+    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string>; readonly ttft_ms?: number; readonly on_stream_break?: "error" | "continue" }> | undefined,
+    scoped: { readonly ttft_ms?: number; readonly on_stream_break?: "error" | "continue" }
   ): ReadonlyArray<PlanStep> =>
     steps !== undefined
-      ? steps.map((step) => ({ strategy: step.strategy, targets: step.targets.map((id) => withTtft(targetById(id), step.ttft_ms ?? ttftMs)) }))
-      : [{ strategy, targets: (targets ?? []).map((id) => withTtft(targetById(id), ttftMs)) }]
+      ? steps.map((step) => ({
+        strategy: step.strategy,
+        targets: step.targets.map((id) =>
+          scopedTo(targetById(id), { ttft_ms: step.ttft_ms ?? scoped.ttft_ms, on_stream_break: step.on_stream_break ?? scoped.on_stream_break })
+        )
+      }))
+      : [{ strategy, targets: (targets ?? []).map((id) => scopedTo(targetById(id), scoped)) }]
 
   const routePlans = new Map<string, Plan>()
   for (const [id, route] of Object.entries(file.routes)) {
-    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps, route.ttft_ms), retryOf(route.retry)))
+    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps, route), retryOf(route.retry)))
   }
 
   const functionPlans = new Map<string, Plan>()
@@ -137,7 +153,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       const variants: Array<Variant> = Object.entries(fn.variants ?? {}).map(([variantName, variant]) => {
         const steps: ReadonlyArray<PlanStep> = [{
           strategy: "single",
-          targets: [withTtft(variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!), fn.ttft_ms)]
+          targets: [scopedTo(variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!), fn)]
         }]
         return { name: variantName, weight: variant.weight, steps, shape: shapeOf(steps), overrides: variantParameters(variant) }
       })
@@ -145,8 +161,8 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       continue
     }
     const steps = fn.models !== undefined
-      ? [{ strategy: fn.strategy, targets: fn.models.map((model) => withTtft(modelRef(model), fn.ttft_ms)) }]
-      : stepsOf(fn.strategy, fn.targets, fn.steps, fn.ttft_ms)
+      ? [{ strategy: fn.strategy, targets: fn.models.map((model) => scopedTo(modelRef(model), fn)) }]
+      : stepsOf(fn.strategy, fn.targets, fn.steps, fn)
     functionPlans.set(name, planOf(`function::${name}`, fn.endpoint, steps, retry))
   }
 

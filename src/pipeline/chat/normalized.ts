@@ -17,6 +17,7 @@ import { framerFor } from "../../providers/framing.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
+import type { StreamSplice } from "./continuation.ts"
 import { commitStream, inBandFailure, responseHeaders, SSE_HEADERS, stopFrame } from "../forward/index.ts"
 import { reply } from "../reply.ts"
 import type { ChunkOut, Forwarded, StreamStage } from "../forward/index.ts"
@@ -32,6 +33,8 @@ export interface Translation {
   readonly request: ChatRequest
   readonly headers: Readonly<Record<string, string>>
   readonly collector: ResponseCollector
+  /** When a committed stream that breaks is continued elsewhere: the seam it watches (its encoder is the one written with). */
+  readonly splice?: StreamSplice | undefined
 }
 
 const sourceOf = (t: Translation): FailureSource => ({ providerId: t.providerId, family: t.providerFamily })
@@ -69,18 +72,28 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
 export const translateStage = (t: Translation): StreamStage => {
   const parser = framerFor(t.provider.framing)
   const decoder = t.provider.streamDecoder()
-  const encoder = t.caller.streamEncoder(t.request)
+  const { splice } = t
+  const encoder = splice?.encoder ?? t.caller.streamEncoder(t.request)
   let committed = false
-  const emit = (events: ReadonlyArray<ChatStreamEvent>, out: ChunkOut): "hold" | "commit" | StreamError => {
+  const emit = (events: ReadonlyArray<ChatStreamEvent>, out: ChunkOut): "hold" | "commit" | "end" | StreamError => {
     let frames = ""
+    let continued = false
     for (const event of events) {
+      if (splice !== undefined) {
+        // A break the splice takes is continued elsewhere: no error frame, nothing after it.
+        if (committed && event.type === "error" && splice.takes(event.error)) {
+          continued = true
+          break
+        }
+        splice.observe(event)
+      }
       t.collector.event(event)
       if (!committed && event.type === "error") return event.error
       frames += encoder.push(event)
       if (!committed && commitsResponse(event)) committed = true
     }
     if (frames !== "") out.push(Buffer.from(frames))
-    return committed ? "commit" : "hold"
+    return continued ? "end" : committed ? "commit" : "hold"
   }
   return {
     push: (chunk, out) => {
@@ -99,6 +112,7 @@ export const translateStage = (t: Translation): StreamStage => {
       return typeof verdict === "object" ? verdict : "end"
     },
     stop: (reason, out) => {
+      if (splice?.takes(reason) === true) return
       const stop = stopFrame(reason)
       if (reason !== "shutdown") t.collector.error = stop.reason
       emit([{ type: "error", error: { type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status } }], out)

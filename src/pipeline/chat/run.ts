@@ -20,7 +20,7 @@ import type { CompiledProvider } from "../../providers/adapter.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
-import type { PlanStep } from "../../routing/plan.ts"
+import type { PlanStep, PlanTarget } from "../../routing/plan.ts"
 import { servableSteps, speaksNatively } from "../../routing/servable.ts"
 import type { Project } from "../../tenancy/project.ts"
 import { cacheKey, cacheUse } from "../cache/index.ts"
@@ -55,6 +55,7 @@ import {
 } from "../forward/index.ts"
 import type { Forwarded } from "../forward/index.ts"
 import { translateJson, translateStream } from "./normalized.ts"
+import { continueAfter, StreamSplice } from "./continuation.ts"
 
 export interface ChatInput {
   readonly ctx: RequestContext
@@ -211,6 +212,27 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const tap = ctx.tapEvents === true
     let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
     const spend = new Spend(input.project.priceOf)
+    /**
+     * `on_stream_break = "continue"`: the seam of the latest attempt's stream, when a break of it
+     * may be continued (a canonical request to ask with, and another target to ask).
+     */
+    let splice: StreamSplice | undefined
+    /** The target of the latest attempt (the one a stream is continued from). */
+    let latest: PlanTarget | undefined
+    const spliceFor = (target: PlanTarget): StreamSplice | undefined => {
+      const request = canonicalRequest()
+      if (Result.isFailure(request) || request.success.untranslatable.length > 0) return undefined
+      if (!steps.some((step) => step.targets.some((other) => other.id !== target.id))) return undefined
+      return new StreamSplice(callerCodec.streamEncoder(request.success))
+    }
+    /** A target's provider request body for the canonical `request`, and the caller's fields it could not carry. */
+    const translatedBody = (target: PlanTarget, request: ChatRequest) =>
+      PROVIDER_CODECS[target.provider.family as WireFamily].encodeRequest(request, {
+        model: target.model,
+        callerFamily: caller === "responses" ? undefined : caller,
+        defaultMaxTokens: target.maxTokens,
+        maxTokensField: target.provider.maxTokensParam
+      })
 
     const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>) =>
       client.send(call).pipe(
@@ -219,7 +241,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
           const source = { providerId: provider.id, family: provider.family }
           if (fast) {
             return isEventStream(response)
-              ? forwardStream(ctx, caller, source, response, extra, chatStreamGate(caller, collector))
+              ? forwardStream(ctx, caller, source, response, extra, chatStreamGate(caller, collector, splice))
               : forwardHeld(source, response, extra, chatJsonInspector(caller, collector))
           }
           const translation = {
@@ -230,7 +252,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
             caller: callerCodec,
             request: Result.getOrThrow(canonicalRequest()),
             headers: extra,
-            collector
+            collector,
+            splice
           }
           return input.stream ? translateStream(translation, response) : translateJson(translation, response)
         }),
@@ -243,6 +266,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const fast = speaksNatively(caller, provider)
       spend.begin(target.model, collector.usage)
       collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
+      splice = input.stream && target.continueOnBreak === true ? spliceFor(target) : undefined
+      latest = target
       const operation = fast && caller === "responses" ? "responses" : input.stream ? "chat_stream" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
@@ -256,13 +281,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         callHeaders = passThroughHeaders(headers, auth, ctx.requestId)
         callHeaders["content-type"] ??= "application/json"
       } else {
-        const request = Result.getOrThrow(canonicalRequest())
-        const encoded = PROVIDER_CODECS[provider.family as WireFamily].encodeRequest(request, {
-          model: target.model,
-          callerFamily: caller === "responses" ? undefined : caller,
-          defaultMaxTokens: target.maxTokens,
-          maxTokensField: provider.maxTokensParam
-        })
+        const encoded = translatedBody(target, Result.getOrThrow(canonicalRequest()))
         body = JSON.stringify(encoded.body)
         callHeaders = translatedHeaders(auth, ctx.requestId, input.stream)
         const dropped = droppedHeader(encoded.dropped)
@@ -292,6 +311,52 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         trace.attempt(info, fast ? "fast" : "normalized", () => collector.error)
       )
     }
+
+    /**
+     * How a broken stream is continued: each other target of the plan in turn, asked on the
+     * normalized path; each continuation is an attempt of its own in the trace and the log.
+     */
+    const continuation = (seam: StreamSplice, answer: ResponseCollector) => ({
+      ctx,
+      splice: seam,
+      collector: answer,
+      request: Result.getOrThrow(canonicalRequest()),
+      targets: steps.flatMap((step) => step.targets).filter((target) => target.id !== latest?.id),
+      codecOf: (target: PlanTarget) => PROVIDER_CODECS[target.provider.family as WireFamily],
+      open: (target: PlanTarget, request: ChatRequest) => {
+        const provider = target.provider
+        const info: AttemptInfo = { attempt: (ctx.log.attempts ?? 1) + 1, target }
+        ctx.log.attempts = info.attempt
+        const providerRequest = provider.request("chat_stream", target.model, keyFor(provider.origin))
+        const refused = unauthenticatedCall(provider, providerRequest)
+        if (refused !== undefined) return Effect.fail(refused)
+        const { path, headers: auth, secret, sign } = providerRequest
+        return client.send({
+          providerId: provider.id,
+          family: provider.family,
+          origin: provider.origin,
+          method: "POST",
+          path,
+          headers: translatedHeaders(auth, ctx.requestId, true),
+          body: JSON.stringify(translatedBody(target, request).body),
+          idleTimeoutMs: target.timeoutMs,
+          decode: true,
+          secret,
+          sign
+        }).pipe(trace.attempt(info, "normalized", () => undefined))
+      },
+      noted: (target: PlanTarget, outcome: "ok" | UpstreamError) => {
+        const level = outcome === "ok" ? "info" : "warn"
+        if (!log.enabled(level)) return
+        log.log(level, "continuation", {
+          request_id: ctx.requestId,
+          attempt: ctx.log.attempts,
+          target: target.id,
+          provider: target.provider.id,
+          outcome: outcome === "ok" ? "continued" : outcome.reason
+        })
+      }
+    })
 
     /** What the log line and the GenAI record say of the answer, once it is over (a stream: once it ended). */
     const finish = (exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> => {
@@ -330,8 +395,9 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       // A stream's answer is over when its body ends: it is finished there.
       Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : finish(exit)))
     )
-    const { body } = forwarded
+    let { body } = forwarded
     if (!isValueBody(body)) {
+      if (splice !== undefined) body = continueAfter(body, continuation(splice, collector))
       // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
       const recordOutput = guard.output
         ? Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector))))

@@ -47,6 +47,11 @@ const makeRecorder = (registry: Registry) => {
   const attempts = counter("gateway_upstream_attempts_total", "Upstream attempts made, by the provider that answered the request last.", ["provider"])
   const retries = counter("gateway_retries_total", "Attempts that retried the target before them.", ["provider"])
   const failovers = counter("gateway_failovers_total", "Attempts that moved on to another target.", ["provider"])
+  const continuations = counter(
+    "gateway_continuations_total",
+    "Broken streams continued on another target (on_stream_break = \"continue\"), by the provider continued on and outcome (ok, or failed: the error frame).",
+    ["provider", "outcome"]
+  )
   const cache = counter("gateway_cache_requests_total", "Response cache lookups, by result.", ["result"])
   const guardrail = counter("gateway_guardrail_refusals_total", "Requests a guardrail refused, by category.", ["category"])
   const rateLimited = counter("gateway_rate_limit_refusals_total", "Requests answered 429, by who refused (upstream or gateway).", ["source"])
@@ -122,6 +127,10 @@ const makeRecorder = (registry: Registry) => {
       count(attempts, provider, fields.attempts)
       if (fields.retries !== undefined) count(retries, provider, fields.retries)
       if (fields.failovers !== undefined) count(failovers, provider, fields.failovers)
+    }
+    if (fields.continued !== undefined) {
+      const pair = `${fields.continued_on ?? "none"}\0${fields.continued}`
+      ;(continuations.at(pair) ?? continuations.create(pair, [fields.continued_on ?? "none", fields.continued])).value++
     }
     if (fields.cache !== undefined) count(cache, fields.cache)
     if (fields.guardrail !== undefined) count(guardrail, fields.guardrail)

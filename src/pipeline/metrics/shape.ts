@@ -14,6 +14,9 @@ export interface RequestFields {
   readonly retries?: number | undefined
   readonly failovers?: number | undefined
   readonly cache?: string | undefined
+  /** A broken stream continued on another target: `ok` or `failed`, and where (the log line's `continued`, `continued_on`). */
+  readonly continued?: "ok" | "failed" | undefined
+  readonly continued_on?: string | undefined
   readonly input_tokens?: number | undefined
   readonly output_tokens?: number | undefined
   readonly cached_tokens?: number | undefined
