@@ -8,7 +8,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
-import { beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CONTINUE_PROMPT } from "../../src/pipeline/chat/continuation.ts"
 import {
   anthropicEvent,
@@ -18,7 +18,9 @@ import {
   openAiStream,
   sseEvent
 } from "../fixtures/fake-upstream.ts"
-import { gatewayWithFakes, waitForRequestLogs } from "./harness.ts"
+import { Redis } from "ioredis"
+import { gatewayWithFakes, startGateway, waitForRequestLogs } from "./harness.ts"
+import type { RunningGateway } from "./harness.ts"
 
 const retry = { max_retries: 0, backoff_base_ms: 1 }
 const route = (models: string, targets: Array<string>, extra: Record<string, unknown> = { on_stream_break: "continue" }) => ({
@@ -182,6 +184,42 @@ describe("a broken stream is continued on the next target", () => {
   })
 })
 
+describe("the seam on the wire", () => {
+  const raw = async (path: string, body: object) => {
+    const response = await fetch(`${gateway.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+    return response.text()
+  }
+  const count = (text: string, needle: string) => text.split(needle).length - 1
+
+  it("OpenAI: one role chunk, one finish, one [DONE], every chunk with the first upstream's id, usage summed", async () => {
+    openAiBreaks()
+    openAiContinues(AFTER, { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 })
+    const text = await raw("/v1/chat/completions", { model: "oo", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "tell me" }] })
+    const chunks = text.split("\n\n").filter((frame) => frame.startsWith("data: {")).map((frame) => JSON.parse(frame.slice(6)))
+    expect(new Set(chunks.map((chunk) => chunk.id))).toEqual(new Set(["chatcmpl-fake"]))
+    expect(chunks.filter((chunk) => chunk.choices[0]?.delta?.role === "assistant")).toHaveLength(1)
+    expect(chunks.filter((chunk) => chunk.choices[0]?.finish_reason === "stop")).toHaveLength(1)
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta?.content ?? "").join("")).toBe(WHOLE)
+    expect(chunks.at(-1).usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 4 })
+    expect(count(text, "[DONE]")).toBe(1)
+    expect(text).not.toContain("error")
+  })
+
+  it("Anthropic: one message_start, the text in one block (index 0), one message_delta and message_stop", async () => {
+    anthropicBreaks()
+    anthropicContinues()
+    const text = await raw("/v1/messages", { model: "aa", stream: true, max_tokens: 64, messages: [{ role: "user", content: "tell me" }] })
+    expect(count(text, "event: message_start")).toBe(1)
+    expect(count(text, "event: content_block_start")).toBe(1)
+    expect(count(text, "event: message_delta")).toBe(1)
+    expect(count(text, "event: message_stop")).toBe(1)
+    expect(text).not.toContain("event: error")
+    const deltas = text.split("\n\n").filter((frame) => frame.startsWith("event: content_block_delta")).map((frame) => JSON.parse(frame.split("data: ")[1]))
+    expect(new Set(deltas.map((delta) => delta.index))).toEqual(new Set([0]))
+    expect(deltas.map((delta) => delta.delta.text).join("")).toBe(WHOLE)
+  })
+})
+
 describe("what is not continued ends with the error frame, as before", () => {
   it("without on_stream_break the helper sees the stream's error", async () => {
     openAiBreaks()
@@ -238,5 +276,60 @@ describe("a continued stream elsewhere in the pipeline", () => {
     const final = await anthropic.messages.stream({ model: "ao", max_tokens: 64, messages: [{ role: "user", content: "fresh" }] }).finalMessage()
     expect(final.content[0]).toMatchObject({ type: "text", text: "echo: fresh" })
     expect((await lastRequest()).continued).toBeUndefined()
+  })
+})
+
+describe("with the cache and the output guardrail", () => {
+  // A database of its own, emptied before and after.
+  const REDIS_URL = `${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/9`
+  let redis: Redis
+  let guarded: RunningGateway
+  beforeAll(async () => {
+    redis = new Redis(REDIS_URL)
+    await redis.flushdb()
+    guarded = await startGateway({
+      providers: {
+        openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "gpt-4o-mini"], credential: "none" },
+        anthropic: { base_url: fakes.anthropic.url, models: ["claude-sonnet-4-5"], credential: "none" }
+      },
+      targets: { gpt: { model: "gpt-4o" }, claude: { model: "claude-sonnet-4-5" } },
+      routes: { smart: route("smart", ["gpt", "claude"]) },
+      security: { enabled: true, output_guardrails: true, blocklist: ["forbidden-word"] },
+      cache: { enabled: true, url: REDIS_URL, encrypt_salt: "continuation-salt", default_mode: "always" }
+    })
+  })
+  afterAll(async () => {
+    await guarded?.close()
+    await redis.flushdb()
+    redis.disconnect()
+  })
+  const client = () => new OpenAI({ baseURL: `${guarded.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
+
+  it("a continued stream is cached whole, as one answer: the same request is a hit with the whole text", async () => {
+    openAiBreaks()
+    anthropicContinues()
+    const request = { model: "smart", messages: [{ role: "user" as const, content: "cache the whole of it" }] }
+    const first = await client().chat.completions.stream(request).finalChatCompletion()
+    expect(first.choices[0].message.content).toBe(WHOLE)
+    const deadline = Date.now() + 3000
+    while ((await redis.keys("gw:cache:v1:*")).length < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    const again = await client().chat.completions.stream(request).finalChatCompletion()
+    expect(again.choices[0].message.content).toBe(WHOLE)
+    expect(fakes.openai.requests).toHaveLength(1)
+    expect(fakes.anthropic.requests).toHaveLength(1)
+    const logs = await waitForRequestLogs(guarded, 2)
+    expect(logs.at(-2)).toMatchObject({ cache: "miss", continued: "ok", continued_on: "anthropic" })
+    // TTFT is the answer's first token, from the first attempt: there is one.
+    expect(logs.at(-2)!.ttft_ms).toBeGreaterThan(0)
+    expect(logs.at(-1)).toMatchObject({ cache: "hit" })
+  })
+
+  it("the output guardrail reads the whole answer, across the seam", async () => {
+    fakes.openai.script({ kind: "sse", events: openAiStream({ content: ["the forbid"], done: false }).slice(0, -1), thenError: "close" })
+    anthropicContinues(["den-word, then more"])
+    const final = await client().chat.completions.stream({ model: "smart", messages: [{ role: "user", content: "say it" }] }).finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("the forbidden-word, then more")
+    const logs = await waitForRequestLogs(guarded, 3)
+    expect(logs.at(-1)).toMatchObject({ continued: "ok", guardrail_output: "blocklist" })
   })
 })
