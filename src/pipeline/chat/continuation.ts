@@ -26,7 +26,6 @@ import type { Scope } from "effect"
 import { commitsResponse } from "../../domain/index.ts"
 import type { ChatRequest, ChatStreamEvent, Message, StreamError, UpstreamError, Usage } from "../../domain/index.ts"
 import type { ProviderCodec, StreamEncoder } from "../../formats/index.ts"
-import { framerFor } from "../../providers/framing.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { PlanTarget } from "../../routing/plan.ts"
 import type { RequestContext } from "../context.ts"
@@ -34,6 +33,7 @@ import { commitStream, inBandFailure, stopFrame } from "../forward/index.ts"
 import type { ChunkOut, StreamStage, StreamStop } from "../forward/index.ts"
 import type { ReplyStream } from "../reply.ts"
 import type { ResponseCollector } from "./collector.ts"
+import { decodingStage } from "./normalized.ts"
 
 /** The user message that asks a provider without prefill to go on with its cut-off answer (docs/routing.md). */
 export const CONTINUE_PROMPT =
@@ -193,8 +193,6 @@ export const sumUsage = (before: Usage | undefined, after: Usage): Usage =>
  */
 const continuationStage = (c: Continuation, codec: ProviderCodec, trim: SeamTrim): StreamStage => {
   const { splice, collector } = c
-  const parser = framerFor(codec.framing)
-  const decoder = codec.streamDecoder()
   const before = splice.usage
   let committed = false
   const adapt = (event: ChatStreamEvent, into: Array<ChatStreamEvent>): void => {
@@ -241,24 +239,10 @@ const continuationStage = (c: Continuation, codec: ProviderCodec, trim: SeamTrim
     if (frames !== "") out.push(Buffer.from(frames))
     return verdict ?? (committed ? "commit" : "hold")
   }
-  return {
-    push: (chunk, out) => {
-      const events: Array<ChatStreamEvent> = []
-      for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
-      return emit(events, out)
-    },
-    end: (out) => {
-      const events: Array<ChatStreamEvent> = []
-      for (const sse of parser.end()) for (const event of decoder.push(sse)) events.push(event)
-      for (const event of decoder.end()) events.push(event)
-      const verdict = emit(events, out)
-      return typeof verdict === "object" ? verdict : "end"
-    },
-    stop: (reason, out) => {
-      if (splice.takes(reason)) return
-      out.push(Buffer.from(errorFrame(c, reason)))
-    }
-  }
+  return decodingStage(codec, emit, (reason, out) => {
+    if (splice.takes(reason)) return
+    out.push(Buffer.from(errorFrame(c, reason)))
+  })
 }
 
 /** The error frame that ends a stream no continuation could save, noted on the log line. */

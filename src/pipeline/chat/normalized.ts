@@ -12,8 +12,9 @@
 import { Effect, Result } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily, StreamError } from "../../domain/index.ts"
-import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
+import type { CallerCodec, ProviderCodec, StreamDecoder } from "../../formats/index.ts"
 import { framerFor } from "../../providers/framing.ts"
+import type { Framer } from "../../providers/framing.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
@@ -61,6 +62,24 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
     ))
   })
 
+/** The canonical events of an upstream chunk; an event over the parser's limit breaks the stream. */
+const upstreamEvents = (parser: Framer, decoder: StreamDecoder, chunk: Uint8Array): Array<ChatStreamEvent> => {
+  const events: Array<ChatStreamEvent> = []
+  for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
+  if (parser.overflowed) {
+    events.push({ type: "error", error: { type: "api_error", message: `upstream sent a stream event over ${MAX_EVENT_MIB} MiB`, status: 502, malformed: true } })
+  }
+  return events
+}
+
+/** The canonical events at the upstream's end (an `error` when it ended before its terminal event). */
+const lastUpstreamEvents = (parser: Framer, decoder: StreamDecoder): Array<ChatStreamEvent> => {
+  const events: Array<ChatStreamEvent> = []
+  for (const sse of parser.end()) for (const event of decoder.push(sse)) events.push(event)
+  for (const event of decoder.end()) events.push(event)
+  return events
+}
+
 /**
  * The stage of a translated stream: SSE decode, canonical events, encoded in
  * the caller's format, one pull's chunks at a time. The answer commits with
@@ -69,19 +88,39 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
  * that sends `message_start` and then `overloaded_error` is still a failed
  * attempt.
  */
+/**
+ * A stage over an upstream stream of `codec`'s family: each chunk's canonical
+ * events go to `emit`, which writes the caller's bytes and judges the commit.
+ */
+export const decodingStage = (
+  codec: ProviderCodec,
+  emit: (events: ReadonlyArray<ChatStreamEvent>, out: ChunkOut) => "hold" | "commit" | "end" | StreamError,
+  stop: NonNullable<StreamStage["stop"]>
+): StreamStage => {
+  const parser = framerFor(codec.framing)
+  const decoder = codec.streamDecoder()
+  return {
+    push: (chunk, out) => emit(upstreamEvents(parser, decoder, chunk), out),
+    end: (out) => {
+      const verdict = emit(lastUpstreamEvents(parser, decoder), out)
+      return typeof verdict === "object" ? verdict : "end"
+    },
+    stop
+  }
+}
+
 export const translateStage = (t: Translation): StreamStage => {
-  const parser = framerFor(t.provider.framing)
-  const decoder = t.provider.streamDecoder()
   const { splice } = t
   const encoder = splice?.encoder ?? t.caller.streamEncoder(t.request)
   let committed = false
+  let stopped = false
   const emit = (events: ReadonlyArray<ChatStreamEvent>, out: ChunkOut): "hold" | "commit" | "end" | StreamError => {
     let frames = ""
     let continued = false
     for (const event of events) {
       if (splice !== undefined) {
         // A break the splice takes is continued elsewhere: no error frame, nothing after it.
-        if (committed && event.type === "error" && splice.takes(event.error)) {
+        if (committed && !stopped && event.type === "error" && splice.takes(event.error)) {
           continued = true
           break
         }
@@ -95,29 +134,14 @@ export const translateStage = (t: Translation): StreamStage => {
     if (frames !== "") out.push(Buffer.from(frames))
     return continued ? "end" : committed ? "commit" : "hold"
   }
-  return {
-    push: (chunk, out) => {
-      const events: Array<ChatStreamEvent> = []
-      for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
-      if (parser.overflowed) {
-        events.push({ type: "error", error: { type: "api_error", message: `upstream sent a stream event over ${MAX_EVENT_MIB} MiB`, status: 502, malformed: true } })
-      }
-      return emit(events, out)
-    },
-    end: (out) => {
-      const events: Array<ChatStreamEvent> = []
-      for (const sse of parser.end()) for (const event of decoder.push(sse)) events.push(event)
-      for (const event of decoder.end()) events.push(event)
-      const verdict = emit(events, out)
-      return typeof verdict === "object" ? verdict : "end"
-    },
-    stop: (reason, out) => {
-      if (splice?.takes(reason) === true) return
-      const stop = stopFrame(reason)
-      if (reason !== "shutdown") t.collector.error = stop.reason
-      emit([{ type: "error", error: { type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status } }], out)
-    }
-  }
+  return decodingStage(t.provider, emit, (reason, out) => {
+    if (splice?.takes(reason) === true) return
+    const stop = stopFrame(reason)
+    if (reason !== "shutdown") t.collector.error = stop.reason
+    // The splice declined this stop: its error frame is written, not offered to it again.
+    stopped = true
+    emit([{ type: "error", error: { type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status } }], out)
+  })
 }
 
 /** A translated stream under the commit rule: fails only before the commit; after it a reply whose body is the stream. */

@@ -16,7 +16,7 @@ import { CALLER_CODECS, OpenAiChat, PROVIDER_CODECS } from "../../formats/index.
 import type { DecodeFailure } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
 import { unauthenticatedCall } from "../../providers/adapter.ts"
-import type { CompiledProvider } from "../../providers/adapter.ts"
+import type { CompiledProvider, ProviderRequest } from "../../providers/adapter.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo } from "../../routing/execute.ts"
@@ -272,7 +272,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
       if (refused !== undefined) return Effect.fail(refused).pipe(trace.attempt(info, undefined, () => undefined))
-      const { path, headers: auth, secret, sign } = providerRequest
+      const auth = providerRequest.headers
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
@@ -293,19 +293,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       ctx.log.provider = provider.id
       ctx.log.upstream_model = target.model
       ctx.log.path_kind = fast ? "fast" : "normalized"
-      const sent = send(provider, {
-        providerId: provider.id,
-        family: provider.family,
-        origin: provider.origin,
-        method: "POST",
-        path,
-        headers: callHeaders,
-        body,
-        idleTimeoutMs: target.timeoutMs,
-        decode: true,
-        secret,
-        sign
-      }, fast, extra)
+      const sent = send(provider, upstreamCall(target, providerRequest, callHeaders, body), fast, extra)
       // `ttft_ms`: a stream with no content in time fails before the commit (unset: `sent` as it is).
       return firstContentWithin(sent, input.stream ? target.ttftMs : undefined, provider).pipe(
         trace.attempt(info, fast ? "fast" : "normalized", () => collector.error)
@@ -330,20 +318,10 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         const providerRequest = provider.request("chat_stream", target.model, keyFor(provider.origin))
         const refused = unauthenticatedCall(provider, providerRequest)
         if (refused !== undefined) return Effect.fail(refused)
-        const { path, headers: auth, secret, sign } = providerRequest
-        return client.send({
-          providerId: provider.id,
-          family: provider.family,
-          origin: provider.origin,
-          method: "POST",
-          path,
-          headers: translatedHeaders(auth, ctx.requestId, true),
-          body: JSON.stringify(translatedBody(target, request).body),
-          idleTimeoutMs: target.timeoutMs,
-          decode: true,
-          secret,
-          sign
-        }).pipe(trace.attempt(info, "normalized", () => undefined))
+        const headers = translatedHeaders(providerRequest.headers, ctx.requestId, true)
+        return client.send(upstreamCall(target, providerRequest, headers, JSON.stringify(translatedBody(target, request).body))).pipe(
+          trace.attempt(info, "normalized", () => undefined)
+        )
       },
       noted: (target: PlanTarget, outcome: "ok" | UpstreamError) => {
         const level = outcome === "ok" ? "info" : "warn"
@@ -425,6 +403,26 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     return forwarded as Reply
   })
 }
+
+/** The upstream call of a chat attempt at `target`: its provider's request, with these headers and body. */
+const upstreamCall = (
+  target: PlanTarget,
+  { path, secret, sign }: ProviderRequest,
+  headers: Record<string, string>,
+  body: string | Uint8Array
+): UpstreamCall => ({
+  providerId: target.provider.id,
+  family: target.provider.family,
+  origin: target.provider.origin,
+  method: "POST",
+  path,
+  headers,
+  body,
+  idleTimeoutMs: target.timeoutMs,
+  decode: true,
+  secret,
+  sign
+})
 
 /** How a request uses the cache: its scope, key and lifetime, or undefined when it does not. */
 const planCaching = (input: ChatInput, chosen: ChosenPlan, steps: ReadonlyArray<PlanStep>, json: Readonly<Record<string, unknown>>) => {
