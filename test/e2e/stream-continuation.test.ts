@@ -144,6 +144,21 @@ describe("a broken stream is continued on the next target", () => {
     expect(final.stop_reason).toBe("end_turn")
   })
 
+  it("a continuation may call a tool: the text before the break, then the tool call, complete", async () => {
+    anthropicBreaks()
+    fakes.openai.script({ kind: "sse", events: openAiStream({ toolCalls: [{ id: "call_1", name: "get_weather", argumentPieces: ["{\"city\":", "\"Paris\"}"] }] }) })
+    const final = await openai.chat.completions.stream({
+      model: "ao",
+      messages: [{ role: "user", content: "weather" }],
+      tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }]
+    }).finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("The quick brown ")
+    expect(final.choices[0].message.tool_calls).toEqual([
+      expect.objectContaining({ id: "call_1", function: expect.objectContaining({ name: "get_weather", arguments: "{\"city\":\"Paris\"}" }) })
+    ])
+    expect(final.choices[0].finish_reason).toBe("tool_calls")
+  })
+
   it("Responses caller: a Responses stream reset mid-answer is continued on the next target (chat completions)", async () => {
     const pending = { id: "resp_cont", object: "response", created_at: 0, status: "in_progress", model: "gpt-4o", output: [], usage: null }
     const item = { id: "msg_1", type: "message", status: "in_progress", role: "assistant", content: [] }
