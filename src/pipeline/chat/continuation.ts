@@ -33,7 +33,7 @@ import { commitStream, inBandFailure, stopFrame } from "../forward/index.ts"
 import type { ChunkOut, StreamStage, StreamStop } from "../forward/index.ts"
 import type { ReplyStream } from "../reply.ts"
 import type { ResponseCollector } from "./collector.ts"
-import { decodingStage } from "./normalized.ts"
+import { decodingStage } from "./decoding.ts"
 
 /** The user message that asks a provider without prefill to go on with its cut-off answer (docs/routing.md). */
 export const CONTINUE_PROMPT =

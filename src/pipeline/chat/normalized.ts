@@ -12,13 +12,12 @@
 import { Effect, Result } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily, StreamError } from "../../domain/index.ts"
-import type { CallerCodec, ProviderCodec, StreamDecoder } from "../../formats/index.ts"
-import { framerFor } from "../../providers/framing.ts"
-import type { Framer } from "../../providers/framing.ts"
+import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
 import type { StreamSplice } from "./continuation.ts"
+import { decodingStage } from "./decoding.ts"
 import { commitStream, inBandFailure, responseHeaders, SSE_HEADERS, stopFrame } from "../forward/index.ts"
 import { reply } from "../reply.ts"
 import type { ChunkOut, Forwarded, StreamStage } from "../forward/index.ts"
@@ -62,53 +61,6 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
     ))
   })
 
-/** The canonical events of an upstream chunk; an event over the parser's limit breaks the stream. */
-const upstreamEvents = (parser: Framer, decoder: StreamDecoder, chunk: Uint8Array): Array<ChatStreamEvent> => {
-  const events: Array<ChatStreamEvent> = []
-  for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
-  if (parser.overflowed) {
-    events.push({ type: "error", error: { type: "api_error", message: `upstream sent a stream event over ${MAX_EVENT_MIB} MiB`, status: 502, malformed: true } })
-  }
-  return events
-}
-
-/** The canonical events at the upstream's end (an `error` when it ended before its terminal event). */
-const lastUpstreamEvents = (parser: Framer, decoder: StreamDecoder): Array<ChatStreamEvent> => {
-  const events: Array<ChatStreamEvent> = []
-  for (const sse of parser.end()) for (const event of decoder.push(sse)) events.push(event)
-  for (const event of decoder.end()) events.push(event)
-  return events
-}
-
-/**
- * The stage of a translated stream: SSE decode, canonical events, encoded in
- * the caller's format, one pull's chunks at a time. The answer commits with
- * the first event that carries content or the finish (`commitsResponse`, the
- * rule of every path): the preamble alone commits nothing, so an upstream
- * that sends `message_start` and then `overloaded_error` is still a failed
- * attempt.
- */
-/**
- * A stage over an upstream stream of `codec`'s family: each chunk's canonical
- * events go to `emit`, which writes the caller's bytes and judges the commit.
- */
-export const decodingStage = (
-  codec: ProviderCodec,
-  emit: (events: ReadonlyArray<ChatStreamEvent>, out: ChunkOut) => "hold" | "commit" | "end" | StreamError,
-  stop: NonNullable<StreamStage["stop"]>
-): StreamStage => {
-  const parser = framerFor(codec.framing)
-  const decoder = codec.streamDecoder()
-  return {
-    push: (chunk, out) => emit(upstreamEvents(parser, decoder, chunk), out),
-    end: (out) => {
-      const verdict = emit(lastUpstreamEvents(parser, decoder), out)
-      return typeof verdict === "object" ? verdict : "end"
-    },
-    stop
-  }
-}
-
 export const translateStage = (t: Translation): StreamStage => {
   const { splice } = t
   const encoder = splice?.encoder ?? t.caller.streamEncoder(t.request)
@@ -150,6 +102,3 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
     commitStream(t.ctx, response.body, translateStage(t), (error) => inBandFailure(sourceOf(t), error)),
     (body) => reply(200, { ...SSE_HEADERS, ...responseHeaders(response.headers, "own"), ...t.headers }, body)
   )
-
-/** The largest single event the translated path reads (the SSE parser's line limit). */
-const MAX_EVENT_MIB = 16
