@@ -321,7 +321,8 @@ const checkTargets = (
       timeoutMs: target.timeout_ms,
       ttftMs: target.ttft_ms,
       hedgeAfterMs: target.hedge_after_ms,
-      maxHedges: target.max_hedges
+      maxHedges: target.max_hedges,
+      onStreamBreak: target.on_stream_break
     })
   }
   return targets

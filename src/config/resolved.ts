@@ -70,6 +70,7 @@ export interface ResolvedTarget {
   readonly ttftMs?: number | undefined
   readonly hedgeAfterMs?: number | undefined
   readonly maxHedges?: number | undefined
+  readonly onStreamBreak?: "error" | "continue" | undefined
 }
 
 export interface GatewaySettings {

@@ -177,6 +177,10 @@ export const LimitsStore = Schema.Struct({
   default_output_tokens: PositiveInt.pipe(withDefault(4096))
 })
 
+/** What a committed stream that breaks does: `error` (the error frame, the spec's behaviour) or `continue` (on another target). */
+export const OnStreamBreak = Schema.Literals(["error", "continue"])
+export type OnStreamBreak = typeof OnStreamBreak.Type
+
 export const Target = Schema.Struct({
   model: Schema.NonEmptyString,
   credential: Schema.optionalKey(Schema.String),
@@ -187,7 +191,9 @@ export const Target = Schema.Struct({
   /** No content (text, tool-call or reasoning delta; a non-streamed answer: no whole answer) within this many ms: the step's next target is started beside this one and the first to answer wins (off when unset). */
   hedge_after_ms: Schema.optionalKey(PositiveInt),
   /** How many hedges a request may start in all (default 1). */
-  max_hedges: Schema.optionalKey(PositiveInt)
+  max_hedges: Schema.optionalKey(PositiveInt),
+  /** A committed stream that breaks: end it with the error frame (`error`, the default) or continue the answer on the plan's next target (`continue`). */
+  on_stream_break: Schema.optionalKey(OnStreamBreak)
 })
 export type Target = typeof Target.Type
 
@@ -200,10 +206,12 @@ export type Retry = typeof Retry.Type
 export const Step = Schema.Struct({
   strategy: Strategy,
   targets: Schema.Array(Schema.NonEmptyString),
-  /** Applies to each of the step's targets that sets none itself (as do `hedge_after_ms` and `max_hedges`). */
+  /** Applies to each of the step's targets that sets none itself (as do `hedge_after_ms`, `max_hedges` and `on_stream_break`). */
   ttft_ms: Schema.optionalKey(PositiveInt),
   hedge_after_ms: Schema.optionalKey(PositiveInt),
-  max_hedges: Schema.optionalKey(PositiveInt)
+  max_hedges: Schema.optionalKey(PositiveInt),
+  /** As `ttft_ms`: applies to each target that does not set it more specifically. */
+  on_stream_break: Schema.optionalKey(OnStreamBreak)
 })
 export type Step = typeof Step.Type
 
@@ -214,10 +222,12 @@ export const Route = Schema.Struct({
   targets: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
   steps: Schema.optionalKey(Schema.Array(Step)),
   retry: Schema.optionalKey(Retry),
-  /** Applies to each of the route's targets that neither it nor its step sets (as do `hedge_after_ms` and `max_hedges`). */
+  /** Applies to each of the route's targets that neither it nor its step sets (as do `hedge_after_ms`, `max_hedges` and `on_stream_break`). */
   ttft_ms: Schema.optionalKey(PositiveInt),
   hedge_after_ms: Schema.optionalKey(PositiveInt),
-  max_hedges: Schema.optionalKey(PositiveInt)
+  max_hedges: Schema.optionalKey(PositiveInt),
+  /** As `ttft_ms`: applies to each target that does not set it more specifically. */
+  on_stream_break: Schema.optionalKey(OnStreamBreak)
 })
 export type Route = typeof Route.Type
 
@@ -241,10 +251,12 @@ export const FunctionDef = Schema.Struct({
   steps: Schema.optionalKey(Schema.Array(Step)),
   variants: Schema.optionalKey(Schema.Record(Schema.String, Variant)),
   retry: Schema.optionalKey(Retry),
-  /** Applies to each of the function's targets that neither it nor its step sets (as do `hedge_after_ms` and `max_hedges`). */
+  /** Applies to each of the function's targets that neither it nor its step sets (as do `hedge_after_ms`, `max_hedges` and `on_stream_break`). */
   ttft_ms: Schema.optionalKey(PositiveInt),
   hedge_after_ms: Schema.optionalKey(PositiveInt),
-  max_hedges: Schema.optionalKey(PositiveInt)
+  max_hedges: Schema.optionalKey(PositiveInt),
+  /** As `ttft_ms`: applies to each target that does not set it more specifically. */
+  on_stream_break: Schema.optionalKey(OnStreamBreak)
 })
 export type FunctionDef = typeof FunctionDef.Type
 

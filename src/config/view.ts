@@ -61,7 +61,8 @@ export const redactedView = (settings: GatewaySettings): unknown => {
         timeout_ms: target.timeoutMs,
         ttft_ms: target.ttftMs,
         hedge_after_ms: target.hedgeAfterMs,
-        max_hedges: target.maxHedges
+        max_hedges: target.maxHedges,
+        on_stream_break: target.onStreamBreak
       }])
     ),
     // The terms are policy an operator may not want printed: their number only.

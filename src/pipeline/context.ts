@@ -46,6 +46,10 @@ export interface RequestLogFields {
   reasoning_tokens?: number
   /** Milliseconds from the request's arrival to the answer's first token. */
   ttft_ms?: number
+  /** A committed stream that broke and was continued elsewhere (`on_stream_break = "continue"`): `ok`, or `failed` (it ended with the error frame). */
+  continued?: "ok" | "failed"
+  /** The provider the stream was last continued on. */
+  continued_on?: string
   /** USD of every attempt's usage at its model's price; absent when nothing could be priced. */
   cost_usd?: number
   error_code?: string

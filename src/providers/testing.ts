@@ -11,6 +11,7 @@
  * ```
  */
 import { Duration, Effect, Layer } from "effect"
+import type { Scope } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
 import { UpstreamError } from "../domain/index.ts"
 import { timedOut } from "./deadline.ts"
@@ -107,15 +108,20 @@ const anthropicFrames = (pieces: ReadonlyArray<string>): Array<string> => [
 /** A scripted network failure: its message is the error code (`ECONNRESET`). */
 const failure = (call: UpstreamCall, message: string): UpstreamError => UpstreamError.fault(call, message, { networkCode: message })
 
+/** A scripted body: `idle` is how a stalled one fails once the call's idle timeout has passed. */
+type ScriptedBody = UpstreamBody & { readonly idle: () => void }
+
 /** A scripted body, pushed chunk by chunk with the sink's backpressure; it stops when aborted. */
-const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, { failAfter, stallAfter }: StreamFaults): UpstreamBody => {
+const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, { failAfter, stallAfter }: StreamFaults): ScriptedBody => {
   const cut = stallAfter ?? failAfter
   const delivered = cut === undefined ? chunks : chunks.slice(0, cut)
   const broken = stallAfter === undefined && failAfter !== undefined
   const stalled = stallAfter !== undefined
   let aborted = false
+  let attached: ByteSink<UpstreamError> | undefined
   return {
     attach: (sink: ByteSink<UpstreamError>) => {
+      attached = sink
       let next = 0
       const go = (): void => {
         while (next < delivered.length) {
@@ -132,11 +138,14 @@ const bodyOf = (call: UpstreamCall, chunks: ReadonlyArray<Uint8Array>, { failAft
       stalled ? Effect.never : broken ? Effect.fail(failure(call, "ECONNRESET")) : Effect.sync(() => Buffer.concat([...delivered])),
     abort: () => {
       aborted = true
+    },
+    idle: () => {
+      if (!aborted) attached?.fail(timedOut(call, "idle"))
     }
   }
 }
 
-const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamResponse, UpstreamError> => {
+const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamResponse, UpstreamError, Scope.Scope> => {
   switch (reply._tag) {
     case "Hang":
       return Effect.never
@@ -146,7 +155,11 @@ const respond = (call: UpstreamCall, reply: TestReply): Effect.Effect<UpstreamRe
       return Effect.fail(failure(call, reply.message))
     case "Respond": {
       if (reply.status < 400) {
-        return Effect.succeed({ status: reply.status, headers: reply.headers, body: bodyOf(call, reply.chunks, reply) })
+        const body = bodyOf(call, reply.chunks, reply)
+        const response = Effect.succeed<UpstreamResponse>({ status: reply.status, headers: reply.headers, body })
+        if (reply.stallAfter === undefined) return response
+        // A stalled body fails as the transport's idle watch fails it: on the same Clock, within the call's scope.
+        return Effect.tap(response, () => Effect.forkScoped(Effect.andThen(Effect.sleep(call.idleTimeoutMs), Effect.sync(body.idle))))
       }
       return Effect.fail(
         UpstreamError.fromResponse(call, reply.status, Buffer.concat([...reply.chunks]), { retryAfterMs: parseRetryAfterMs(reply.headers) })

@@ -37,6 +37,12 @@ export interface PlanTarget {
   readonly hedgeAfterMs?: number | undefined
   /** The most hedges a request may start while this target runs (`max_hedges`, default 1). */
   readonly maxHedges?: number | undefined
+  /**
+   * `on_stream_break = "continue"`: a committed stream of this target that
+   * breaks is continued on another target of the plan (target → step → route
+   * or function); undefined for the default, the error frame.
+   */
+  readonly continueOnBreak?: true | undefined
   /** `[models.<name>] max_tokens`, for messages-style upstreams that require it. */
   readonly maxTokens?: number | undefined
 }

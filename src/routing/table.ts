@@ -87,6 +87,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       weight: target.weight,
       timeoutMs: timeoutFor(provider, target.model, target.timeoutMs),
       ttftMs: target.ttftMs ?? ttftFor(provider, target.model),
+      continueOnBreak: target.onStreamBreak === "continue" ? true : undefined,
       maxTokens: file.models[target.model]?.max_tokens
     }
     compiledTargets.set(id, compiled)
@@ -117,6 +118,15 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
     hedge_after_ms: inner.hedge_after_ms ?? outer.hedge_after_ms,
     max_hedges: inner.max_hedges ?? outer.max_hedges
   })
+  /** A step's, route's or function's `on_stream_break` (`scoped`) over a target that sets none itself. */
+  const withStreamBreak = (target: PlanTarget, scoped: "error" | "continue" | undefined): PlanTarget => {
+    if (scoped === undefined || settings.targets.get(target.id)?.onStreamBreak !== undefined) return target
+    const continueOnBreak = scoped === "continue" ? true : undefined
+    return target.continueOnBreak === continueOnBreak ? target : { ...target, continueOnBreak }
+  }
+  /** The scoped settings of a step, route or function over one of its targets. */
+  const scopedTo = (target: PlanTarget, scoped: { readonly ttft_ms?: number; readonly on_stream_break?: "error" | "continue" } & HedgeSettings): PlanTarget =>
+    withHedge(withStreamBreak(withTtft(target, scoped.ttft_ms), scoped.on_stream_break), scoped)
 
   const modelRef = (reference: string): PlanTarget => {
     // The configuration's checks resolved every reference before anything is compiled.
@@ -142,20 +152,25 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
   const stepsOf = (
     strategy: Strategy,
     targets: ReadonlyArray<string> | undefined,
-    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string>; readonly ttft_ms?: number } & HedgeSettings> | undefined,
-    ttftMs: number | undefined,
-    hedge: HedgeSettings
+    steps: ReadonlyArray<{ readonly strategy: Strategy; readonly targets: ReadonlyArray<string>; readonly ttft_ms?: number; readonly on_stream_break?: "error" | "continue" } & HedgeSettings> | undefined,
+    scoped: { readonly ttft_ms?: number; readonly on_stream_break?: "error" | "continue" } & HedgeSettings
   ): ReadonlyArray<PlanStep> =>
     steps !== undefined
-      ? steps.map((step) => {
-        const stepHedge = innerHedge(step, hedge)
-        return { strategy: step.strategy, targets: step.targets.map((id) => withHedge(withTtft(targetById(id), step.ttft_ms ?? ttftMs), stepHedge)) }
-      })
-      : [{ strategy, targets: (targets ?? []).map((id) => withHedge(withTtft(targetById(id), ttftMs), hedge)) }]
+      ? steps.map((step) => ({
+        strategy: step.strategy,
+        targets: step.targets.map((id) =>
+          scopedTo(targetById(id), {
+            ...innerHedge(step, scoped),
+            ttft_ms: step.ttft_ms ?? scoped.ttft_ms,
+            on_stream_break: step.on_stream_break ?? scoped.on_stream_break
+          })
+        )
+      }))
+      : [{ strategy, targets: (targets ?? []).map((id) => scopedTo(targetById(id), scoped)) }]
 
   const routePlans = new Map<string, Plan>()
   for (const [id, route] of Object.entries(file.routes)) {
-    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps, route.ttft_ms, route), retryOf(route.retry)))
+    routePlans.set(id, planOf(`route::${id}`, route.endpoint, stepsOf(route.strategy, route.targets, route.steps, route), retryOf(route.retry)))
   }
 
   const functionPlans = new Map<string, Plan>()
@@ -165,7 +180,7 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       const variants: Array<Variant> = Object.entries(fn.variants ?? {}).map(([variantName, variant]) => {
         const steps: ReadonlyArray<PlanStep> = [{
           strategy: "single",
-          targets: [withTtft(variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!), fn.ttft_ms)]
+          targets: [scopedTo(variant.target !== undefined ? targetById(variant.target) : modelRef(variant.model!), fn)]
         }]
         return { name: variantName, weight: variant.weight, steps, shape: shapeOf(steps), overrides: variantParameters(variant) }
       })
@@ -173,8 +188,8 @@ export const compileRoutingTable = (settings: GatewaySettings, compileProvider: 
       continue
     }
     const steps = fn.models !== undefined
-      ? [{ strategy: fn.strategy, targets: fn.models.map((model) => withHedge(withTtft(modelRef(model), fn.ttft_ms), fn)) }]
-      : stepsOf(fn.strategy, fn.targets, fn.steps, fn.ttft_ms, fn)
+      ? [{ strategy: fn.strategy, targets: fn.models.map((model) => scopedTo(modelRef(model), fn)) }]
+      : stepsOf(fn.strategy, fn.targets, fn.steps, fn)
     functionPlans.set(name, planOf(`function::${name}`, fn.endpoint, steps, retry))
   }
 

@@ -9,6 +9,7 @@ import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startOwnRedis } from "../fixtures/own-redis.ts"
 import type { OwnRedis } from "../fixtures/own-redis.ts"
+import { openAiStream } from "../fixtures/fake-upstream.ts"
 import { gatewayWithFakes, startGateway, waitForRequestLogs } from "./harness.ts"
 import { parsePrometheus, sampleOf } from "./prometheus.ts"
 
@@ -30,7 +31,8 @@ const { fakes, gateway } = gatewayWithFakes(
     targets: { main: { model: "primary::gpt-4o" }, spare: { model: "backup::gpt-4o-mini" } },
     routes: {
       smart: { endpoint: "chat", models: ["smart"], strategy: "fallback", targets: ["main", "spare"], retry: { max_retries: 0 } },
-      hedged: { endpoint: "chat", models: ["hedged"], strategy: "fallback", targets: ["main", "spare"], hedge_after_ms: 200, retry: { max_retries: 0 } }
+      hedged: { endpoint: "chat", models: ["hedged"], strategy: "fallback", targets: ["main", "spare"], hedge_after_ms: 200, retry: { max_retries: 0 } },
+      steady: { endpoint: "chat", models: ["steady"], strategy: "fallback", targets: ["main", "spare"], retry: { max_retries: 0 }, on_stream_break: "continue" }
     },
     security: { enabled: true, blocklist: ["zanzibar"] },
     cache: { enabled: true, url: redis.url, encrypt_salt: "metrics-salt" }
@@ -131,6 +133,29 @@ describe("GET /metrics", () => {
     const firstToken = sampleOf(metrics, "gateway_time_to_first_token_seconds_sum", { provider: "primary", model: "gpt-4o" })
     expect(firstToken).toBeGreaterThan(0)
     expect(firstToken).toBeLessThan(5)
+  })
+
+  it("counts broken streams continued on another target (on_stream_break = \"continue\"), by where and how it went", async () => {
+    const openai = client()
+    const before = gateway.requestLogs().length
+    const scraped = async () => parsePrometheus(await (await fetch(`${gateway.url}/metrics`)).text())
+    const start = await scraped()
+    const delta = (now: ReturnType<typeof parsePrometheus>, labels: Record<string, string>) =>
+      sampleOf(now, "gateway_continuations_total", labels) - sampleOf(start, "gateway_continuations_total", labels)
+    const breaks = () => fakes.primary.script({ kind: "sse", events: openAiStream({ content: ["half "], done: false }).slice(0, -1), thenError: "close" })
+    // Continued on the spare.
+    breaks()
+    fakes.backup.script({ kind: "sse", events: openAiStream({ content: ["and the rest"] }) })
+    const whole = await openai.chat.completions.stream({ model: "steady", messages: [{ role: "user", content: "go on" }] }).finalChatCompletion()
+    expect(whole.choices[0].message.content).toBe("half and the rest")
+    // The spare fails too: the stream ends with the error frame.
+    breaks()
+    fakes.backup.script({ kind: "error", status: 503 })
+    await expect(openai.chat.completions.stream({ model: "steady", messages: [{ role: "user", content: "go on" }] }).finalChatCompletion()).rejects.toThrow()
+    await waitForRequestLogs(gateway, before + 2)
+    const now = await scraped()
+    expect(delta(now, { provider: "backup", outcome: "ok" })).toBe(1)
+    expect(delta(now, { provider: "none", outcome: "failed" })).toBe(1)
   })
 
   it("counts retries, an upstream 429 and a caller that left before the answer (499)", async () => {

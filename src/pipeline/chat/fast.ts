@@ -7,13 +7,14 @@
  */
 import { Result } from "effect"
 import { commitsResponse } from "../../domain/index.ts"
-import type { CallerFormat, ChatResponse } from "../../domain/index.ts"
+import type { CallerFormat, ChatResponse, StreamError } from "../../domain/index.ts"
 import type { DecodeFailure, SseEvent, StreamDecoder } from "../../formats/index.ts"
 import { Anthropic, OpenAiChat, OpenAiResponses, PROVIDER_CODECS } from "../../formats/index.ts"
 import { summarizeChatJson } from "../../formats/summary.ts"
 import { SseParser } from "../../providers/sse.ts"
 import type { StreamBreak, StreamGate } from "../forward/index.ts"
 import type { ResponseCollector } from "./collector.ts"
+import type { StreamSplice } from "./continuation.ts"
 
 const STREAM_DECODERS: Readonly<Record<CallerFormat, () => StreamDecoder>> = {
   openai: OpenAiChat.makeOpenAiChatStreamDecoder,
@@ -26,16 +27,23 @@ const STREAM_DECODERS: Readonly<Record<CallerFormat, () => StreamDecoder>> = {
  * applies the one commit rule. A break names how many of the chunk's events
  * came before it, so the forwarder can still send those.
  */
-export const chatStreamGate = (format: CallerFormat, collector: ResponseCollector): StreamGate => {
+export const chatStreamGate = (format: CallerFormat, collector: ResponseCollector, splice?: StreamSplice): StreamGate => {
   const parser = new SseParser()
   const decoder = STREAM_DECODERS[format]()
   let committed = false
+  /** The break at `event`, continued elsewhere when the splice takes it (then the collector never hears of it). */
+  const broken = (error: StreamError, eventsBefore: number): StreamBreak => {
+    if (committed && splice?.takes(error) === true) return { error, eventsBefore, committed, continued: true }
+    collector.event({ type: "error", error })
+    return { error, eventsBefore, committed }
+  }
   /** Decodes one chunk's events; the break at the first error. */
   const take = (events: ReadonlyArray<SseEvent>): StreamBreak | undefined => {
     for (let i = 0; i < events.length; i++) {
       for (const event of decoder.push(events[i])) {
+        if (event.type === "error") return broken(event.error, i)
         collector.event(event)
-        if (event.type === "error") return { error: event.error, eventsBefore: i, committed }
+        splice?.forwarded(event)
         if (!committed && commitsResponse(event)) committed = true
       }
     }
@@ -48,11 +56,13 @@ export const chatStreamGate = (format: CallerFormat, collector: ResponseCollecto
       const cut = take(last)
       if (cut !== undefined) return cut
       for (const event of decoder.end()) {
+        if (event.type === "error") return broken(event.error, last.length)
         collector.event(event)
-        if (event.type === "error") return { error: event.error, eventsBefore: last.length, committed }
+        splice?.forwarded(event)
       }
       return undefined
     },
+    continues: splice === undefined ? undefined : (reason) => committed && splice.takes(reason),
     // Only a reader of the canonical events hears of it: the log line and the record have the stop already.
     stopped: (error) => collector.tapped?.push({ type: "error", error })
   }

@@ -13,10 +13,11 @@ import { Effect, Result } from "effect"
 import { commitsResponse, UpstreamError } from "../../domain/index.ts"
 import type { ChatRequest, ChatStreamEvent, FailureSource, ProviderFamily, StreamError } from "../../domain/index.ts"
 import type { CallerCodec, ProviderCodec } from "../../formats/index.ts"
-import { framerFor } from "../../providers/framing.ts"
 import type { UpstreamResponse } from "../../providers/transport.ts"
 import type { RequestContext } from "../context.ts"
 import type { ResponseCollector } from "./collector.ts"
+import type { StreamSplice } from "./continuation.ts"
+import { decodingStage } from "./decoding.ts"
 import { commitStream, inBandFailure, responseHeaders, SSE_HEADERS, stopFrame } from "../forward/index.ts"
 import { reply } from "../reply.ts"
 import type { ChunkOut, Forwarded, StreamStage } from "../forward/index.ts"
@@ -32,6 +33,8 @@ export interface Translation {
   readonly request: ChatRequest
   readonly headers: Readonly<Record<string, string>>
   readonly collector: ResponseCollector
+  /** When a committed stream that breaks is continued elsewhere: the seam it watches (its encoder is the one written with). */
+  readonly splice?: StreamSplice | undefined
 }
 
 const sourceOf = (t: Translation): FailureSource => ({ providerId: t.providerId, family: t.providerFamily })
@@ -61,52 +64,39 @@ export const translateJson = (t: Translation, response: UpstreamResponse): Effec
     ))
   })
 
-/**
- * The stage of a translated stream: SSE decode, canonical events, encoded in
- * the caller's format, one pull's chunks at a time. The answer commits with
- * the first event that carries content or the finish (`commitsResponse`, the
- * rule of every path): the preamble alone commits nothing, so an upstream
- * that sends `message_start` and then `overloaded_error` is still a failed
- * attempt.
- */
 export const translateStage = (t: Translation): StreamStage => {
-  const parser = framerFor(t.provider.framing)
-  const decoder = t.provider.streamDecoder()
-  const encoder = t.caller.streamEncoder(t.request)
+  const { splice } = t
+  const encoder = splice?.encoder ?? t.caller.streamEncoder(t.request)
   let committed = false
-  const emit = (events: ReadonlyArray<ChatStreamEvent>, out: ChunkOut): "hold" | "commit" | StreamError => {
+  let stopped = false
+  const emit = (events: ReadonlyArray<ChatStreamEvent>, out: ChunkOut): "hold" | "commit" | "end" | StreamError => {
     let frames = ""
+    let continued = false
     for (const event of events) {
+      if (splice !== undefined) {
+        // A break the splice takes is continued elsewhere: no error frame, nothing after it.
+        if (committed && !stopped && event.type === "error" && splice.takes(event.error)) {
+          continued = true
+          break
+        }
+        splice.observe(event)
+      }
       t.collector.event(event)
       if (!committed && event.type === "error") return event.error
       frames += encoder.push(event)
       if (!committed && commitsResponse(event)) committed = true
     }
     if (frames !== "") out.push(Buffer.from(frames))
-    return committed ? "commit" : "hold"
+    return continued ? "end" : committed ? "commit" : "hold"
   }
-  return {
-    push: (chunk, out) => {
-      const events: Array<ChatStreamEvent> = []
-      for (const sse of parser.push(chunk)) for (const event of decoder.push(sse)) events.push(event)
-      if (parser.overflowed) {
-        events.push({ type: "error", error: { type: "api_error", message: `upstream sent a stream event over ${MAX_EVENT_MIB} MiB`, status: 502, malformed: true } })
-      }
-      return emit(events, out)
-    },
-    end: (out) => {
-      const events: Array<ChatStreamEvent> = []
-      for (const sse of parser.end()) for (const event of decoder.push(sse)) events.push(event)
-      for (const event of decoder.end()) events.push(event)
-      const verdict = emit(events, out)
-      return typeof verdict === "object" ? verdict : "end"
-    },
-    stop: (reason, out) => {
-      const stop = stopFrame(reason)
-      if (reason !== "shutdown") t.collector.error = stop.reason
-      emit([{ type: "error", error: { type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status } }], out)
-    }
-  }
+  return decodingStage(t.provider, emit, (reason, out) => {
+    if (splice?.takes(reason) === true) return
+    const stop = stopFrame(reason)
+    if (reason !== "shutdown") t.collector.error = stop.reason
+    // The splice declined this stop: its error frame is written, not offered to it again.
+    stopped = true
+    emit([{ type: "error", error: { type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status } }], out)
+  })
 }
 
 /** A translated stream under the commit rule: fails only before the commit; after it a reply whose body is the stream. */
@@ -115,6 +105,3 @@ export const translateStream = (t: Translation, response: UpstreamResponse): Eff
     commitStream(t.ctx, response.body, translateStage(t), (error) => inBandFailure(sourceOf(t), error)),
     (body) => reply(200, { ...SSE_HEADERS, ...responseHeaders(response.headers, "own"), ...t.headers }, body)
   )
-
-/** The largest single event the translated path reads (the SSE parser's line limit). */
-const MAX_EVENT_MIB = 16

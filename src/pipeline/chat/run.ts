@@ -16,7 +16,7 @@ import { CALLER_CODECS, OpenAiChat, PROVIDER_CODECS } from "../../formats/index.
 import type { DecodeFailure } from "../../formats/index.ts"
 import { replaceTopLevelModel } from "../../formats/splice.ts"
 import { unauthenticatedCall } from "../../providers/adapter.ts"
-import type { CompiledProvider } from "../../providers/adapter.ts"
+import type { CompiledProvider, ProviderRequest } from "../../providers/adapter.ts"
 import type { ProviderClient, UpstreamCall } from "../../providers/transport.ts"
 import { executePlan } from "../../routing/execute.ts"
 import type { AttemptInfo, Hedging } from "../../routing/execute.ts"
@@ -55,6 +55,7 @@ import {
 } from "../forward/index.ts"
 import type { Forwarded } from "../forward/index.ts"
 import { translateJson, translateStream } from "./normalized.ts"
+import { continueAfter, StreamSplice } from "./continuation.ts"
 
 export interface ChatInput {
   readonly ctx: RequestContext
@@ -219,15 +220,43 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const tap = ctx.tapEvents === true
     let collector = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
     const spend = new Spend(input.project.priceOf)
+    /**
+     * `on_stream_break = "continue"`: the seam of the latest attempt's stream, when a break of it
+     * may be continued (a canonical request to ask with, and another target to ask).
+     */
+    let splice: StreamSplice | undefined
+    /** The target of the latest attempt (the one a stream is continued from). */
+    let latest: PlanTarget | undefined
+    const spliceFor = (target: PlanTarget): StreamSplice | undefined => {
+      const request = canonicalRequest()
+      if (Result.isFailure(request) || request.success.untranslatable.length > 0) return undefined
+      if (!steps.some((step) => step.targets.some((other) => other.id !== target.id))) return undefined
+      return new StreamSplice(callerCodec.streamEncoder(request.success))
+    }
+    /** A target's provider request body for the canonical `request`, and the caller's fields it could not carry. */
+    const translatedBody = (target: PlanTarget, request: ChatRequest) =>
+      PROVIDER_CODECS[target.provider.family as WireFamily].encodeRequest(request, {
+        model: target.model,
+        callerFamily: caller === "responses" ? undefined : caller,
+        defaultMaxTokens: target.maxTokens,
+        maxTokensField: target.provider.maxTokensParam
+      })
 
-    const send = (provider: CompiledProvider, call: UpstreamCall, fast: boolean, extra: Record<string, string>, collector: ResponseCollector) =>
+    const send = (
+      provider: CompiledProvider,
+      call: UpstreamCall,
+      fast: boolean,
+      extra: Record<string, string>,
+      collector: ResponseCollector,
+      splice: StreamSplice | undefined
+    ) =>
       client.send(call).pipe(
         Effect.flatMap((response): Effect.Effect<Forwarded, UpstreamError, Scope.Scope> => {
           trace.responded()
           const source = { providerId: provider.id, family: provider.family }
           if (fast) {
             return isEventStream(response)
-              ? forwardStream(ctx, caller, source, response, extra, chatStreamGate(caller, collector))
+              ? forwardStream(ctx, caller, source, response, extra, chatStreamGate(caller, collector, splice))
               : forwardHeld(source, response, extra, chatJsonInspector(caller, collector))
           }
           const translation = {
@@ -238,7 +267,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
             caller: callerCodec,
             request: Result.getOrThrow(canonicalRequest()),
             headers: extra,
-            collector
+            collector,
+            splice
           }
           return input.stream ? translateStream(translation, response) : translateJson(translation, response)
         }),
@@ -257,20 +287,23 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const { target } = info
       const provider = target.provider
       const fast = speaksNatively(caller, provider)
-      // Each attempt keeps its own collector; a hedge (started beside the current attempt) takes
-      // over the request's state only once it answered.
+      // Each attempt keeps its own collector (and its stream's seam); a hedge (started beside the
+      // current attempt) takes over the request's state only once it answered.
       const own = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
+      const ownSplice = input.stream && target.continueOnBreak === true ? spliceFor(target) : undefined
       const hedge = info.hedge === "hedge"
       if (!hedge) {
         spend.begin(target.model, collector.usage)
         collector = own
+        splice = ownSplice
+        latest = target
       }
       const operation = fast && caller === "responses" ? "responses" : input.stream ? "chat_stream" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
       if (refused !== undefined) return Effect.fail(refused).pipe(trace.attempt(info, undefined, () => undefined))
       let dropped = ""
-      const { path, headers: auth, secret, sign } = providerRequest
+      const auth = providerRequest.headers
       const extra: Record<string, string> = { "x-gw-upstream-provider": provider.id }
       let body: string | Uint8Array
       let callHeaders: Record<string, string>
@@ -279,35 +312,17 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         callHeaders = passThroughHeaders(headers, auth, ctx.requestId)
         callHeaders["content-type"] ??= "application/json"
       } else {
-        const request = Result.getOrThrow(canonicalRequest())
-        const encoded = PROVIDER_CODECS[provider.family as WireFamily].encodeRequest(request, {
-          model: target.model,
-          callerFamily: caller === "responses" ? undefined : caller,
-          defaultMaxTokens: target.maxTokens,
-          maxTokensField: provider.maxTokensParam
-        })
+        const encoded = translatedBody(target, Result.getOrThrow(canonicalRequest()))
         body = JSON.stringify(encoded.body)
         callHeaders = translatedHeaders(auth, ctx.requestId, input.stream)
         dropped = droppedHeader(encoded.dropped)
         if (dropped !== "") extra["x-gw-dropped-params"] = dropped
       }
       if (!hedge) noteAttempt(target, fast, dropped)
-      const sent = send(provider, {
-        providerId: provider.id,
-        family: provider.family,
-        origin: provider.origin,
-        method: "POST",
-        path,
-        headers: callHeaders,
-        body,
-        idleTimeoutMs: target.timeoutMs,
-        decode: true,
-        secret,
-        sign
-      }, fast, extra, own)
+      const sent = send(provider, upstreamCall(target, providerRequest, callHeaders, body), fast, extra, own, ownSplice)
       // `ttft_ms`: a stream with no content in time fails before the commit (unset: `sent` as it is).
       const timed = firstContentWithin(sent, input.stream ? target.ttftMs : undefined, provider)
-      return (hedge ? hedgeAttempt(timed, target, own, fast, dropped) : timed).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => own.error))
+      return (hedge ? hedgeAttempt(timed, target, own, ownSplice, fast, dropped) : timed).pipe(trace.attempt(info, fast ? "fast" : "normalized", () => own.error))
     }
 
     /**
@@ -315,14 +330,59 @@ export const makeChatProgram = (deps: ChatDependencies) => {
      * fields and price are the request's from now on (the attempt it beat
      * priced with what it had); else its own usage, if any arrived, is priced.
      */
-    const hedgeAttempt = <A, E, R>(timed: Effect.Effect<A, E, R>, target: PlanTarget, own: ResponseCollector, fast: boolean, dropped: string) =>
+    const hedgeAttempt = <A, E, R>(
+      timed: Effect.Effect<A, E, R>,
+      target: PlanTarget,
+      own: ResponseCollector,
+      ownSplice: StreamSplice | undefined,
+      fast: boolean,
+      dropped: string
+    ) =>
       Effect.onExit(timed, (exit) =>
         Effect.sync(() => {
           if (Exit.isFailure(exit)) return spend.add(target.model, own.usage)
           spend.begin(target.model, collector.usage)
           collector = own
+          splice = ownSplice
+          latest = target
           noteAttempt(target, fast, dropped)
         }))
+
+    /**
+     * How a broken stream is continued: each other target of the plan in turn, asked on the
+     * normalized path; each continuation is an attempt of its own in the trace and the log.
+     */
+    const continuation = (seam: StreamSplice, answer: ResponseCollector) => ({
+      ctx,
+      splice: seam,
+      collector: answer,
+      request: Result.getOrThrow(canonicalRequest()),
+      targets: steps.flatMap((step) => step.targets).filter((target) => target.id !== latest?.id),
+      codecOf: (target: PlanTarget) => PROVIDER_CODECS[target.provider.family as WireFamily],
+      open: (target: PlanTarget, request: ChatRequest) => {
+        const provider = target.provider
+        const info: AttemptInfo = { attempt: (ctx.log.attempts ?? 1) + 1, target }
+        ctx.log.attempts = info.attempt
+        const providerRequest = provider.request("chat_stream", target.model, keyFor(provider.origin))
+        const refused = unauthenticatedCall(provider, providerRequest)
+        if (refused !== undefined) return Effect.fail(refused)
+        const headers = translatedHeaders(providerRequest.headers, ctx.requestId, true)
+        return client.send(upstreamCall(target, providerRequest, headers, JSON.stringify(translatedBody(target, request).body))).pipe(
+          trace.attempt(info, "normalized", () => undefined)
+        )
+      },
+      noted: (target: PlanTarget, outcome: "ok" | UpstreamError) => {
+        const level = outcome === "ok" ? "info" : "warn"
+        if (!log.enabled(level)) return
+        log.log(level, "continuation", {
+          request_id: ctx.requestId,
+          attempt: ctx.log.attempts,
+          target: target.id,
+          provider: target.provider.id,
+          outcome: outcome === "ok" ? "continued" : outcome.reason
+        })
+      }
+    })
 
     /** What the log line and the GenAI record say of the answer, once it is over (a stream: once it ended). */
     const finish = (exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> => {
@@ -361,8 +421,9 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       // A stream's answer is over when its body ends: it is finished there.
       Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : finish(exit)))
     )
-    const { body } = forwarded
+    let { body } = forwarded
     if (!isValueBody(body)) {
+      if (splice !== undefined) body = continueAfter(body, continuation(splice, collector))
       // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
       const recordOutput = guard.output
         ? Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector))))
@@ -390,6 +451,26 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     return forwarded as Reply
   })
 }
+
+/** The upstream call of a chat attempt at `target`: its provider's request, with these headers and body. */
+const upstreamCall = (
+  target: PlanTarget,
+  { path, secret, sign }: ProviderRequest,
+  headers: Record<string, string>,
+  body: string | Uint8Array
+): UpstreamCall => ({
+  providerId: target.provider.id,
+  family: target.provider.family,
+  origin: target.provider.origin,
+  method: "POST",
+  path,
+  headers,
+  body,
+  idleTimeoutMs: target.timeoutMs,
+  decode: true,
+  secret,
+  sign
+})
 
 /** How a request uses the cache: its scope, key and lifetime, or undefined when it does not. */
 const planCaching = (input: ChatInput, chosen: ChosenPlan, steps: ReadonlyArray<PlanStep>, json: Readonly<Record<string, unknown>>) => {

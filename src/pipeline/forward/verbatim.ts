@@ -38,7 +38,7 @@ import type { RequestContext } from "../context.ts"
 import { reply } from "../reply.ts"
 import type { Reply, ReplyHeaders, ReplyStream } from "../reply.ts"
 import { commitStream, holdBody, stopFrame } from "./commit.ts"
-import type { ChunkOut, StreamStage } from "./commit.ts"
+import type { ChunkOut, StreamStage, StreamStop } from "./commit.ts"
 import { responseHeaders } from "./headers.ts"
 
 /** What a forwarding attempt achieved: a complete body, or a committed stream; not yet sent. */
@@ -55,6 +55,8 @@ export interface StreamBreak {
   readonly eventsBefore: number
   /** The events up to the break commit the response (`commitsResponse`): the break is mid-stream. */
   readonly committed: boolean
+  /** The break is continued elsewhere (`on_stream_break = "continue"`): the events before it go out, no error frame. */
+  readonly continued?: true | undefined
 }
 
 /**
@@ -68,6 +70,8 @@ export interface StreamGate {
   readonly end: () => StreamBreak | undefined
   /** The committed stream was cut (the upstream failed, the gateway shut down): the error its frame reports. */
   readonly stopped?: ((error: StreamError) => void) | undefined
+  /** Whether a committed stream cut by `reason` is continued elsewhere: then no error frame. */
+  readonly continues?: ((reason: StreamStop) => boolean) | undefined
 }
 
 /** The gate of a stream the gateway does not read (a non-chat endpoint's events): it commits with its first byte. */
@@ -248,10 +252,10 @@ export const forwardStage = (ctx: RequestContext, family: CallerFormat, gate: St
       preamble = []
       committed = true
     }
-    const inBand = cut.error.malformed !== true
+    const inBand = cut.error.malformed !== true && cut.continued !== true
     const end = eventsEnd(unsent, chunk, inBand ? cut.eventsBefore + 1 : cut.eventsBefore)
     if (end > 0) out.push(Buffer.concat([unsent, chunk]).subarray(0, end))
-    if (!inBand || end === -1) out.push(Buffer.from(frame(cut.error)))
+    if (cut.continued !== true && (!inBand || end === -1)) out.push(Buffer.from(frame(cut.error)))
     return "end"
   }
   return {
@@ -287,6 +291,7 @@ export const forwardStage = (ctx: RequestContext, family: CallerFormat, gate: St
       return "end"
     },
     stop: (reason, out) => {
+      if (gate.continues?.(reason) === true) return
       const stop = stopFrame(reason)
       if (reason !== "shutdown") ctx.log.error_code = stop.reason
       gate.stopped?.({ type: stop.timedOut ? "timeout_error" : "api_error", message: stop.message, status: stop.status })

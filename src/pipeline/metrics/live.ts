@@ -52,6 +52,11 @@ const makeRecorder = (registry: Registry) => {
     "model",
     "outcome"
   ])
+  const continuations = counter(
+    "gateway_continuations_total",
+    "Broken streams continued on another target (on_stream_break = \"continue\"), by the provider continued on and outcome (ok, or failed: the error frame).",
+    ["provider", "outcome"]
+  )
   const cache = counter("gateway_cache_requests_total", "Response cache lookups, by result.", ["result"])
   const guardrail = counter("gateway_guardrail_refusals_total", "Requests a guardrail refused, by category.", ["category"])
   const rateLimited = counter("gateway_rate_limit_refusals_total", "Requests answered 429, by who refused (upstream or gateway).", ["source"])
@@ -138,6 +143,10 @@ const makeRecorder = (registry: Registry) => {
         const key = `${hedge.provider}\0${hedge.model}\0${hedge.outcome}`
         ;(hedges.at(key) ?? hedges.create(key, [hedge.provider, hedge.model, hedge.outcome])).value++
       }
+    }
+    if (fields.continued !== undefined) {
+      const pair = `${fields.continued_on ?? "none"}\0${fields.continued}`
+      ;(continuations.at(pair) ?? continuations.create(pair, [fields.continued_on ?? "none", fields.continued])).value++
     }
     if (fields.cache !== undefined) count(cache, fields.cache)
     if (fields.guardrail !== undefined) count(guardrail, fields.guardrail)

@@ -16,6 +16,9 @@ export interface RequestFields {
   /** Hedges started (`hedge_after_ms`): the provider and model of each, and whether it answered. */
   readonly hedges?: ReadonlyArray<{ readonly provider: string; readonly model: string; readonly outcome: string }> | undefined
   readonly cache?: string | undefined
+  /** A broken stream continued on another target: `ok` or `failed`, and where (the log line's `continued`, `continued_on`). */
+  readonly continued?: "ok" | "failed" | undefined
+  readonly continued_on?: string | undefined
   readonly input_tokens?: number | undefined
   readonly output_tokens?: number | undefined
   readonly cached_tokens?: number | undefined
