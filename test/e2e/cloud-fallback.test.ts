@@ -3,13 +3,15 @@
  * official SDKs: a 429 from Bedrock (ThrottlingException) and from Gemini
  * (RESOURCE_EXHAUSTED) passes the request on; a stream that breaks before its
  * first translated event fails over too; one that breaks after it ends with the
- * stream's error (the gateway has no continuation of a half-sent answer).
+ * stream's error, unless the route continues broken streams
+ * (`on_stream_break = "continue"`): then the next cloud finishes the answer.
  */
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { describe, expect, it } from "vitest"
 import { BEDROCK_TEST_CREDENTIALS, bedrockFrame } from "../fixtures/bedrock.ts"
 import { geminiFrame, geminiResponse } from "../fixtures/gemini.ts"
+import { CONTINUE_PROMPT } from "../../src/pipeline/chat/continuation.ts"
 import { gatewayWithFakes } from "./harness.ts"
 
 const { fakes, gateway: gw } = gatewayWithFakes(
@@ -25,7 +27,17 @@ const { fakes, gateway: gw } = gatewayWithFakes(
       flash: { model: "gemini::gemini-2.5-flash" },
       gpt: { model: "openai::gpt-4o" }
     },
-    routes: { clouds: { endpoint: "chat", models: ["clouds"], strategy: "fallback", targets: ["claude-bedrock", "flash", "gpt"], retry: { max_retries: 0, backoff_base_ms: 1 } } }
+    routes: {
+      clouds: { endpoint: "chat", models: ["clouds"], strategy: "fallback", targets: ["claude-bedrock", "flash", "gpt"], retry: { max_retries: 0, backoff_base_ms: 1 } },
+      continued: {
+        endpoint: "chat",
+        models: ["clouds-continued"],
+        strategy: "fallback",
+        targets: ["claude-bedrock", "flash", "gpt"],
+        retry: { max_retries: 0, backoff_base_ms: 1 },
+        on_stream_break: "continue"
+      }
+    }
   }),
   {
     FALLBACK_GEMINI_KEY: "gemini-key",
@@ -81,6 +93,38 @@ describe("fallback route Bedrock → Gemini → OpenAI", () => {
     })().then(() => undefined, (e: unknown) => e)
     expect(text).toBe("half")
     expect(failure).toBeInstanceOf(Error)
+    expect(fakes.openai.requests).toHaveLength(0)
+  })
+
+  it("with on_stream_break = \"continue\", a Bedrock stream that breaks after its first text is finished by Gemini behind one stream", async () => {
+    fakes.bedrock.script({
+      kind: "custom",
+      handle: async ({ res }) => {
+        res.writeHead(200, { "content-type": "application/vnd.amazon.eventstream" })
+        res.write(bedrockFrame("messageStart", { role: "assistant" }))
+        res.write(bedrockFrame("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "The quick " } }))
+        res.write(bedrockFrame("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "brown " } }))
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        res.socket?.destroy()
+      }
+    })
+    fakes.gemini.script({
+      kind: "sse",
+      events: [
+        geminiFrame(geminiResponse("gemini-2.5-flash", "r", [{ text: "fox jumps" }])),
+        geminiFrame(geminiResponse("gemini-2.5-flash", "r", [{ text: " over the dog." }], "STOP", { promptTokenCount: 30, candidatesTokenCount: 5, totalTokenCount: 35 }))
+      ]
+    })
+    const stream = openai().chat.completions.stream({ model: "clouds-continued", messages: [{ role: "user", content: "tell me" }] })
+    const final = await stream.finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("The quick brown fox jumps over the dog.")
+    expect(final.choices[0].finish_reason).toBe("stop")
+    // Gemini takes no prefill: the text sent as the model's turn, then the documented continuation message.
+    const asked = fakes.gemini.requests.at(-1)!.json as { contents: Array<{ role: string; parts: Array<{ text?: string }> }> }
+    expect(asked.contents.slice(-2).map((content) => [content.role, content.parts.map((part) => part.text).join("")])).toEqual([
+      ["model", "The quick brown "],
+      ["user", CONTINUE_PROMPT]
+    ])
     expect(fakes.openai.requests).toHaveLength(0)
   })
 })
