@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto"
 import type { Cluster } from "ioredis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fingerprinted } from "../../src/config/index.ts"
-import { responseRedisKey, storeKey } from "../../src/pipeline/responses/index.ts"
+import { claimKey, responseRedisKey, storeKey } from "../../src/pipeline/responses/index.ts"
 import type { ResponseScope } from "../../src/pipeline/responses/index.ts"
 import { startFakeUpstream } from "../fixtures/fake-upstream.ts"
 import type { FakeUpstream } from "../fixtures/fake-upstream.ts"
@@ -179,8 +179,10 @@ describe("on a Redis Cluster", () => {
     for (let index = 0; index < 40 && (storedOnVictim === undefined || storedElsewhere === undefined); index++) {
       const { id } = await (await respond({ input: `stored-${index}` })).json() as { id: string }
       expect(await admin.exists(responseKey(id))).toBe(1)
-      if ((await masterOf(admin, responseKey(id))) === victimPort) storedOnVictim ??= id
-      else storedElsewhere ??= id
+      // A read takes the response and its id's claim (another slot): "elsewhere" means both are.
+      const masters = [await masterOf(admin, responseKey(id)), await masterOf(admin, responseRedisKey(claimKey(id)))]
+      if (masters[0] === victimPort) storedOnVictim ??= id
+      else if (masters[1] !== victimPort) storedElsewhere ??= id
     }
     if (onVictim === undefined || elsewhere === undefined || storedOnVictim === undefined || storedElsewhere === undefined) {
       throw new Error("no entries on and off the victim master")

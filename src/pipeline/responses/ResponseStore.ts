@@ -65,7 +65,7 @@ export const responseRedisKey = (key: string): string => `gw:responses:v1:${key}
  * is claimed is another caller's (unknown to this one: never forwarded to a
  * native provider, which the gateway's credential could make it answer).
  */
-const claimKey = (id: string): string => createHash("sha256").update(`gateway-responses-claim/v1\n${id}`).digest("hex")
+export const claimKey = (id: string): string => createHash("sha256").update(`gateway-responses-claim/v1\n${id}`).digest("hex")
 
 const CLAIMED = Buffer.from("1")
 

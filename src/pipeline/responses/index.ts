@@ -1,5 +1,5 @@
 /** The Responses API's state: the store of responses by id, and what it keeps per response. */
-export { ResponseStore, responseRedisKey, storeKey } from "./ResponseStore.ts"
+export { claimKey, ResponseStore, responseRedisKey, storeKey } from "./ResponseStore.ts"
 export type { ResponseScope } from "./ResponseStore.ts"
 export { decodeStored, encodeStored } from "./entry.ts"
 export type { StoredItem, StoredResponse } from "./entry.ts"
