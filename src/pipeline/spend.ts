@@ -18,6 +18,12 @@ export class Spend {
   private priced = false
   /** The model of the attempt under way (priced when it ends). */
   private current: string | undefined
+  /**
+   * What of the attempt's usage is priced already: a continued stream's
+   * collector sums its upstream calls, and the calls before the latest
+   * continuation were priced at their own model (`continueAt`).
+   */
+  private counted: Usage | undefined
 
   private readonly priceOf: (model: string) => ModelPrice | undefined
 
@@ -31,14 +37,27 @@ export class Spend {
    * finalizer per attempt: nothing is added to an attempt's effect.
    */
   begin(model: string, previous: Usage | undefined): void {
-    if (this.current !== undefined) this.add(this.current, previous)
+    if (this.current !== undefined) this.add(this.current, beyond(previous, this.counted))
     this.current = model
+    this.counted = undefined
+  }
+
+  /**
+   * A broken stream is continued at `model` (`on_stream_break`): its calls so
+   * far, which reported `summed`, are priced at the model they ran at; the
+   * continuation's own usage is priced at `model` when it ends.
+   */
+  continueAt(model: string, summed: Usage | undefined): void {
+    if (this.current !== undefined) this.add(this.current, beyond(summed, this.counted))
+    this.current = model
+    if (summed !== undefined) this.counted = summed
   }
 
   /** The attempts are over; the last one ended with `usage`. */
   end(usage: Usage | undefined): void {
-    if (this.current !== undefined) this.add(this.current, usage)
+    if (this.current !== undefined) this.add(this.current, beyond(usage, this.counted))
     this.current = undefined
+    this.counted = undefined
   }
 
   /**
@@ -65,5 +84,18 @@ export class Spend {
     if (cost === undefined) return
     ctx.log.cost_usd = cost
     ;(ctx.replyHeaders ??= {})["x-gw-cost-usd"] = String(cost)
+  }
+}
+
+/** `usage` less what was priced already (`counted`, an earlier sum of the same calls). */
+const beyond = (usage: Usage | undefined, counted: Usage | undefined): Usage | undefined => {
+  if (usage === undefined || counted === undefined) return usage
+  const less = (a: number | undefined, b: number | undefined) => (a === undefined ? undefined : Math.max(0, a - (b ?? 0)))
+  return {
+    inputTokens: Math.max(0, usage.inputTokens - counted.inputTokens),
+    outputTokens: Math.max(0, usage.outputTokens - counted.outputTokens),
+    cacheReadTokens: less(usage.cacheReadTokens, counted.cacheReadTokens),
+    cacheWriteTokens: less(usage.cacheWriteTokens, counted.cacheWriteTokens),
+    reasoningTokens: less(usage.reasoningTokens, counted.reasoningTokens)
   }
 }

@@ -39,6 +39,11 @@ const { fakes, gateway } = gatewayWithFakes(
       openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "gpt-4o-mini"], credential: "env::OPENAI_KEY" },
       anthropic: { base_url: fakes.anthropic.url, models: ["claude-sonnet-4-5", "claude-haiku-4-5"], credential: "env::ANTHROPIC_KEY" }
     },
+    // Prices far apart, so a continuation priced at the wrong model shows.
+    models: {
+      "claude-sonnet-4-5": { input_per_mtok: 100, output_per_mtok: 0 },
+      "gpt-4o": { input_per_mtok: 1, output_per_mtok: 1000 }
+    },
     targets: {
       gpt: { model: "gpt-4o" },
       mini: { model: "gpt-4o-mini" },
@@ -124,6 +129,16 @@ describe("a broken stream is continued on the next target", () => {
     expect(messagesOf(second.json).at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "The quick brown" }] })
     // Usage over both calls: 10 + 20 input tokens (the first call's message_start, the continuation's).
     expect(final.usage.input_tokens).toBe(30)
+  })
+
+  it("each upstream call of a continued stream is priced at its own model: the broken Anthropic call's input at Claude's price, the OpenAI continuation's at GPT's", async () => {
+    anthropicBreaks()
+    openAiContinues(AFTER, { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 })
+    const final = await openai.chat.completions.stream({ model: "ao", messages: [{ role: "user", content: "tell me" }], stream_options: { include_usage: true } }).finalChatCompletion()
+    expect(final.choices[0].message.content).toBe(WHOLE)
+    // Claude: its message_start's 10 input tokens at $100/Mtok; GPT: 12 input at $1/Mtok and 4 output at $1000/Mtok.
+    const cost = 10 * 100e-6 + 12 * 1e-6 + 4 * 1000e-6
+    expect((await lastRequest()).cost_usd).toBeCloseTo(cost, 9)
   })
 
   it("OpenAI caller → Anthropic provider (normalized): reset, continued on OpenAI", async () => {

@@ -363,6 +363,8 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         const provider = target.provider
         const info: AttemptInfo = { attempt: (ctx.log.attempts ?? 1) + 1, target }
         ctx.log.attempts = info.attempt
+        // What the calls so far used is priced at their model; this call's at its own.
+        spend.continueAt(target.model, seam.usage)
         const providerRequest = provider.request("chat_stream", target.model, keyFor(provider.origin))
         const refused = unauthenticatedCall(provider, providerRequest)
         if (refused !== undefined) return Effect.fail(refused)
