@@ -9,24 +9,18 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { routingFromToml, TestReply } from "../../src/testing.ts"
 import type { RoutedAnswer, UpstreamCall } from "../../src/testing.ts"
-import { sendAfter } from "./on-test-clock.ts"
+import { sendAfter, smartTable } from "./on-test-clock.ts"
+import type { SmartLayout } from "./on-test-clock.ts"
 
 /** Where each level's `ttft_ms` goes (TOML lines under that table), and the route's shape. */
-interface Layout {
+interface Layout extends SmartLayout {
   readonly defaults?: string
   readonly openai?: string
   readonly model?: string
-  readonly primary?: string
-  readonly route?: string
-  /** `routes` (default) or `functions`. */
-  readonly table?: "routes" | "functions"
-  readonly targets?: string
-  readonly retries?: number
 }
 
 /** Two providers, a target on each, and `smart` falling back from one to the other. */
 const smart = (layout: Layout = {}) => {
-  const table = layout.table ?? "routes"
   return routingFromToml(`
 [defaults.provider]
 ${layout.defaults ?? ""}
@@ -48,17 +42,7 @@ ${layout.primary ?? ""}
 [targets.backup]
 model = "claude-sonnet-4-5"
 
-[${table}.smart]
-endpoint = "chat"
-${table === "routes" ? "models = [\"smart\"]" : ""}
-strategy = "fallback"
-${layout.targets ?? "targets = [\"primary\", \"backup\"]"}
-${layout.route ?? ""}
-
-[${table}.smart.retry]
-max_retries = ${layout.retries ?? 0}
-backoff_base_ms = 100
-`)
+${smartTable(layout, '["primary", "backup"]')}`)
 }
 
 /** OpenAI stalls after its role-only chunk; Anthropic answers at once. */

@@ -9,20 +9,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { routingFromToml, TestReply } from "../../src/testing.ts"
 import type { RoutedAnswer, RoutingUnderTest, UpstreamCall } from "../../src/testing.ts"
-import { sendAfter } from "./on-test-clock.ts"
+import { sendAfter, smartTable } from "./on-test-clock.ts"
+import type { SmartLayout } from "./on-test-clock.ts"
 
 /** Where the hedge settings go (TOML lines under that table), and the route's shape. */
-interface Layout {
-  readonly primary?: string
-  readonly route?: string
-  readonly table?: "routes" | "functions"
-  readonly targets?: string
-  readonly retries?: number
-}
+type Layout = SmartLayout
 
 /** Three targets (OpenAI, Anthropic, OpenAI again) and `smart` falling back from one to the next. */
 const smart = (layout: Layout = {}) => {
-  const table = layout.table ?? "routes"
   return routingFromToml(`
 [providers.openai]
 models = ["gpt-4o", "gpt-4o-mini"]
@@ -40,17 +34,7 @@ model = "claude-sonnet-4-5"
 [targets.third]
 model = "gpt-4o-mini"
 
-[${table}.smart]
-endpoint = "chat"
-${table === "routes" ? "models = [\"smart\"]" : ""}
-strategy = "fallback"
-${layout.targets ?? "targets = [\"primary\", \"backup\", \"third\"]"}
-${layout.route ?? ""}
-
-[${table}.smart.retry]
-max_retries = ${layout.retries ?? 0}
-backoff_base_ms = 100
-`)
+${smartTable(layout, '["primary", "backup", "third"]')}`)
 }
 
 type Script = Readonly<Record<string, TestReply>>

@@ -9,18 +9,13 @@ import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { routingFromToml, scriptedProviders, sendRequest, TestReply } from "../../src/testing.ts"
 import type { RoutingUnderTest, UpstreamCall } from "../../src/testing.ts"
+import { smartTable } from "./on-test-clock.ts"
+import type { SmartLayout } from "./on-test-clock.ts"
 
-interface Layout {
-  readonly primary?: string
-  readonly route?: string
-  /** `routes` (default) or `functions`. */
-  readonly table?: "routes" | "functions"
-  readonly targets?: string
-}
+type Layout = SmartLayout
 
 /** Two providers, a target on each, and `smart` falling back from OpenAI to Anthropic; OpenAI's idle timeout is 2 s. */
 const smart = (layout: Layout = {}) => {
-  const table = layout.table ?? "routes"
   return routingFromToml(`
 [providers.openai]
 models = ["gpt-4o"]
@@ -36,17 +31,7 @@ ${layout.primary ?? ""}
 [targets.backup]
 model = "claude-sonnet-4-5"
 
-[${table}.smart]
-endpoint = "chat"
-${table === "routes" ? "models = [\"smart\"]" : ""}
-strategy = "fallback"
-${layout.targets ?? "targets = [\"primary\", \"backup\"]"}
-${layout.route ?? ""}
-
-[${table}.smart.retry]
-max_retries = 0
-backoff_base_ms = 100
-`)
+${smartTable(layout, '["primary", "backup"]')}`)
 }
 
 /** OpenAI sends its role chunk and "Hello " then goes silent; Anthropic continues. */
