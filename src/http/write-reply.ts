@@ -117,41 +117,16 @@ const finishStream = (ctx: EdgeContext) =>
  */
 const pushToSocket = (res: ServerResponse, source: PushSource): Effect.Effect<void, AnyGatewayFailure> =>
   Effect.callback<void, AnyGatewayFailure>((resume) => {
-    // The chunks pushed in one turn (an upstream read of several events) leave in one write:
-    // corked at the first, uncorked once the turn is over, or before the body ends.
-    let corked = false
-    const uncork = () => {
-      if (!corked) return
-      corked = false
-      res.uncork()
-    }
     source.start({
-      write: (chunk) => {
-        if (!corked) {
-          corked = true
-          res.cork()
-          process.nextTick(uncork)
-        }
-        return res.write(chunk) || res.destroyed
-      },
+      write: (chunk) => res.write(chunk) || res.destroyed,
       onDrain: (go) => {
-        uncork()
         if (res.writableNeedDrain) res.once("drain", go)
         else queueMicrotask(go)
       },
-      end: () => {
-        uncork()
-        resume(Effect.void)
-      },
-      fail: (failure) => {
-        uncork()
-        resume(Effect.fail(failure))
-      }
+      end: () => resume(Effect.void),
+      fail: (failure) => resume(Effect.fail(failure))
     })
-    return Effect.sync(() => {
-      uncork()
-      source.stop()
-    })
+    return Effect.sync(source.stop)
   })
 
 const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.Effect<void> => {
