@@ -275,6 +275,18 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         attemptScoped
       )
 
+    /**
+     * The request's state becomes `target`'s attempt's: its collector and stream seam (the
+     * attempt before it priced with what it had). An attempt does so as it starts; a hedge,
+     * once it won its race.
+     */
+    const adopt = (target: PlanTarget, own: ResponseCollector, ownSplice: StreamSplice | undefined): void => {
+      spend.begin(target.model, collector.usage)
+      collector = own
+      splice = ownSplice
+      latest = target
+    }
+
     /** The log line's account of the attempt that answers (the latest one, or a hedge that won). */
     const noteAttempt = (target: PlanTarget, fast: boolean, dropped: string): void => {
       if (dropped !== "") ctx.log.dropped_params = dropped
@@ -292,12 +304,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       const own = new ResponseCollector(keepUpTo, keepText, keepStreamed, tap)
       const ownSplice = input.stream && target.continueOnBreak === true ? spliceFor(target) : undefined
       const hedge = info.hedge === "hedge"
-      if (!hedge) {
-        spend.begin(target.model, collector.usage)
-        collector = own
-        splice = ownSplice
-        latest = target
-      }
+      if (!hedge) adopt(target, own, ownSplice)
       const operation = fast && caller === "responses" ? "responses" : input.stream ? "chat_stream" : "chat"
       const providerRequest = provider.request(operation, target.model, keyFor(provider.origin))
       const refused = unauthenticatedCall(provider, providerRequest)
@@ -341,10 +348,7 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       Effect.onExit(timed, (exit) =>
         Effect.sync(() => {
           if (Exit.isFailure(exit)) return spend.add(target.model, own.usage)
-          spend.begin(target.model, collector.usage)
-          collector = own
-          splice = ownSplice
-          latest = target
+          adopt(target, own, ownSplice)
           noteAttempt(target, fast, dropped)
         }))
 
