@@ -23,7 +23,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Pool } from "undici"
-import { closedLoop, memoryMiB, oneRequest, pacedLoop, Pools, root, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
+import { closedLoop, memoryKiB, oneRequest, pacedLoop, Pools, root, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
 import { chatScenario, startGateway } from "./performance.ts"
 import type { Gateway } from "./performance.ts"
 
@@ -146,16 +146,16 @@ const memoryPerStream = async (dir: string, build: Build, slowUpstream: string, 
     const pid = gateway.child.pid!
     await closedLoop(pools.for(gateway.url), chatScenario("gateway", gateway.url, false), requests / 2, CONCURRENCY)
     await sleep(500)
-    const before = memoryMiB(pid).rss
+    const before = memoryKiB(pid).rss
     const scenario = chatScenario("gateway", gateway.url, true)
     const all = Array.from({ length: streams }, () => oneRequest(many, scenario))
     let most = before
     for (let i = 0; i < 15; i++) {
       await sleep(100)
-      most = Math.max(most, memoryMiB(pid).rss)
+      most = Math.max(most, memoryKiB(pid).rss)
     }
     await Promise.all(all)
-    return Math.round(((most - before) * 1024) / streams)
+    return round((most - before) / streams, 1)
   } finally {
     await many.destroy()
     await pools.forget(gateway.url)

@@ -116,11 +116,21 @@ export const childrenOf = (pid: number): Array<number> => {
 /** CPU time of a process and all its children, in microseconds. */
 export const treeCpuMicros = (pid: number): number => childrenOf(pid).reduce((sum, child) => sum + treeCpuMicros(child), cpuMicros(pid))
 
-/** Resident memory now (`VmRSS`) and at its peak (`VmHWM`), in MiB. */
-export const memoryMiB = (pid: number): { readonly rss: number; readonly peak: number } => {
+/**
+ * Resident memory now (`VmRSS`) and at its peak (`VmHWM`), in KiB as the
+ * kernel counts it. Figures divided by a count of streams take this, not the
+ * MiB below: rounded to MiB first, 300 streams read in steps of 3.4 KiB each.
+ */
+export const memoryKiB = (pid: number): { readonly rss: number; readonly peak: number } => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
   const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0)
-  return { rss: Math.round(kib("VmRSS") / 1024), peak: Math.round(kib("VmHWM") / 1024) }
+  return { rss: kib("VmRSS"), peak: kib("VmHWM") }
+}
+
+/** Resident memory now (`VmRSS`) and at its peak (`VmHWM`), in MiB. */
+export const memoryMiB = (pid: number): { readonly rss: number; readonly peak: number } => {
+  const { rss, peak } = memoryKiB(pid)
+  return { rss: Math.round(rss / 1024), peak: Math.round(peak / 1024) }
 }
 
 export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>

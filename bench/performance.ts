@@ -15,7 +15,7 @@ import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { closedLoop, memoryMiB, oneRequest, pacedLoop, Pools, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
+import { closedLoop, memoryKiB, memoryMiB, oneRequest, pacedLoop, Pools, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
 import type { Scenario } from "./lib.ts"
 
 /**
@@ -182,17 +182,17 @@ export const memory = async (ctx: PerformanceContext, streams: number) => {
     const pool = ctx.pools.for(gateway.url)
     await closedLoop(pool, chatScenario("gateway", gateway.url, false), REQUESTS(ctx), CONCURRENCY)
     await sleep(1000)
-    const afterLoad = memoryMiB(pid).rss
+    const afterLoadKiB = memoryKiB(pid).rss
     const { Pool } = await import("undici")
     const many = new Pool(gateway.url, { connections: streams })
-    let withStreams = afterLoad
+    let withStreamsKiB = afterLoadKiB
     try {
       const scenario = chatScenario("gateway", gateway.url, true)
       const all = Array.from({ length: streams }, () => oneRequest(many, scenario))
       // Every stream lasts ~2 s (20 chunks, 100 ms apart): sample while they are open.
       for (let i = 0; i < 15; i++) {
         await sleep(100)
-        withStreams = Math.max(withStreams, memoryMiB(pid).rss)
+        withStreamsKiB = Math.max(withStreamsKiB, memoryKiB(pid).rss)
       }
       await Promise.all(all)
     } finally {
@@ -200,9 +200,9 @@ export const memory = async (ctx: PerformanceContext, streams: number) => {
     }
     return {
       rss_idle_mib: idle,
-      rss_after_full_load_mib: afterLoad,
-      [`rss_with_${streams}_open_streams_mib`]: withStreams,
-      kib_per_open_stream: Math.round(((withStreams - afterLoad) * 1024) / streams),
+      rss_after_full_load_mib: Math.round(afterLoadKiB / 1024),
+      [`rss_with_${streams}_open_streams_mib`]: Math.round(withStreamsKiB / 1024),
+      kib_per_open_stream: round((withStreamsKiB - afterLoadKiB) / streams, 1),
       rss_peak_mib: memoryMiB(pid).peak
     }
   } finally {
