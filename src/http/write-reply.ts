@@ -33,23 +33,24 @@ const LINGER_BYTES = 8 * 1024 * 1024
  * socket is destroyed after `LINGER_MS`, or as soon as `LINGER_BYTES` more
  * arrived: never the gigabyte the caller declared.
  */
+function lingeringDestroySoon(this: Socket): void {
+  this.end()
+  this.pause()
+  const start = this.bytesRead
+  const watch = setInterval(() => {
+    if (this.bytesRead - start > LINGER_BYTES) this.destroy()
+  }, 50)
+  const stop = setTimeout(() => this.destroy(), LINGER_MS)
+  watch.unref()
+  stop.unref()
+  this.once("close", () => {
+    clearInterval(watch)
+    clearTimeout(stop)
+  })
+}
+
 const lingerThenClose = (socket: Socket | null | undefined): void => {
-  if (socket == null) return
-  socket.destroySoon = function(this: Socket) {
-    this.end()
-    this.pause()
-    const start = this.bytesRead
-    const watch = setInterval(() => {
-      if (this.bytesRead - start > LINGER_BYTES) this.destroy()
-    }, 50)
-    const stop = setTimeout(() => this.destroy(), LINGER_MS)
-    watch.unref()
-    stop.unref()
-    this.once("close", () => {
-      clearInterval(watch)
-      clearTimeout(stop)
-    })
-  }
+  if (socket != null) socket.destroySoon = lingeringDestroySoon
 }
 
 /** A request body is declared and not yet all received. */
