@@ -11,9 +11,11 @@
  * gateway's CPU time per proxied request (from /proc, user + system).
  * Then each stage's cost (guardrails, cache, telemetry, tenant mode), the
  * CPU of Gemini and Bedrock targets beside OpenAI's (bench/clouds.ts), and the
- * performance figures of bench/performance.ts (added latency and CPU at
- * 500 req/s and at full load beside a bare Node hop, memory with 1,000 open
- * streams, a burst then a low rate, workers).
+ * performance figures of bench/performance.ts (issue 29's table: the gateway
+ * beside a bare Node hop in interleaved rounds, CPU per request at full load
+ * and at 500 req/s, added p50, max req/s, each with its ratio and goal; the
+ * memory flags' trade, `npm start`'s flags against Node's defaults, with
+ * 1,000 open streams; a burst then a low rate; workers).
  *
  * Bounded: every loop has a request count and a deadline.
  */
@@ -198,7 +200,7 @@ ttl_seconds = 120
       await redis.del(`gw:routing:${project}:production`, `gw:routing:${project}:envs`)
       redis.disconnect()
     }
-    // Issue 14's figures: latency and CPU against the direct call and a bare Node hop, memory, burst, workers.
+    // Issues 14 and 29: the gateway beside a bare Node hop, the memory flags' trade, burst, workers (bench/performance.ts).
     await stopProcess(upstream.child)
     // Gemini and Bedrock targets beside OpenAI's, and SigV4 signing's cost.
     clouds = await runCloudsBench(QUICK)
