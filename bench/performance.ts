@@ -369,6 +369,12 @@ export const burstThenLowRate = async (ctx: PerformanceContext, gateway: Gateway
   return rows
 }
 
+/** Context switches of a process's main thread so far, voluntary (it waited) and not (it was preempted). */
+const contextSwitches = (pid: number): number => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0) + Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0)
+}
+
 /** The pid of each worker of a cluster gateway (worker number → pid), from the primary's "worker started" lines. */
 const workerPids = (log: string): Map<number, number> => {
   const pids = new Map<number, number>()
@@ -404,21 +410,31 @@ const requestsByWorker = (log: string, from: number): Map<number, number> => {
  * summed over every gateway process (the primary included), the cores the
  * gateway used (its share of the machine), and each worker's own CPU per
  * request (its CPU time over the requests its log lines count) against a
- * single process's (issue 29: within 1.05×, what scaling needs):
+ * single process's with the same requests in flight, 32 (issue 29: within
+ * 1.05×, what scaling needs), and the context switches of the gateway's
+ * main threads per request (each one a wake-up or a preemption):
  *
- * - 1 worker on core 0 (a single process: no primary);
+ * - 1 worker on core 0 (a single process: no primary), 64 in flight, and 32;
  * - 2 workers both on core 0: the same core's requests/s with a second
  *   process (what the cluster itself costs);
  * - 2 workers on cores 0 and 1, sharing them with the load generator.
  *
- * The three run side by side and are measured in interleaved rounds (medians).
+ * The three gateways run side by side and the four loads are measured in
+ * interleaved rounds (medians).
  * projected scaling = 2 × (requests/s per core, 2 workers) / (requests/s per core, 1 worker).
  */
 export const workersScaling = async (ctx: PerformanceContext) => {
   const configurations = [
-    { label: "1 worker, core 0", workers: 1, cpu: "0" },
-    { label: "2 workers, core 0", workers: 2, cpu: "0" },
-    { label: "2 workers, cores 0-1", workers: 2, cpu: "0,1" }
+    { workers: 1, cpu: "0" },
+    { workers: 2, cpu: "0" },
+    { workers: 2, cpu: "0,1" }
+  ] as const
+  // What is loaded: a configuration's gateway with so many requests in flight.
+  const runs = [
+    { label: "1 worker, core 0", gateway: 0, inFlight: 64 },
+    { label: "1 worker, core 0, 32 in flight (each worker's share)", gateway: 0, inFlight: 32 },
+    { label: "2 workers, core 0", gateway: 1, inFlight: 64 },
+    { label: "2 workers, cores 0-1", gateway: 2, inFlight: 64 }
   ] as const
   const gateways: Array<Gateway> = []
   try {
@@ -426,26 +442,32 @@ export const workersScaling = async (ctx: PerformanceContext) => {
       gateways.push(await startGateway(ctx.dir, `gateway-workers-${workers}-${cpu}`, ctx.upstream, { server: `workers = ${workers}`, cpu }))
     }
     for (const gateway of gateways) await closedLoop(ctx.pools.for(gateway.url), chatScenario("warm-up", gateway.url, false), REQUESTS(ctx) / 3, 64)
-    const figures = await interleavedRounds(configurations, ROUNDS(ctx), async (configuration, index) => {
-      const gateway = gateways[index]
+    const figures = await interleavedRounds(runs, ROUNDS(ctx), async (run) => {
+      const gateway = gateways[run.gateway]
       const primary = gateway.child.pid!
       // A single process counts as worker 0; a cluster's workers by the number the primary gave them.
-      const pids = configuration.workers === 1 ? new Map([[0, primary]]) : workerPids(gateway.log)
+      const pids = configurations[run.gateway].workers === 1 ? new Map([[0, primary]]) : workerPids(gateway.log)
       await sleep(200) // the log flushes once the event loop is idle
       const from = statSync(gateway.log).size
       const before = new Map([...pids].map(([worker, pid]) => [worker, cpuMicros(pid)]))
-      const { result: run, cpuPerRequest } = await withCpu(primary, () => closedLoop(ctx.pools.for(gateway.url), chatScenario("gateway", gateway.url, false), REQUESTS(ctx), 64), served, true)
-      const cpuAfter = new Map([...pids].map(([worker, pid]) => [worker, cpuMicros(pid)]))
+      const switchesBefore = [...pids.values()].reduce((sum, pid) => sum + contextSwitches(pid), 0)
+      const scenario = chatScenario("gateway", gateway.url, false)
+      const { result, cpuPerRequest } = await withCpu(primary, () => closedLoop(ctx.pools.for(gateway.url), scenario, REQUESTS(ctx), run.inFlight), served, true)
+      const after = new Map([...pids].map(([worker, pid]) => [worker, cpuMicros(pid)]))
+      const switches = [...pids.values()].reduce((sum, pid) => sum + contextSwitches(pid), 0) - switchesBefore
       await sleep(200)
       const requests = requestsByWorker(gateway.log, from)
-      const out: Record<string, number> = { rps: run.rps, cpu_us_per_request: cpuPerRequest }
-      for (const [worker, cpu] of cpuAfter) out[`cpu_us_per_request_worker_${worker}`] = Math.round((cpu - before.get(worker)!) / (requests.get(worker) ?? Number.NaN))
+      const out: Record<string, number> = { rps: result.rps, cpu_us_per_request: cpuPerRequest, switches_per_request: switches / result.requests }
+      for (const [worker, cpu] of after) out[`cpu_us_per_request_worker_${worker}`] = Math.round((cpu - before.get(worker)!) / (requests.get(worker) ?? Number.NaN))
       return out
     })
-    const single = median(values(figures[0], "cpu_us_per_request_worker_0"))
+    const singleAt = (index: number) => median(values(figures[index], "cpu_us_per_request_worker_0"))
+    // Each of 2 workers has half the 64 requests in flight: the single process with 32 is the like-for-like reference.
+    const single = singleAt(1)
     const rows: Array<Record<string, unknown>> = []
     const perCore: Array<number> = []
-    for (const [index, { label, workers }] of configurations.entries()) {
+    for (const [index, { label, gateway }] of runs.entries()) {
+      const workers = configurations[gateway].workers
       const rps = median(values(figures[index], "rps"))
       const cpuPerRequest = median(values(figures[index], "cpu_us_per_request"))
       // CPU seconds per second: requests/s × CPU per request.
@@ -459,17 +481,19 @@ export const workersScaling = async (ctx: PerformanceContext) => {
         cpu_us_per_request: cpuPerRequest,
         gateway_cores_used: round(cores, 2),
         rps_per_gateway_core: Math.round(rps / cores),
-        cpu_us_per_request_each_worker: workers === 1 ? single : eachWorker.join(" / "),
+        switches_per_request: round(median(values(figures[index], "switches_per_request")), 2),
+        cpu_us_per_request_each_worker: workers === 1 ? singleAt(index) : eachWorker.join(" / "),
         worker_vs_single: workers === 1 ? "" : round(worst / single, 2),
-        goal: workers === 1 ? "" : "≤ 1.05× single",
+        worker_vs_single_64_in_flight: workers === 1 ? "" : round(worst / singleAt(0), 2),
+        goal: workers === 1 ? "" : "≤ 1.05× single (32 in flight)",
         met: workers === 1 ? "" : worst <= 1.05 * single ? "yes" : "NO",
         rounds_cpu_us_per_request: values(figures[index], "cpu_us_per_request").join(" ")
       })
     }
     rows.push({
       gateway: "projected scaling, 2 workers vs 1",
-      rps: round((2 * perCore[2]) / perCore[0], 2),
-      rps_per_gateway_core: round(perCore[1] / perCore[0], 2)
+      rps: round((2 * perCore[3]) / perCore[0], 2),
+      rps_per_gateway_core: round(perCore[2] / perCore[0], 2)
     })
     return { rounds: ROUNDS(ctx), rows }
   } finally {
