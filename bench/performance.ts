@@ -166,10 +166,14 @@ export const warmUp = async (pool: Pool, url: string, requests: number): Promise
   await closedLoop(pool, chatScenario("warm-up", url, true), requests / 5, CONCURRENCY)
 }
 
-/** A row of a side-by-side table: two medians, their ratio a ÷ b, a goal and whether it is met, and every round's values. */
+/**
+ * A row of a side-by-side table: the two medians (keyed by their labels), their ratio a ÷ b,
+ * a goal and whether the medians meet it, and every round's values of each.
+ */
 export interface SideBySideRow {
   readonly figure: string
-  readonly [column: string]: string | number
+  readonly rounds: Readonly<Record<string, ReadonlyArray<number>>>
+  readonly [column: string]: string | number | Readonly<Record<string, ReadonlyArray<number>>>
 }
 
 const sideBySide = (
@@ -188,7 +192,7 @@ const sideBySide = (
     ratio: bm === 0 ? "–" : round(am / bm, 2),
     goal,
     met: met === undefined ? "" : met(am, bm) ? "yes" : "NO",
-    rounds: `${a.join(" ")} | ${b.join(" ")}`
+    rounds: { [aLabel]: a, [bLabel]: b }
   }
 }
 
@@ -482,12 +486,12 @@ export const workersScaling = async (ctx: PerformanceContext) => {
         gateway_cores_used: round(cores, 2),
         rps_per_gateway_core: Math.round(rps / cores),
         switches_per_request: round(median(values(figures[index], "switches_per_request")), 2),
-        cpu_us_per_request_each_worker: workers === 1 ? singleAt(index) : eachWorker.join(" / "),
+        cpu_us_per_request_each_worker: workers === 1 ? [singleAt(index)] : eachWorker,
         worker_vs_single: workers === 1 ? "" : round(worst / single, 2),
         worker_vs_single_64_in_flight: workers === 1 ? "" : round(worst / singleAt(0), 2),
         goal: workers === 1 ? "" : "≤ 1.05× single (32 in flight)",
         met: workers === 1 ? "" : worst <= 1.05 * single ? "yes" : "NO",
-        rounds_cpu_us_per_request: values(figures[index], "cpu_us_per_request").join(" ")
+        rounds_cpu_us_per_request: values(figures[index], "cpu_us_per_request")
       })
     }
     rows.push({
@@ -553,20 +557,30 @@ export const runPerformanceBench = async (options: { readonly quick: boolean; re
   return result
 }
 
+/** Rows as console.table shows them: a list of numbers as one string (`a a`), the lists of two sides as `a a | b b`. */
+const printable = (rows: ReadonlyArray<Record<string, unknown>>) =>
+  rows.map((row) =>
+    Object.fromEntries(Object.entries(row).map(([key, value]) => {
+      if (Array.isArray(value)) return [key, value.join(" ")]
+      if (typeof value === "object" && value !== null) return [key, Object.values(value).map((list: ReadonlyArray<number>) => list.join(" ")).join(" | ")]
+      return [key, value]
+    }))
+  )
+
 export const printPerformance = (result: PerformanceResult): void => {
   if (result.hop !== undefined) {
     const direct = Object.values(result.hop.direct).join(" / ")
     console.log(`gateway (npm start) beside the bare Node hop, median of ${result.hop.rounds} interleaved rounds (direct call's p50 at ${PACED_RPS} req/s, JSON / stream: ${direct} µs)`)
-    console.table(result.hop.rows)
+    console.table(printable(result.hop.rows))
   }
   if (result.memory !== undefined) {
     console.log(`the memory flags' trade: npm start (${result.memory.flags}) beside Node's defaults, same bundle, median of ${result.memory.rounds} interleaved rounds`)
-    console.table(result.memory.rows)
+    console.table(printable(result.memory.rows))
   }
   if (result.burst !== undefined) console.table(result.burst)
   if (result.workers !== undefined) {
     console.log(`workers, full load, median of ${result.workers.rounds} interleaved rounds`)
-    console.table(result.workers.rows)
+    console.table(printable(result.workers.rows))
   }
 }
 
