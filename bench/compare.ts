@@ -12,9 +12,11 @@
  * build alone; each figure is the median over the rounds, and the ratio is
  * new ÷ base.
  *
- * Figures per build: CPU per request at full load (JSON, stream) and at
- * 500 req/s (JSON, stream), and resident memory per open stream (a fresh
- * gateway, `STREAMS` streams held open through a slow upstream).
+ * Figures per build: those of `measureLoad` (bench/performance.ts: CPU per
+ * request and requests/s at full load, CPU per request, p50 and p99 at
+ * 500 req/s, JSON and stream), and resident memory per open stream
+ * (`freshGatewayMemory`: a fresh gateway, 300 or 1,000 streams held open
+ * through a slow upstream).
  *
  * Bounded: every loop has a request count and a deadline.
  */
@@ -22,10 +24,10 @@ import { execFileSync, spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Pool } from "undici"
-import { closedLoop, memoryKiB, oneRequest, pacedLoop, Pools, root, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
-import { chatScenario, startGateway } from "./performance.ts"
-import type { Gateway } from "./performance.ts"
+import { interleavedRounds, median, Pools, root, round, startProcess, stopProcess } from "./lib.ts"
+import type { RoundFigures } from "./lib.ts"
+import { freshGatewayMemory, measureLoad, startGateway, warmUp } from "./performance.ts"
+import type { Gateway, PerformanceContext } from "./performance.ts"
 
 interface Build {
   readonly label: string
@@ -52,24 +54,14 @@ export const checkoutRef = (ref: string, dir: string): string => {
   return tree
 }
 
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-}
-
 export interface CompareOptions {
   readonly ref: string
   readonly rounds: number
   readonly quick: boolean
 }
 
-const CONCURRENCY = 32
-const PACED_RPS = 500
-
 export const runCompare = async (options: CompareOptions) => {
-  const requests = options.quick ? 3_000 : 10_000
-  const pacedSeconds = options.quick ? 2 : 5
+  const plan = { requests: options.quick ? 3_000 : 10_000, pacedSeconds: options.quick ? 2 : 5, full: true, paced: true }
   const streams = options.quick ? 300 : 1_000
   const dir = mkdtempSync(join(tmpdir(), "gateway-compare-"))
   const sha = execFileSync("git", ["rev-parse", "--short", options.ref], { cwd: root, encoding: "utf8" }).trim()
@@ -79,48 +71,31 @@ export const runCompare = async (options: CompareOptions) => {
   ]
   const upstreamProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
   const slowProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai", "--chunk-delay-ms", "100"], "1", dir, "upstream-slow")
-  const upstream = JSON.parse(upstreamProcess.line).url as string
-  const slowUpstream = JSON.parse(slowProcess.line).url as string
-  const pools = new Pools(64)
-  const figures = builds.map(() => new Map<string, Array<number>>())
-  const record = (build: number, name: string, value: number) => {
-    const list = figures[build].get(name) ?? []
-    list.push(value)
-    figures[build].set(name, list)
+  const ctx: PerformanceContext = {
+    dir,
+    pools: new Pools(64),
+    upstream: JSON.parse(upstreamProcess.line).url as string,
+    slowUpstream: JSON.parse(slowProcess.line).url as string,
+    quick: options.quick
   }
   const gateways: Array<Gateway> = []
+  let figures: Array<RoundFigures> = []
   try {
-    for (const [index, build] of builds.entries()) gateways.push(await startGateway(dir, `gateway-${index}`, upstream, { entry: build.entry }))
+    for (const [index, build] of builds.entries()) gateways.push(await startGateway(dir, `gateway-${index}`, ctx.upstream, { entry: build.entry }))
     // Warm both up (JIT, pools) before anything is counted.
-    for (const gateway of gateways) {
-      const pool = pools.for(gateway.url)
-      await closedLoop(pool, chatScenario("warm-up", gateway.url, false), requests / 2, CONCURRENCY)
-      await closedLoop(pool, chatScenario("warm-up", gateway.url, true), requests / 2, CONCURRENCY)
-    }
-    for (let r = 0; r < options.rounds; r++) {
-      const order = r % 2 === 0 ? [0, 1] : [1, 0]
-      for (const index of order) {
-        const gateway = gateways[index]
-        const pid = gateway.child.pid!
-        const pool = pools.for(gateway.url)
-        for (const stream of [false, true]) {
-          const scenario = chatScenario("gateway", gateway.url, stream)
-          const kind = stream ? "stream" : "json"
-          const full = await withCpu(pid, () => closedLoop(pool, scenario, requests, CONCURRENCY), served)
-          record(index, `cpu_us_full_${kind}`, full.cpuPerRequest)
-          const paced = await withCpu(pid, () => pacedLoop(pool, scenario, PACED_RPS, pacedSeconds), (run) => Math.round(run.achievedRps * pacedSeconds))
-          record(index, `cpu_us_${PACED_RPS}rps_${kind}`, paced.cpuPerRequest)
-        }
-      }
-      for (const index of order) record(index, "kib_per_open_stream", await memoryPerStream(dir, builds[index], slowUpstream, pools, streams, requests))
-      process.stdout.write(`round ${r + 1}/${options.rounds} done\n`)
-    }
+    for (const gateway of gateways) await warmUp(ctx.pools.for(gateway.url), gateway.url, plan.requests * 2.5)
+    figures = await interleavedRounds(builds, options.rounds, async (build, index) => {
+      const gateway = gateways[index]
+      const load = await measureLoad(ctx.pools.for(gateway.url), gateway.url, gateway.child.pid!, plan)
+      const memory = await freshGatewayMemory(ctx, `gateway-memory-${index}`, { entry: build.entry }, streams)
+      return { ...load, kib_per_open_stream: memory.kib_per_open_stream }
+    }, (r) => process.stdout.write(`round ${r + 1}/${options.rounds} done\n`))
   } finally {
     for (const gateway of gateways) {
-      await pools.forget(gateway.url)
+      await ctx.pools.forget(gateway.url)
       await stopProcess(gateway.child)
     }
-    await pools.close()
+    await ctx.pools.close()
     await stopProcess(upstreamProcess.child)
     await stopProcess(slowProcess.child)
     rmSync(dir, { recursive: true, force: true })
@@ -132,35 +107,6 @@ export const runCompare = async (options: CompareOptions) => {
     return { figure: name, base, new: next, ratio: round(next / base, 3), base_rounds: figures[0].get(name)!.join(" "), new_rounds: figures[1].get(name)!.join(" ") }
   })
   return { date: new Date().toISOString(), ref: options.ref, sha, rounds: options.rounds, node: process.version, builds: builds.map((build) => build.label), rows }
-}
-
-/**
- * Resident memory per open stream of a fresh gateway: after a full-load
- * warm-up, `streams` streams held open at once through the slow upstream
- * (each ~2 s long); the most RSS seen while they are open, less the RSS before.
- */
-const memoryPerStream = async (dir: string, build: Build, slowUpstream: string, pools: Pools, streams: number, requests: number): Promise<number> => {
-  const gateway = await startGateway(dir, "gateway-memory", slowUpstream, { entry: build.entry })
-  const many = new Pool(gateway.url, { connections: streams })
-  try {
-    const pid = gateway.child.pid!
-    await closedLoop(pools.for(gateway.url), chatScenario("gateway", gateway.url, false), requests / 2, CONCURRENCY)
-    await sleep(500)
-    const before = memoryKiB(pid).rss
-    const scenario = chatScenario("gateway", gateway.url, true)
-    const all = Array.from({ length: streams }, () => oneRequest(many, scenario))
-    let most = before
-    for (let i = 0; i < 15; i++) {
-      await sleep(100)
-      most = Math.max(most, memoryKiB(pid).rss)
-    }
-    await Promise.all(all)
-    return round((most - before) / streams, 1)
-  } finally {
-    await many.destroy()
-    await pools.forget(gateway.url)
-    await stopProcess(gateway.child)
-  }
 }
 
 export const printCompare = (result: Awaited<ReturnType<typeof runCompare>>): void => {

@@ -25,6 +25,8 @@ export const PIN = cpus().length >= 2 && spawnSync("taskset", ["-c", "0", "true"
 export interface Running {
   readonly child: ChildProcess
   readonly line: string
+  /** The file its stdout goes to. */
+  readonly log: string
 }
 
 /**
@@ -60,7 +62,7 @@ export const startProcess = (
       const line = complete.find(ready)
       if (line !== undefined) {
         clearInterval(poll)
-        resolve({ child, line })
+        resolve({ child, line, log: logPath })
       } else if (Date.now() > deadline) {
         clearInterval(poll)
         reject(new Error(`${args.join(" ")} did not start`))
@@ -101,7 +103,7 @@ export const withCpu = async <A>(pid: number, run: () => Promise<A>, requests: (
   return { result, cpuPerRequest: Math.round((read(pid) - before) / requests(result)) }
 }
 
-/** Requests counted by a closed loop. */
+/** Requests counted by a closed or paced loop. */
 export const served = (run: { readonly requests: number }): number => run.requests
 
 /** The children of a process (the workers of a cluster primary). */
@@ -135,6 +137,12 @@ export const memoryMiB = (pid: number): { readonly rss: number; readonly peak: n
 
 export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+
+export const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
 
 export const round = (value: number, digits = 3): number => Math.round(value * 10 ** digits) / 10 ** digits
 
@@ -201,6 +209,8 @@ export const closedLoop = async (pool: Pool, scenario: Scenario, count: number, 
 }
 
 export interface PacedRun {
+  /** Requests completed. */
+  readonly requests: number
   readonly p50: number
   readonly p99: number
   /** Requests completed per second of the run (the requested rate when the server keeps up). */
@@ -237,6 +247,7 @@ export const pacedLoop = async (pool: Pool, scenario: Scenario, rps: number, sec
   const elapsed = (performance.now() - started) / 1000
   all.sort((a, b) => a - b)
   return {
+    requests: all.length,
     p50: percentile(all, 50),
     p99: percentile(all, 99),
     achievedRps: all.length / elapsed,
@@ -271,3 +282,36 @@ export class Pools {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Each figure's values, one a round (figure name → values in round order). */
+export type RoundFigures = Map<string, Array<number>>
+
+/**
+ * Measures every target once a round, one at a time, reversing the order each
+ * round (A B C, then C B A, …), so a slow spell of the machine, or the warmth
+ * a target leaves behind, does not land on one target alone. Returns each
+ * target's figures, one value a round; read them with `median`.
+ *
+ * Bounded by `rounds` and by what `measure` bounds.
+ */
+export const interleavedRounds = async <T>(
+  targets: ReadonlyArray<T>,
+  rounds: number,
+  measure: (target: T, index: number, round: number) => Promise<Record<string, number>>,
+  onRound?: (round: number) => void
+): Promise<Array<RoundFigures>> => {
+  const figures = targets.map((): RoundFigures => new Map())
+  for (let r = 0; r < rounds; r++) {
+    const order = targets.map((_, index) => index)
+    if (r % 2 === 1) order.reverse()
+    for (const index of order) {
+      for (const [name, value] of Object.entries(await measure(targets[index], index, r))) {
+        const list = figures[index].get(name) ?? []
+        list.push(value)
+        figures[index].set(name, list)
+      }
+    }
+    onRound?.(r)
+  }
+  return figures
+}

@@ -12,11 +12,20 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http"
 import { Pool } from "undici"
 
 const upstream = new Pool(process.argv[2], { connections: 1024 })
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "host", "content-length"])
+const HOP_BY_HOP = ["connection", "keep-alive", "transfer-encoding"]
+/** The request's body is sent again by undici, which frames it itself. */
+const NOT_FORWARDED_UP = new Set([...HOP_BY_HOP, "host", "content-length"])
+/**
+ * The answer's bytes are copied as they come, so its length still holds: a
+ * JSON answer keeps its content-length (as the gateway's does) instead of
+ * being re-framed in chunks, which would cost the hop and the load generator
+ * work the gateway does not cause.
+ */
+const NOT_FORWARDED_DOWN = new Set(HOP_BY_HOP)
 
-const forwardable = (headers: IncomingHttpHeaders | Record<string, string | Array<string> | undefined>): OutgoingHttpHeaders => {
+const forwardable = (headers: IncomingHttpHeaders | Record<string, string | Array<string> | undefined>, dropped: ReadonlySet<string>): OutgoingHttpHeaders => {
   const out: OutgoingHttpHeaders = {}
-  for (const [name, value] of Object.entries(headers)) if (!HOP_BY_HOP.has(name) && value !== undefined) out[name] = value
+  for (const [name, value] of Object.entries(headers)) if (!dropped.has(name) && value !== undefined) out[name] = value
   return out
 }
 
@@ -24,10 +33,10 @@ const server = createServer((req, res) => {
   const chunks: Array<Buffer> = []
   req.on("data", (chunk: Buffer) => chunks.push(chunk))
   req.on("end", () => {
-    upstream.dispatch({ method: req.method as "POST", path: req.url ?? "/", headers: forwardable(req.headers) as Record<string, string>, body: Buffer.concat(chunks) }, {
+    upstream.dispatch({ method: req.method as "POST", path: req.url ?? "/", headers: forwardable(req.headers, NOT_FORWARDED_UP) as Record<string, string>, body: Buffer.concat(chunks) }, {
       onRequestStart() {},
       onResponseStart(_controller: unknown, status: number, headers: Record<string, string | Array<string> | undefined>) {
-        res.writeHead(status, forwardable(headers))
+        res.writeHead(status, forwardable(headers, NOT_FORWARDED_DOWN))
       },
       onResponseData(_controller: unknown, chunk: Buffer) {
         res.write(chunk)

@@ -1,22 +1,30 @@
 /**
- * The performance figures of `npm run bench` (issue 14), for the gateway as
- * `npm start` runs it (the production bundle, its Node flags and
- * environment) beside a direct call to the same fake upstream:
+ * The performance figures of `npm run bench` (issues 14 and 29), for the
+ * gateway as `npm start` runs it (the production bundle, its Node flags and
+ * environment), each measured in interleaved rounds (medians) so a slow spell
+ * of the machine does not land on one side alone:
  *
- * - added latency (p50, p99) and CPU per request at a constant 500 req/s;
- * - CPU per request and requests/s at full load (JSON and streams);
- * - resident memory idle, with 1,000 open streams, and at its peak;
- * - a burst at full load, then 100 req/s: the median latency of each second;
- * - workers: requests/s and CPU per request with 1 and 2 worker processes.
+ * - hop: the gateway beside the bare Node hop (bench/node-hop.ts) and a direct
+ *   call, on the same fake upstream: CPU per request at full load and at
+ *   500 req/s, added p50 at 500 req/s, max req/s (JSON and stream), each with
+ *   the ratio gateway ÷ hop and issue 29's goal;
+ * - memory: the memory flags' trade, the same bundle with `npm start`'s flags
+ *   and with Node's defaults: CPU per request at full load, resident memory
+ *   idle, after full load, with 1,000 open streams, and at its peak;
+ * - burst: full load, then 100 req/s: the median latency of each second;
+ * - workers: requests/s and CPU per request with 1 and 2 worker processes,
+ *   and each worker's CPU per request against a single process's.
  *
- * `node bench/performance.ts [--quick] [--only burst,memory,…]` runs it alone.
+ * `node bench/performance.ts [--quick] [--only hop,memory,burst,workers]` runs it alone.
+ * Bounded: every loop has a request count and a deadline.
  */
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { closedLoop, memoryKiB, memoryMiB, oneRequest, pacedLoop, Pools, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
-import type { Scenario } from "./lib.ts"
+import { Pool } from "undici"
+import { closedLoop, cpuMicros, interleavedRounds, median, memoryKiB, memoryMiB, oneRequest, pacedLoop, Pools, round, served, sleep, startProcess, stopProcess, withCpu } from "./lib.ts"
+import type { RoundFigures, Scenario } from "./lib.ts"
 
 /**
  * How `npm start` runs the gateway (package.json): keep the two the same.
@@ -28,6 +36,8 @@ export const START_ENV = { MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX 
 export interface Gateway {
   readonly child: ChildProcess
   readonly url: string
+  /** The file its stdout (the log) goes to. */
+  readonly log: string
 }
 
 export interface GatewayOptions {
@@ -47,6 +57,8 @@ export interface GatewayOptions {
   readonly env?: Readonly<Record<string, string>> | undefined
   /** Node flags instead of `npm start`'s. */
   readonly nodeFlags?: ReadonlyArray<string> | undefined
+  /** Node's defaults instead of `npm start`'s flags and environment: no Node flags, no `MALLOC_ARENA_MAX`. */
+  readonly nodeDefaults?: boolean | undefined
   /** A command that runs Node (bench/instructions.ts: callgrind). */
   readonly wrap?: ReadonlyArray<string> | undefined
 }
@@ -67,13 +79,14 @@ credential = "none"
 ${options.telemetry ?? "[telemetry]\nenabled = false\nlog_level = \"info\""}
 ${options.extra ?? ""}`)
   const entry = options.source === true ? "src/main.ts" : options.entry ?? "dist/gateway.mjs"
+  const startFlags = options.source !== true && options.nodeDefaults !== true
   const started = await startProcess([entry, "serve", "--config", configPath], options.cpu ?? "0", dir, name, {
     ready: (line) => line.includes("\"port\""),
-    node: options.nodeFlags ?? (options.source === true ? [] : START_NODE_FLAGS),
-    env: { ...(options.source === true ? {} : START_ENV), ...options.env },
+    node: options.nodeFlags ?? (startFlags ? START_NODE_FLAGS : []),
+    env: { ...(startFlags ? START_ENV : {}), ...options.env },
     ...(options.wrap === undefined ? {} : { wrap: options.wrap })
   })
-  return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
+  return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}`, log: started.log }
 }
 
 export const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
@@ -99,44 +112,237 @@ export interface PerformanceContext {
 
 const REQUESTS = (ctx: PerformanceContext) => (ctx.quick ? 3_000 : 15_000)
 const PACED_SECONDS = (ctx: PerformanceContext) => (ctx.quick ? 2 : 6)
+const ROUNDS = (ctx: PerformanceContext) => (ctx.quick ? 2 : 3)
 const CONCURRENCY = 32
+export const PACED_RPS = 500
+const STREAMS = 1_000
+
+/** What one round measures on one target, JSON and stream. */
+export interface LoadPlan {
+  /** Requests of each full-load run. */
+  readonly requests: number
+  /** Seconds of each run at `PACED_RPS`. */
+  readonly pacedSeconds: number
+  /** Full load: a closed loop at concurrency 32 (CPU per request, requests/s). */
+  readonly full: boolean
+  /** An open loop at `PACED_RPS` (p50, p99, CPU per request). */
+  readonly paced: boolean
+}
 
 /**
- * Added latency and CPU per request at a constant 500 req/s, and CPU per
- * request and requests/s at full load, JSON and stream, for the direct call,
- * the bare Node hop and the gateway. `pids` are the processes whose CPU is
- * counted (none for the direct call: the upstream's CPU is not the proxy's).
+ * One round of the load figures on one target, JSON then stream: for each,
+ * the full-load run, then the run at `PACED_RPS`. `pid` is the process whose
+ * CPU counts (none for the direct call: the upstream's CPU is not a proxy's).
+ *
+ * Figures (`kind` is `json` or `stream`): `cpu_us_full_<kind>`,
+ * `rps_full_<kind>`, `cpu_us_500rps_<kind>`, `p50_us_500rps_<kind>`,
+ * `p99_us_500rps_<kind>`.
  */
-export const latencyAndCpu = async (ctx: PerformanceContext, targets: ReadonlyArray<{ readonly label: string; readonly url: string; readonly pid?: number }>) => {
-  const rows: Array<Record<string, unknown>> = []
-  for (const { label, url, pid } of targets) {
-    const pool = ctx.pools.for(url)
-    const json = chatScenario(label, url, false)
-    const stream = chatScenario(label, url, true)
-    await closedLoop(pool, json, REQUESTS(ctx) / 5, CONCURRENCY)
-    await closedLoop(pool, stream, REQUESTS(ctx) / 5, CONCURRENCY)
-    const cpu = async <A>(run: () => Promise<A>, requests: (a: A) => number) =>
-      pid === undefined ? { result: await run(), cpuPerRequest: undefined } : withCpu(pid, run, requests)
-    const paced = await cpu(() => pacedLoop(pool, json, 500, PACED_SECONDS(ctx)), () => 500 * PACED_SECONDS(ctx))
-    const fullJson = await cpu(() => closedLoop(pool, json, REQUESTS(ctx), CONCURRENCY), served)
-    const fullStream = await cpu(() => closedLoop(pool, stream, REQUESTS(ctx), CONCURRENCY), served)
-    rows.push({
-      target: label,
-      p50_ms_at_500rps: round(paced.result.p50),
-      p99_ms_at_500rps: round(paced.result.p99),
-      cpu_us_per_request_at_500rps: paced.cpuPerRequest,
-      max_rps_json: Math.round(fullJson.result.rps),
-      max_rps_stream: Math.round(fullStream.result.rps),
-      cpu_us_per_request_full_json: fullJson.cpuPerRequest,
-      cpu_us_per_request_full_stream: fullStream.cpuPerRequest
-    })
+export const measureLoad = async (pool: Pool, url: string, pid: number | undefined, plan: LoadPlan): Promise<Record<string, number>> => {
+  const figures: Record<string, number> = {}
+  const cpu = async <A extends { readonly requests: number }>(run: () => Promise<A>) =>
+    pid === undefined ? { result: await run(), cpuPerRequest: undefined } : withCpu(pid, run, served)
+  for (const stream of [false, true]) {
+    const scenario = chatScenario("bench", url, stream)
+    const kind = stream ? "stream" : "json"
+    if (plan.full) {
+      const full = await cpu(() => closedLoop(pool, scenario, plan.requests, CONCURRENCY))
+      if (full.cpuPerRequest !== undefined) figures[`cpu_us_full_${kind}`] = full.cpuPerRequest
+      figures[`rps_full_${kind}`] = Math.round(full.result.rps)
+    }
+    if (plan.paced) {
+      const paced = await cpu(() => pacedLoop(pool, scenario, PACED_RPS, plan.pacedSeconds))
+      if (paced.cpuPerRequest !== undefined) figures[`cpu_us_${PACED_RPS}rps_${kind}`] = paced.cpuPerRequest
+      figures[`p50_us_${PACED_RPS}rps_${kind}`] = Math.round(paced.result.p50 * 1000)
+      figures[`p99_us_${PACED_RPS}rps_${kind}`] = Math.round(paced.result.p99 * 1000)
+    }
   }
-  const direct = rows[0]
-  for (const row of rows.slice(1)) {
-    row.added_p50_ms_at_500rps = round((row.p50_ms_at_500rps as number) - (direct.p50_ms_at_500rps as number))
-    row.added_p99_ms_at_500rps = round((row.p99_ms_at_500rps as number) - (direct.p99_ms_at_500rps as number))
+  return figures
+}
+
+/** Warms a target up (the JIT, the pools): a fifth of a run's requests of JSON and of stream. */
+export const warmUp = async (pool: Pool, url: string, requests: number): Promise<void> => {
+  await closedLoop(pool, chatScenario("warm-up", url, false), requests / 5, CONCURRENCY)
+  await closedLoop(pool, chatScenario("warm-up", url, true), requests / 5, CONCURRENCY)
+}
+
+/**
+ * A row of a side-by-side table: the two medians (keyed by their labels), their ratio a ÷ b,
+ * a goal and whether the medians meet it, and every round's values of each.
+ */
+export interface SideBySideRow {
+  readonly figure: string
+  readonly rounds: Readonly<Record<string, ReadonlyArray<number>>>
+  readonly [column: string]: string | number | Readonly<Record<string, ReadonlyArray<number>>>
+}
+
+const sideBySide = (
+  figure: string,
+  [aLabel, a]: readonly [string, ReadonlyArray<number>],
+  [bLabel, b]: readonly [string, ReadonlyArray<number>],
+  goal: string,
+  met: ((a: number, b: number) => boolean) | undefined
+): SideBySideRow => {
+  const am = median(a)
+  const bm = median(b)
+  return {
+    figure,
+    [aLabel]: am,
+    [bLabel]: bm,
+    ratio: bm === 0 ? "–" : round(am / bm, 2),
+    goal,
+    met: met === undefined ? "" : met(am, bm) ? "yes" : "NO",
+    rounds: { [aLabel]: a, [bLabel]: b }
   }
-  return rows
+}
+
+const values = (figures: RoundFigures, name: string): Array<number> => figures.get(name) ?? []
+
+export interface HopTable {
+  readonly rounds: number
+  /** The direct call's p50 at 500 req/s, JSON and stream (median, µs): what added latency is measured from. */
+  readonly direct: Record<string, number>
+  readonly rows: ReadonlyArray<SideBySideRow>
+}
+
+/**
+ * The gateway beside the bare Node hop (issue 29), on the same fake upstream,
+ * in interleaved rounds (direct, hop, gateway, then gateway, hop, direct, …):
+ * each round measures full load and 500 req/s, JSON and stream, on each
+ * (500 req/s only on the direct call). Added p50 is a target's p50 less the
+ * direct call's of the same round; every figure is the median over rounds.
+ */
+export const hopTable = async (
+  ctx: PerformanceContext,
+  hop: { readonly url: string; readonly pid: number },
+  gateway: { readonly url: string; readonly pid: number }
+): Promise<HopTable> => {
+  const plan = { requests: REQUESTS(ctx), pacedSeconds: PACED_SECONDS(ctx), full: true, paced: true }
+  const targets = [
+    { label: "direct", url: ctx.upstream, pid: undefined, plan: { ...plan, full: false } },
+    { label: "hop", url: hop.url, pid: hop.pid, plan },
+    { label: "gateway", url: gateway.url, pid: gateway.pid, plan }
+  ]
+  for (const target of targets) await warmUp(ctx.pools.for(target.url), target.url, plan.requests)
+  const [direct, hopFigures, gatewayFigures] = await interleavedRounds(targets, ROUNDS(ctx), (target) => measureLoad(ctx.pools.for(target.url), target.url, target.pid, target.plan))
+  for (const figures of [hopFigures, gatewayFigures]) {
+    for (const kind of ["json", "stream"]) {
+      for (const p of ["p50", "p99"]) {
+        const name = `${p}_us_${PACED_RPS}rps_${kind}`
+        figures.set(`added_${name}`, values(figures, name).map((value, r) => value - values(direct, name)[r]))
+      }
+    }
+  }
+  const row = (figure: string, name: string, goal: string, met?: (gateway: number, hop: number) => boolean) =>
+    sideBySide(figure, ["gateway", values(gatewayFigures, name)], ["hop", values(hopFigures, name)], goal, met)
+  const cpuGoal = (gateway: number, hop: number) => gateway <= 1.3 * hop
+  const rows: Array<SideBySideRow> = []
+  for (const kind of ["json", "stream"]) rows.push(row(`CPU µs/request, full load, ${kind}`, `cpu_us_full_${kind}`, "≤ 1.3× hop", cpuGoal))
+  for (const kind of ["json", "stream"]) rows.push(row(`CPU µs/request at ${PACED_RPS} req/s, ${kind}`, `cpu_us_${PACED_RPS}rps_${kind}`, "≤ 1.3× hop", cpuGoal))
+  for (const kind of ["json", "stream"]) {
+    rows.push(row(`added p50 µs at ${PACED_RPS} req/s, ${kind}`, `added_p50_us_${PACED_RPS}rps_${kind}`, "≤ hop + 50 µs", (gateway, hop) => gateway <= hop + 50))
+  }
+  for (const kind of ["json", "stream"]) rows.push(row(`added p99 µs at ${PACED_RPS} req/s, ${kind}`, `added_p99_us_${PACED_RPS}rps_${kind}`, "–"))
+  for (const kind of ["json", "stream"]) rows.push(row(`max req/s, full load, ${kind}`, `rps_full_${kind}`, "≥ 0.75× hop", (gateway, hop) => gateway >= 0.75 * hop))
+  return {
+    rounds: ROUNDS(ctx),
+    direct: {
+      [`p50_us_${PACED_RPS}rps_json`]: median(values(direct, `p50_us_${PACED_RPS}rps_json`)),
+      [`p50_us_${PACED_RPS}rps_stream`]: median(values(direct, `p50_us_${PACED_RPS}rps_stream`))
+    },
+    rows
+  }
+}
+
+/**
+ * Resident memory of a fresh gateway (MiB): idle (a second after it
+ * started), after full load (JSON), with `streams` streams open at once
+ * through the slow upstream (the most seen while all are open; each lasts
+ * ~2 s), and its peak (VmHWM) after all that; KiB per open stream is the
+ * growth with the streams open over the RSS after full load.
+ */
+export const freshGatewayMemory = async (ctx: PerformanceContext, name: string, options: GatewayOptions, streams: number): Promise<Record<string, number>> => {
+  const gateway = await startGateway(ctx.dir, name, ctx.slowUpstream, options)
+  const many = new Pool(gateway.url, { connections: streams })
+  try {
+    const pid = gateway.child.pid!
+    await sleep(1000)
+    const idle = memoryMiB(pid).rss
+    await closedLoop(ctx.pools.for(gateway.url), chatScenario("gateway", gateway.url, false), REQUESTS(ctx), CONCURRENCY)
+    await sleep(1000)
+    // KiB as the kernel counts them: rounded to MiB first, 300 streams read in steps of 3.4 KiB.
+    const afterLoad = memoryKiB(pid).rss
+    const scenario = chatScenario("gateway", gateway.url, true)
+    const all = Array.from({ length: streams }, () => oneRequest(many, scenario))
+    let withStreams = afterLoad
+    for (let i = 0; i < 15; i++) {
+      await sleep(100)
+      withStreams = Math.max(withStreams, memoryKiB(pid).rss)
+    }
+    await Promise.all(all)
+    return {
+      rss_idle_mib: idle,
+      rss_after_full_load_mib: Math.round(afterLoad / 1024),
+      rss_with_open_streams_mib: Math.round(withStreams / 1024),
+      kib_per_open_stream: round((withStreams - afterLoad) / streams, 1),
+      rss_peak_mib: memoryMiB(pid).peak
+    }
+  } finally {
+    await many.destroy()
+    await ctx.pools.forget(gateway.url)
+    await stopProcess(gateway.child)
+  }
+}
+
+export interface FlagsTable {
+  readonly rounds: number
+  readonly flags: string
+  readonly rows: ReadonlyArray<SideBySideRow>
+}
+
+/**
+ * The memory flags' trade: the same bundle with `npm start`'s flags and
+ * environment (`START_NODE_FLAGS`, `START_ENV`) and with Node's defaults, in
+ * interleaved rounds. Each round measures, on each, the CPU per request at
+ * full load (JSON and stream, a gateway kept running and warmed up) and the
+ * memory of a fresh gateway (`freshGatewayMemory`, 1,000 open streams).
+ * Ratio: `npm start` ÷ Node's defaults.
+ */
+export const flagsTable = async (ctx: PerformanceContext): Promise<FlagsTable> => {
+  const variants = [
+    { label: "npm start flags", options: {} },
+    { label: "Node defaults", options: { nodeDefaults: true } }
+  ]
+  const plan = { requests: REQUESTS(ctx), pacedSeconds: 0, full: true, paced: false }
+  const running: Array<Gateway> = []
+  try {
+    for (const [index, variant] of variants.entries()) running.push(await startGateway(ctx.dir, `gateway-flags-${index}`, ctx.upstream, variant.options))
+    for (const gateway of running) await warmUp(ctx.pools.for(gateway.url), gateway.url, plan.requests)
+    const [start, defaults] = await interleavedRounds(variants, ROUNDS(ctx), async (variant, index) => ({
+      ...(await measureLoad(ctx.pools.for(running[index].url), running[index].url, running[index].child.pid!, plan)),
+      ...(await freshGatewayMemory(ctx, `gateway-memory-${index}`, variant.options, STREAMS))
+    }))
+    const row = (figure: string, name: string, goal = "", met?: (start: number) => boolean) =>
+      sideBySide(figure, ["npm start flags", values(start, name)], ["Node defaults", values(defaults, name)], goal, met === undefined ? undefined : (a) => met(a))
+    return {
+      rounds: ROUNDS(ctx),
+      flags: `MALLOC_ARENA_MAX=${START_ENV.MALLOC_ARENA_MAX} ${START_NODE_FLAGS.join(" ")}`,
+      rows: [
+        row("CPU µs/request, full load, json", "cpu_us_full_json"),
+        row("CPU µs/request, full load, stream", "cpu_us_full_stream"),
+        row("RSS idle, MiB", "rss_idle_mib", "≤ 80 (npm start)", (a) => a <= 80),
+        row("RSS after full load, MiB", "rss_after_full_load_mib"),
+        row(`RSS with ${STREAMS} open streams, MiB`, "rss_with_open_streams_mib"),
+        row("KiB per open stream", "kib_per_open_stream"),
+        row(`peak RSS (with ${STREAMS} open streams), MiB`, "rss_peak_mib", "≤ 150 (npm start)", (a) => a <= 150)
+      ]
+    }
+  } finally {
+    for (const gateway of running) {
+      await ctx.pools.forget(gateway.url)
+      await stopProcess(gateway.child)
+    }
+  }
 }
 
 /**
@@ -168,46 +374,37 @@ export const burstThenLowRate = async (ctx: PerformanceContext, gateway: Gateway
   return rows
 }
 
-/**
- * Resident memory of a fresh gateway: idle, then with `streams` streams open
- * at once through the slow upstream (sampled while all are open), then its
- * peak (VmHWM) after full load and the streams.
- */
-export const memory = async (ctx: PerformanceContext, streams: number) => {
-  const gateway = await startGateway(ctx.dir, "gateway-memory", ctx.slowUpstream)
+/** Context switches of a process's main thread so far, voluntary (it waited) and not (it was preempted). */
+const contextSwitches = (pid: number): number => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0) + Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0)
+}
+
+/** The pid of each worker of a cluster gateway (worker number → pid), from the primary's "worker started" lines. */
+const workerPids = (log: string): Map<number, number> => {
+  const pids = new Map<number, number>()
+  for (const line of readFileSync(log, "utf8").split("\n")) {
+    if (!line.includes("\"msg\":\"worker started\"")) continue
+    const { worker, pid } = JSON.parse(line) as { readonly worker: number; readonly pid: number }
+    pids.set(worker, pid)
+  }
+  return pids
+}
+
+/** The request lines of each worker in `log` from byte `from` on (worker 0: a single process). */
+const requestsByWorker = (log: string, from: number): Map<number, number> => {
+  const fd = openSync(log, "r")
   try {
-    const pid = gateway.child.pid!
-    await sleep(1000)
-    const idle = memoryMiB(pid).rss
-    const pool = ctx.pools.for(gateway.url)
-    await closedLoop(pool, chatScenario("gateway", gateway.url, false), REQUESTS(ctx), CONCURRENCY)
-    await sleep(1000)
-    const afterLoadKiB = memoryKiB(pid).rss
-    const { Pool } = await import("undici")
-    const many = new Pool(gateway.url, { connections: streams })
-    let withStreamsKiB = afterLoadKiB
-    try {
-      const scenario = chatScenario("gateway", gateway.url, true)
-      const all = Array.from({ length: streams }, () => oneRequest(many, scenario))
-      // Every stream lasts ~2 s (20 chunks, 100 ms apart): sample while they are open.
-      for (let i = 0; i < 15; i++) {
-        await sleep(100)
-        withStreamsKiB = Math.max(withStreamsKiB, memoryKiB(pid).rss)
-      }
-      await Promise.all(all)
-    } finally {
-      await many.destroy()
+    const buffer = Buffer.alloc(Math.max(0, fstatSync(fd).size - from))
+    readSync(fd, buffer, 0, buffer.length, from)
+    const counts = new Map<number, number>()
+    for (const match of buffer.toString("utf8").matchAll(/^\{[^\n]*?"level":"info"(?:,"worker":(\d+))?,"msg":"request"/gm)) {
+      const worker = match[1] === undefined ? 0 : Number(match[1])
+      counts.set(worker, (counts.get(worker) ?? 0) + 1)
     }
-    return {
-      rss_idle_mib: idle,
-      rss_after_full_load_mib: Math.round(afterLoadKiB / 1024),
-      [`rss_with_${streams}_open_streams_mib`]: Math.round(withStreamsKiB / 1024),
-      kib_per_open_stream: round((withStreamsKiB - afterLoadKiB) / streams, 1),
-      rss_peak_mib: memoryMiB(pid).peak
-    }
+    return counts
   } finally {
-    await ctx.pools.forget(gateway.url)
-    await stopProcess(gateway.child)
+    closeSync(fd)
   }
 }
 
@@ -215,60 +412,116 @@ export const memory = async (ctx: PerformanceContext, streams: number) => {
  * Workers. A two-core machine cannot show 2× requests/s outright: the load
  * generator and the upstream need the same cores. So each configuration runs
  * at full load (concurrency 64) and reports requests/s, the CPU per request
- * summed over every gateway process (the primary included) and the cores the
- * gateway used (its share of the machine); requests/s per gateway core is
- * what a dedicated core buys.
+ * summed over every gateway process (the primary included), the cores the
+ * gateway used (its share of the machine), and each worker's own CPU per
+ * request (its CPU time over the requests its log lines count) against a
+ * single process's with the same requests in flight, 32 (issue 29: within
+ * 1.05×, what scaling needs), and the context switches of the gateway's
+ * main threads per request (each one a wake-up or a preemption):
  *
- * - 1 worker on core 0;
+ * - 1 worker on core 0 (a single process: no primary), 64 in flight, and 32;
  * - 2 workers both on core 0: the same core's requests/s with a second
  *   process (what the cluster itself costs);
  * - 2 workers on cores 0 and 1, sharing them with the load generator.
  *
+ * The three gateways run side by side and the four loads are measured in
+ * interleaved rounds (medians).
  * projected scaling = 2 × (requests/s per core, 2 workers) / (requests/s per core, 1 worker).
  */
 export const workersScaling = async (ctx: PerformanceContext) => {
-  const rows: Array<Record<string, unknown>> = []
-  const perCore: Record<string, number> = {}
-  for (const [label, workers, cpu] of [["1 worker, core 0", 1, "0"], ["2 workers, core 0", 2, "0"], ["2 workers, cores 0-1", 2, "0,1"]] as const) {
-    const gateway = await startGateway(ctx.dir, `gateway-workers-${workers}-${cpu}`, ctx.upstream, { server: `workers = ${workers}`, cpu })
-    try {
-      const pool = ctx.pools.for(gateway.url)
-      const json = chatScenario("gateway", gateway.url, false)
-      await closedLoop(pool, json, REQUESTS(ctx) / 3, 64)
-      const { result: run, cpuPerRequest } = await withCpu(gateway.child.pid!, () => closedLoop(pool, json, REQUESTS(ctx), 64), served, true)
+  const configurations = [
+    { workers: 1, cpu: "0" },
+    { workers: 2, cpu: "0" },
+    { workers: 2, cpu: "0,1" }
+  ] as const
+  // What is loaded: a configuration's gateway with so many requests in flight.
+  const runs = [
+    { label: "1 worker, core 0", gateway: 0, inFlight: 64 },
+    { label: "1 worker, core 0, 32 in flight (each worker's share)", gateway: 0, inFlight: 32 },
+    { label: "2 workers, core 0", gateway: 1, inFlight: 64 },
+    { label: "2 workers, cores 0-1", gateway: 2, inFlight: 64 }
+  ] as const
+  const gateways: Array<Gateway> = []
+  try {
+    for (const { workers, cpu } of configurations) {
+      gateways.push(await startGateway(ctx.dir, `gateway-workers-${workers}-${cpu}`, ctx.upstream, { server: `workers = ${workers}`, cpu }))
+    }
+    for (const gateway of gateways) await closedLoop(ctx.pools.for(gateway.url), chatScenario("warm-up", gateway.url, false), REQUESTS(ctx) / 3, 64)
+    const figures = await interleavedRounds(runs, ROUNDS(ctx), async (run) => {
+      const gateway = gateways[run.gateway]
+      const primary = gateway.child.pid!
+      // A single process counts as worker 0; a cluster's workers by the number the primary gave them.
+      const pids = configurations[run.gateway].workers === 1 ? new Map([[0, primary]]) : workerPids(gateway.log)
+      await sleep(200) // the log flushes once the event loop is idle
+      const from = statSync(gateway.log).size
+      const before = new Map([...pids].map(([worker, pid]) => [worker, cpuMicros(pid)]))
+      const switchesBefore = [...pids.values()].reduce((sum, pid) => sum + contextSwitches(pid), 0)
+      const scenario = chatScenario("gateway", gateway.url, false)
+      const { result, cpuPerRequest } = await withCpu(primary, () => closedLoop(ctx.pools.for(gateway.url), scenario, REQUESTS(ctx), run.inFlight), served, true)
+      const after = new Map([...pids].map(([worker, pid]) => [worker, cpuMicros(pid)]))
+      const switches = [...pids.values()].reduce((sum, pid) => sum + contextSwitches(pid), 0) - switchesBefore
+      await sleep(200)
+      const requests = requestsByWorker(gateway.log, from)
+      const out: Record<string, number> = { rps: result.rps, cpu_us_per_request: cpuPerRequest, switches_per_request: switches / result.requests }
+      for (const [worker, cpu] of after) out[`cpu_us_per_request_worker_${worker}`] = Math.round((cpu - before.get(worker)!) / (requests.get(worker) ?? Number.NaN))
+      return out
+    })
+    const singleAt = (index: number) => median(values(figures[index], "cpu_us_per_request_worker_0"))
+    // Each of 2 workers has half the 64 requests in flight: the single process with 32 is the like-for-like reference.
+    const single = singleAt(1)
+    const rows: Array<Record<string, unknown>> = []
+    const perCore: Array<number> = []
+    for (const [index, { label, gateway }] of runs.entries()) {
+      const workers = configurations[gateway].workers
+      const rps = median(values(figures[index], "rps"))
+      const cpuPerRequest = median(values(figures[index], "cpu_us_per_request"))
       // CPU seconds per second: requests/s × CPU per request.
-      const cores = (run.rps * cpuPerRequest) / 1e6
-      perCore[label] = run.rps / cores
+      const cores = (rps * cpuPerRequest) / 1e6
+      perCore.push(rps / cores)
+      const eachWorker = workers === 1 ? [] : Array.from({ length: workers }, (_, i) => median(values(figures[index], `cpu_us_per_request_worker_${i + 1}`)))
+      const worst = Math.max(...eachWorker)
       rows.push({
         gateway: label,
-        rps: Math.round(run.rps),
+        rps: Math.round(rps),
         cpu_us_per_request: cpuPerRequest,
         gateway_cores_used: round(cores, 2),
-        rps_per_gateway_core: Math.round(run.rps / cores)
+        rps_per_gateway_core: Math.round(rps / cores),
+        switches_per_request: round(median(values(figures[index], "switches_per_request")), 2),
+        cpu_us_per_request_each_worker: workers === 1 ? [singleAt(index)] : eachWorker,
+        worker_vs_single: workers === 1 ? "" : round(worst / single, 2),
+        worker_vs_single_64_in_flight: workers === 1 ? "" : round(worst / singleAt(0), 2),
+        goal: workers === 1 ? "" : "≤ 1.05× single (32 in flight)",
+        met: workers === 1 ? "" : worst <= 1.05 * single ? "yes" : "NO",
+        rounds_cpu_us_per_request: values(figures[index], "cpu_us_per_request")
       })
-    } finally {
+    }
+    rows.push({
+      gateway: "projected scaling, 2 workers vs 1",
+      rps: round((2 * perCore[3]) / perCore[0], 2),
+      rps_per_gateway_core: round(perCore[2] / perCore[0], 2)
+    })
+    return { rounds: ROUNDS(ctx), rows }
+  } finally {
+    for (const gateway of gateways) {
       await ctx.pools.forget(gateway.url)
       await stopProcess(gateway.child)
     }
   }
-  rows.push({
-    gateway: "projected scaling, 2 workers vs 1",
-    rps: round((2 * perCore["2 workers, cores 0-1"]) / perCore["1 worker, core 0"], 2),
-    rps_per_gateway_core: round(perCore["2 workers, core 0"] / perCore["1 worker, core 0"], 2)
-  })
-  return rows
 }
 
 export interface PerformanceResult {
-  readonly latencyAndCpu: ReadonlyArray<Record<string, unknown>>
-  readonly memory: Record<string, number>
-  readonly burst: ReadonlyArray<Record<string, unknown>>
-  readonly workers: ReadonlyArray<Record<string, unknown>>
+  readonly hop?: HopTable | undefined
+  readonly memory?: FlagsTable | undefined
+  readonly burst?: ReadonlyArray<Record<string, unknown>> | undefined
+  readonly workers?: { readonly rounds: number; readonly rows: ReadonlyArray<Record<string, unknown>> } | undefined
 }
 
-/** Every figure of issue 14 in one run. `only` picks sections (latency, memory, burst, workers). */
+export const SECTIONS = ["hop", "memory", "burst", "workers"] as const
+
+/** Every figure of issues 14 and 29 in one run. `only` picks sections (`SECTIONS`). */
 export const runPerformanceBench = async (options: { readonly quick: boolean; readonly only?: ReadonlySet<string> | undefined }): Promise<PerformanceResult> => {
-  const wanted = (name: string) => options.only === undefined || options.only.has(name)
+  for (const name of options.only ?? []) if (!(SECTIONS as ReadonlyArray<string>).includes(name)) throw new Error(`no section ${name} (${SECTIONS.join(", ")})`)
+  const wanted = (name: (typeof SECTIONS)[number]) => options.only === undefined || options.only.has(name)
   const dir = mkdtempSync(join(tmpdir(), "gateway-perf-"))
   const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
   const slow = await startProcess(["test/fixtures/serve.ts", "--kind", "openai", "--chunk-delay-ms", "100"], "1", dir, "upstream-slow")
@@ -279,18 +532,14 @@ export const runPerformanceBench = async (options: { readonly quick: boolean; re
     slowUpstream: JSON.parse(slow.line).url as string,
     quick: options.quick
   }
-  const result: { -readonly [K in keyof PerformanceResult]: PerformanceResult[K] } = { latencyAndCpu: [], memory: {}, burst: [], workers: [] }
+  const result: { -readonly [K in keyof PerformanceResult]: PerformanceResult[K] } = {}
   try {
-    if (wanted("latency") || wanted("burst")) {
+    if (wanted("hop") || wanted("burst")) {
       const hop = await startProcess(["bench/node-hop.ts", ctx.upstream], "0", dir, "node-hop")
       const gateway = await startGateway(dir, "gateway-performance", ctx.upstream)
       try {
-        if (wanted("latency")) {
-          result.latencyAndCpu = await latencyAndCpu(ctx, [
-            { label: "direct", url: ctx.upstream },
-            { label: "node hop", url: `http://127.0.0.1:${JSON.parse(hop.line).port as number}`, pid: hop.child.pid! },
-            { label: "gateway", url: gateway.url, pid: gateway.child.pid! }
-          ])
+        if (wanted("hop")) {
+          result.hop = await hopTable(ctx, { url: `http://127.0.0.1:${JSON.parse(hop.line).port as number}`, pid: hop.child.pid! }, { url: gateway.url, pid: gateway.child.pid! })
         }
         if (wanted("burst")) result.burst = await burstThenLowRate(ctx, gateway)
       } finally {
@@ -299,7 +548,7 @@ export const runPerformanceBench = async (options: { readonly quick: boolean; re
         await stopProcess(gateway.child)
       }
     }
-    if (wanted("memory")) result.memory = await memory(ctx, 1000)
+    if (wanted("memory")) result.memory = await flagsTable(ctx)
     if (wanted("workers")) result.workers = await workersScaling(ctx)
   } finally {
     await ctx.pools.close()
@@ -309,11 +558,31 @@ export const runPerformanceBench = async (options: { readonly quick: boolean; re
   return result
 }
 
+/** Rows as console.table shows them: a list of numbers as one string (`a a`), the lists of two sides as `a a | b b`. */
+const printable = (rows: ReadonlyArray<Record<string, unknown>>) =>
+  rows.map((row) =>
+    Object.fromEntries(Object.entries(row).map(([key, value]) => {
+      if (Array.isArray(value)) return [key, value.join(" ")]
+      if (typeof value === "object" && value !== null) return [key, Object.values(value).map((list: ReadonlyArray<number>) => list.join(" ")).join(" | ")]
+      return [key, value]
+    }))
+  )
+
 export const printPerformance = (result: PerformanceResult): void => {
-  if (result.latencyAndCpu.length > 0) console.table(result.latencyAndCpu)
-  if (Object.keys(result.memory).length > 0) console.table(result.memory)
-  if (result.burst.length > 0) console.table(result.burst)
-  if (result.workers.length > 0) console.table(result.workers)
+  if (result.hop !== undefined) {
+    const direct = Object.values(result.hop.direct).join(" / ")
+    console.log(`gateway (npm start) beside the bare Node hop, median of ${result.hop.rounds} interleaved rounds (direct call's p50 at ${PACED_RPS} req/s, JSON / stream: ${direct} µs)`)
+    console.table(printable(result.hop.rows))
+  }
+  if (result.memory !== undefined) {
+    console.log(`the memory flags' trade: npm start (${result.memory.flags}) beside Node's defaults, same bundle, median of ${result.memory.rounds} interleaved rounds`)
+    console.table(printable(result.memory.rows))
+  }
+  if (result.burst !== undefined) console.table(result.burst)
+  if (result.workers !== undefined) {
+    console.log(`workers, full load, median of ${result.workers.rounds} interleaved rounds`)
+    console.table(printable(result.workers.rows))
+  }
 }
 
 if (import.meta.main) {
