@@ -19,6 +19,15 @@
  * settled). `node bench/instructions.ts . .+keys .+limits --limits URL`: the
  * differences are the cost of the key check, and of the key check and limits.
  *
+ * A ref ending in `+telemetry` runs with the specification's telemetry
+ * defaults (application traces on at `sample_ratio = 0.1`, GenAI off), and
+ * `+telemetry-all` with everything at 1.0 (application traces and GenAI spans
+ * with content capture and metrics), both exporting to an OTLP receiver (a real
+ * gRPC server that accepts and forgets) in its own process on core 1; a bare
+ * ref has both sections off. `node bench/instructions.ts . .+telemetry .+telemetry-all`:
+ * the two figures of the telemetry goal (issue 29). The export's encoding and
+ * gRPC calls run on the main thread, so they are in both columns.
+ *
  * Bounded: every loop has a request count and a deadline.
  */
 import { execFileSync } from "node:child_process"
@@ -61,15 +70,27 @@ const dumpTotals = (dir: string, pid: number, dump: number): { readonly all: num
 
 const BENCH_KEY = "bench-gateway-key-0123456789abcdef"
 
-/** A ref and the configuration, environment and headers of its `+keys` / `+limits` suffix (nothing without). */
-const keyOptions = (spec: string, limitsUrl: string | undefined): {
+/** The `[telemetry]` / `[genai_telemetry]` sections of a `+telemetry` (spec defaults) or `+telemetry-all` suffix, exporting to `receiverUrl`. */
+export const telemetrySections = (which: "defaults" | "all", receiverUrl: string): string => {
+  const app = `[telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = ${which === "all" ? "1.0" : "0.1"}\nlog_level = "info"`
+  if (which === "defaults") return app
+  return `${app}\n\n[genai_telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = 1.0\ncapture_content = true\nmetrics_enabled = true`
+}
+
+/** A ref and the configuration, environment and headers of its `+keys` / `+limits` / `+telemetry` / `+telemetry-all` suffix (nothing without). */
+const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: () => string): {
   readonly ref: string
   readonly extra: string | undefined
+  readonly telemetry?: string | undefined
   readonly env: Readonly<Record<string, string>> | undefined
   readonly headers: Readonly<Record<string, string>>
 } => {
   const [ref, suffix] = spec.split("+")
   if (suffix === undefined) return { ref, extra: undefined, env: undefined, headers: {} }
+  if (suffix === "telemetry" || suffix === "telemetry-all") {
+    return { ref, extra: undefined, telemetry: telemetrySections(suffix === "telemetry" ? "defaults" : "all", receiverUrl()), env: undefined, headers: {} }
+  }
+  if (suffix !== "keys" && suffix !== "limits") throw new Error(`unknown suffix +${suffix}`)
   if (suffix === "limits" && limitsUrl === undefined) throw new Error("+limits needs --limits REDIS_URL")
   const limited = suffix !== "limits"
     ? ""
@@ -101,19 +122,31 @@ const main = async (argv: ReadonlyArray<string>) => {
   const upstream = JSON.parse(upstreamProcess.line).url as string
   const pools = new Pools(64)
   const rows: Array<Record<string, unknown>> = []
+  // The OTLP receiver of the `+telemetry` suffixes, on core 1 beside the upstream; started only for them.
+  const receiver = refs.some((spec) => spec.includes("+telemetry"))
+    ? await startProcess(["bench/telemetry.ts", "--receiver"], "1", dir, "otlp-receiver")
+    : undefined
+  const receiverUrl = () => receiver!.line.trim()
+  /** One build per ref: `. .+telemetry` build the working tree once. */
+  const built = new Map<string, string>()
   try {
     for (const [index, spec] of refs.entries()) {
-      const keys = keyOptions(spec, limitsUrl)
+      const keys = keyOptions(spec, limitsUrl, receiverUrl)
       const { ref } = keys
-      const refDir = join(dir, `ref-${index}`)
-      mkdirSync(refDir)
-      const tree = ref === "." ? root : checkoutRef(ref, refDir)
-      const entry = buildTree(tree, join(dir, `dist-${index}`))
+      let entry = built.get(ref)
+      if (entry === undefined) {
+        const refDir = join(dir, `ref-${index}`)
+        mkdirSync(refDir)
+        const tree = ref === "." ? root : checkoutRef(ref, refDir)
+        entry = buildTree(tree, join(dir, `dist-${index}`))
+        built.set(ref, entry)
+      }
       const out = join(dir, `cg-${index}`)
       mkdirSync(out)
       const gateway = await startGateway(dir, `gateway-${index}`, upstream, {
         entry,
         extra: keys.extra,
+        ...(keys.telemetry === undefined ? {} : { telemetry: keys.telemetry }),
         env: keys.env,
         wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${out}/cg.%p`]
       })
@@ -142,6 +175,7 @@ const main = async (argv: ReadonlyArray<string>) => {
   } finally {
     await pools.close()
     await stopProcess(upstreamProcess.child)
+    if (receiver !== undefined) await stopProcess(receiver.child)
     if (process.env.KEEP === undefined) rmSync(dir, { recursive: true, force: true })
   }
   console.log(`instructions per request (${warmup} requests of warm-up, ${count} counted, of each kind)`)
