@@ -36,7 +36,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { buildTree, checkoutRef } from "./compare.ts"
 import { closedLoop, Pools, root, startProcess, stopProcess } from "./lib.ts"
-import { chatScenario, startGateway } from "./performance.ts"
+import { chatScenario, startGateway, telemetrySections } from "./performance.ts"
 
 const CONCURRENCY = 32
 /** Under valgrind a request takes far longer than the load generator's usual deadline: loop in slices. */
@@ -69,13 +69,6 @@ const dumpTotals = (dir: string, pid: number, dump: number): { readonly all: num
 }
 
 const BENCH_KEY = "bench-gateway-key-0123456789abcdef"
-
-/** The `[telemetry]` / `[genai_telemetry]` sections of a `+telemetry` (spec defaults) or `+telemetry-all` suffix, exporting to `receiverUrl`. */
-export const telemetrySections = (which: "defaults" | "all", receiverUrl: string): string => {
-  const app = `[telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = ${which === "all" ? "1.0" : "0.1"}\nlog_level = "info"`
-  if (which === "defaults") return app
-  return `${app}\n\n[genai_telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = 1.0\ncapture_content = true\nmetrics_enabled = true`
-}
 
 /** A ref and the configuration, environment and headers of its `+keys` / `+limits` / `+telemetry` / `+telemetry-all` suffix (nothing without). */
 const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: () => string): {
@@ -180,6 +173,18 @@ const main = async (argv: ReadonlyArray<string>) => {
   }
   console.log(`instructions per request (${warmup} requests of warm-up, ${count} counted, of each kind)`)
   console.table(rows)
+  // The telemetry goal (issue 29): each `+telemetry` row over the same ref with telemetry off.
+  for (const row of rows) {
+    const [ref, suffix] = String(row.build).split("+")
+    const off = rows.find((other) => other.build === ref)
+    if (off === undefined || (suffix !== "telemetry" && suffix !== "telemetry-all")) continue
+    const goal = suffix === "telemetry" ? 3 : 25
+    const over = (column: string) => {
+      const percent = Math.round(((row[column] as number) / (off[column] as number) - 1) * 1000) / 10
+      return `${percent >= 0 ? "+" : ""}${percent} %${percent <= goal ? "" : " (over)"}`
+    }
+    console.log(`${row.build} over ${ref} (goal <= ${goal} %): json ${over("json")} (main thread ${over("json_main_thread")}), stream ${over("stream")} (main thread ${over("stream_main_thread")})`)
+  }
 }
 
 if (import.meta.main) {

@@ -76,6 +76,13 @@ ${options.extra ?? ""}`)
   return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}` }
 }
 
+/** The `[telemetry]` / `[genai_telemetry]` sections of a `+telemetry` (spec defaults) or `+telemetry-all` suffix, exporting to `receiverUrl`. */
+export const telemetrySections = (which: "defaults" | "all", receiverUrl: string): string => {
+  const app = `[telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = ${which === "all" ? "1.0" : "0.1"}\nlog_level = "info"`
+  if (which === "defaults") return app
+  return `${app}\n\n[genai_telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = 1.0\ncapture_content = true\nmetrics_enabled = true`
+}
+
 export const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
 export const chatBody = (stream: boolean) => JSON.stringify({ model: "gpt-4o", stream, messages: [{ role: "user", content: stream ? twentyWords : "hello" }] })
 export const jsonHeaders = { "content-type": "application/json", authorization: "Bearer bench" }
