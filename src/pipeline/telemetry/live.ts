@@ -19,7 +19,7 @@ import { otlpSinks } from "./sinks.ts"
 import { TELEMETRY_OFF } from "./shape.ts"
 import type { TelemetryShape } from "./shape.ts"
 import { sampleRequest } from "./sampling.ts"
-import { hasValidIds, makeAppTracer, parentFromHeaders, traceStateOf } from "./tracer.ts"
+import { hasValidIds, makeAppTracer, parentFromHeaders, TIMING_OFF, traceStateOf } from "./tracer.ts"
 
 const SCOPE = "gateway"
 const FLUSH_TIMEOUT = "5 seconds"
@@ -64,7 +64,7 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
       ),
       (queue) => settle(() => queue.close())
     )
-    requestContext = Context.make(Tracer.Tracer, makeAppTracer(appQueue, telemetry.sample_ratio))
+    requestContext = Context.make(Tracer.Tracer, makeAppTracer(appQueue, telemetry.sample_ratio)).pipe(Context.add(...TIMING_OFF))
   }
   let recorder: GenAiRecorder | undefined
   if (genai.enabled) {

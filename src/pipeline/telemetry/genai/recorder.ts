@@ -22,7 +22,7 @@ import { ProtoWriter } from "../../../otlp/protobuf.ts"
 import { ByteBudget, ExportQueue } from "../../../otlp/queue.ts"
 import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../../otlp/trace.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
-import { genAiCallAttributes, genAiIdentityAttributes, genAiIdentityKey, genAiSpanName } from "./call.ts"
+import { genAiCallAttributes, genAiIdentityAttributes, genAiIdentityKey, genAiSpanName, identityOf, sameIdentity } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
 import { drawn, sampledTrace } from "../sampling.ts"
 import { GenAiMetrics } from "./metrics.ts"
@@ -70,11 +70,9 @@ interface Pipeline {
 const STATIC_KEY = "static"
 
 /** Epoch nanoseconds of a `performance.now()` instant, to the microsecond. */
-export const epochNanos = (performanceMs: number): bigint => {
-  const epochMs = performance.timeOrigin + performanceMs
-  const whole = Math.floor(epochMs)
-  return BigInt(whole) * 1_000_000n + BigInt(Math.round((epochMs - whole) * 1000)) * 1000n
-}
+export const epochNanos = (performanceMs: number): bigint =>
+  // Epoch microseconds are below 2^53: exact as a number, one conversion.
+  BigInt(Math.round((performance.timeOrigin + performanceMs) * 1000)) * 1000n
 
 /** Bounded wait for a promise (closing a pipeline must not hang on a collector that does not answer). */
 const bounded = (promise: Promise<unknown>): Promise<void> =>
@@ -98,6 +96,8 @@ export class GenAiRecorder {
   private readonly head: RequestHead
   private readonly scratch = new ProtoWriter(4096)
   private readonly identities = new Map<string, Uint8Array>()
+  /** The identity encoded last and the call it was for (identity fields only): most calls repeat it, found without a key. */
+  private lastIdentity: { readonly call: GenAiCall; readonly encoded: Uint8Array } | undefined
   private readonly budget = new ByteBudget(ALL_QUEUES_BYTES)
   /** The key of the pipeline used last (already last in the map's order). */
   private mostRecent: string | undefined
@@ -159,6 +159,14 @@ export class GenAiRecorder {
 
   /** The encoded identity attributes of a call (call.ts `genAiIdentityAttributes`), encoded once per identity. */
   private identityOf(call: GenAiCall): Uint8Array {
+    const last = this.lastIdentity
+    if (last !== undefined && sameIdentity(last.call, call)) return last.encoded
+    const encoded = this.encodedIdentity(call)
+    this.lastIdentity = { call: identityOf(call), encoded }
+    return encoded
+  }
+
+  private encodedIdentity(call: GenAiCall): Uint8Array {
     const key = genAiIdentityKey(call)
     let encoded = this.identities.get(key)
     if (encoded === undefined) {
