@@ -21,6 +21,7 @@ import type { RequestHead } from "../../../otlp/common.ts"
 import { ProtoWriter } from "../../../otlp/protobuf.ts"
 import { ByteBudget, ExportQueue } from "../../../otlp/queue.ts"
 import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../../otlp/trace.ts"
+import { exportDelayOf } from "../settings.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
 import { genAiCallAttributes, genAiIdentityAttributes, genAiIdentityKey, genAiSpanName, identityOf, sameIdentity } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
@@ -35,7 +36,7 @@ const EXPIRY_MARGIN_MS = 5_000
 const CLOSE_TIMEOUT_MS = 5_000
 
 /** Bounds of each pipeline's span queue: one per token, so smaller than the application trace's. */
-const QUEUE = { maxQueued: 2048, maxQueuedBytes: 16 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024, delayMs: 1000 }
+const QUEUE = { maxQueued: 2048, maxQueuedBytes: 16 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024 }
 /** What the span queues of every pipeline hold together at most (spans with content are up to ~130 KB each). */
 const ALL_QUEUES_BYTES = 64 * 1024 * 1024
 
@@ -247,7 +248,7 @@ export class GenAiRecorder {
 
   private open(credential: ExportCredential | undefined, now: number): Pipeline {
     const { sinks } = this
-    const spans = new ExportQueue({ ...QUEUE, budget: this.budget, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.spanFailure })
+    const spans = new ExportQueue({ ...QUEUE, delayMs: exportDelayOf(this.settings), budget: this.budget, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.spanFailure })
     const closeAt = credential?.expiresAt === undefined ? Number.POSITIVE_INFINITY : credential.expiresAt - EXPIRY_MARGIN_MS
     const metrics = this.settings.genai.metrics_enabled ? new GenAiMetrics() : undefined
     const startNs = epochNanos(performance.now())
