@@ -15,8 +15,7 @@
  *
  * docs/operations.md lists every name and attribute.
  */
-import { Effect } from "effect"
-import type { Tracer } from "effect"
+import { Effect, Tracer } from "effect"
 import type { ProviderKind } from "../../domain/index.ts"
 import { providerNameOf, serverOf } from "./genai/attributes.ts"
 
@@ -82,8 +81,6 @@ export interface ServerSpanRequest {
 
 const SERVER_SPAN = { kind: "server" } as const satisfies Tracer.SpanOptionsNoTrace
 const CLIENT_SPAN = { kind: "client" } as const satisfies Tracer.SpanOptionsNoTrace
-/** No call-site stack trace per request (Effect would capture one for a parent span). */
-const NO_STACK_TRACE = { captureStackTrace: false } as const
 
 /**
  * Runs a request program in its server span (the parent of all its spans); the response status is recorded as the program ends.
@@ -96,15 +93,18 @@ export const withServerSpan = (request: ServerSpanRequest) => <A, E, R>(effect: 
     span.attribute(HTTP.urlPath, request.path)
     span.attribute(HTTP.urlScheme, "http")
     span.attribute(ATTR.requestId, request.requestId)
-    return Effect.withParentSpan(
+    // The parent of every span the program makes. Not `Effect.withParentSpan`: that also pushes a stack
+    // frame named after the span (a second context change and fiber cache per request, for a name in
+    // the stack traces of failures the edge answers anyway).
+    return Effect.provideService(
       Effect.onExit(effect, () =>
         Effect.sync(() => {
           const status = request.status()
           span.attribute(HTTP.responseStatusCode, status)
           if (status >= 500) span.attribute(ATTR.errorType, String(status))
         })),
-      span,
-      NO_STACK_TRACE
+      Tracer.ParentSpan,
+      span
     )
   }) as Effect.Effect<A, E, R>
 
