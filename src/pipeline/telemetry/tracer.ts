@@ -26,6 +26,7 @@
 import { Cause, Exit, Option, References, Tracer } from "effect"
 import type { Context } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
+import { nowNanos } from "./clock.ts"
 import { drawn } from "./sampling.ts"
 import { writeAttribute } from "../../otlp/common.ts"
 import type { ProtoWriter } from "../../otlp/protobuf.ts"
@@ -125,18 +126,11 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
 type SpanOptions = ConstructorParameters<typeof Tracer.NativeSpan>[0]
 
 /**
- * Now, as epoch nanoseconds (to the microsecond): what a sampled span records
- * when Effect's span timing is off (`TIMING_OFF`). Effect's clock anchors a
- * `process.hrtime.bigint()` reading on the wall clock in BigInt arithmetic at
- * every span's start and end, for spans of the unsampled requests too; one
- * conversion here costs a fraction of that.
- */
-export const nowNanos = (): bigint => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n
-
-/**
  * What the request context sets so that Effect takes no time reading for a
- * span: the spans that are exported take their own (`nowNanos`), the others
- * need none.
+ * span: the spans that are exported take their own (`nowNanos`: one
+ * conversion, where Effect's clock anchors a `process.hrtime.bigint()` reading
+ * on the wall clock in BigInt arithmetic at every span's start and end), the
+ * others need none.
  */
 export const TIMING_OFF = [References.TracerTimingEnabled, false] as const
 

@@ -27,6 +27,7 @@ import { genAiCallAttributes, genAiIdentityAttributes, genAiIdentityKey, genAiSp
 import type { GenAiCall } from "./call.ts"
 import { drawn, sampledTrace } from "../sampling.ts"
 import { GenAiMetrics } from "./metrics.ts"
+import { epochNanos } from "../clock.ts"
 
 export const MAX_PIPELINES = 128
 export const IDLE_MS = 5 * 60_000
@@ -69,11 +70,6 @@ interface Pipeline {
 }
 
 const STATIC_KEY = "static"
-
-/** Epoch nanoseconds of a `performance.now()` instant, to the microsecond. */
-export const epochNanos = (performanceMs: number): bigint =>
-  // Epoch microseconds are below 2^53: exact as a number, one conversion.
-  BigInt(Math.round((performance.timeOrigin + performanceMs) * 1000)) * 1000n
 
 /** Bounded wait for a promise (closing a pipeline must not hang on a collector that does not answer). */
 const bounded = (promise: Promise<unknown>): Promise<void> =>
