@@ -32,6 +32,7 @@ import { inAttemptSpan, inCacheLookupSpan, inResolveSpan, withServerSpan } from 
 import { Telemetry } from "../src/pipeline/telemetry/Telemetry.ts"
 import type { TelemetryShape } from "../src/pipeline/telemetry/Telemetry.ts"
 import { closedLoop, Pools, root, round, served, startProcess, stopProcess, withCpu } from "./lib.ts"
+import { buildTree, checkoutRef } from "./compare.ts"
 import { chatScenario, startGateway, telemetrySections } from "./performance.ts"
 import type { Gateway } from "./performance.ts"
 
@@ -170,6 +171,8 @@ export interface TelemetryThroughputOptions {
   readonly rounds: number
   /** Streamed chat too (20 chunks), beside JSON (default true). */
   readonly stream?: boolean | undefined
+  /** The gateway bundle to run (default: this checkout's dist/gateway.mjs). */
+  readonly entry?: string | undefined
 }
 
 const median = (values: ReadonlyArray<number>): number => {
@@ -209,7 +212,9 @@ export const runTelemetryThroughput = async (options: TelemetryThroughputOptions
   const kinds = options.stream === false ? [false] : [false, true]
   const gateways: Array<readonly [string, Gateway]> = []
   try {
-    for (const [name, telemetry] of configs) gateways.push([name, await startGateway(dir, `gateway-telemetry-${name}`, upstreamUrl, { telemetry })])
+    for (const [name, telemetry] of configs) {
+      gateways.push([name, await startGateway(dir, `gateway-telemetry-${name}`, upstreamUrl, { telemetry, ...(options.entry === undefined ? {} : { entry: options.entry }) })])
+    }
     const cpu: Record<string, Array<number>> = {}
     const rps: Record<string, Array<number>> = {}
     for (const [, gateway] of gateways) {
@@ -259,10 +264,17 @@ if (process.argv.includes("--receiver")) {
   process.stdout.write(`${receiver.url}\n`)
   process.on("SIGTERM", () => void receiver.close().then(() => process.exit(0)))
 } else if (import.meta.main && process.argv.includes("--gateway")) {
-  // `node bench/telemetry.ts --gateway [--quick]`: the gateway's CPU per request with telemetry off, at the spec's defaults, all at 1.0.
-  const built = spawnSync(process.execPath, ["scripts/build.ts"], { cwd: root, stdio: "inherit" })
-  if (built.status !== 0) throw new Error("npm run build failed")
+  // `node bench/telemetry.ts --gateway [--quick] [--ref REF]`: the gateway's CPU per request with telemetry off, at the
+  // spec's defaults, all at 1.0; of the working tree, or of the build of a git ref (built as bench/compare.ts builds it).
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
+  const refAt = process.argv.indexOf("--ref")
+  let entry: string | undefined
+  if (refAt === -1) {
+    const built = spawnSync(process.execPath, ["scripts/build.ts"], { cwd: root, stdio: "inherit" })
+    if (built.status !== 0) throw new Error("npm run build failed")
+  } else {
+    entry = buildTree(checkoutRef(process.argv[refAt + 1], dir), join(dir, "dist"))
+  }
   const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
   const pools = new Pools(64)
   try {
@@ -273,7 +285,8 @@ if (process.argv.includes("--receiver")) {
       requests: QUICK ? 3_000 : 10_000,
       warmup: QUICK ? 1_000 : 3_000,
       concurrency: 32,
-      rounds: QUICK ? 2 : 3
+      rounds: QUICK ? 2 : 3,
+      entry
     })
     console.table(figures)
   } finally {
