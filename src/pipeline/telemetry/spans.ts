@@ -82,12 +82,31 @@ export interface ServerSpanRequest {
 const SERVER_SPAN = { kind: "server" } as const satisfies Tracer.SpanOptionsNoTrace
 const CLIENT_SPAN = { kind: "client" } as const satisfies Tracer.SpanOptionsNoTrace
 
+/** Server span names (`POST /v1/chat/completions`) by route and method: made once per route, not per request. */
+const serverSpanNames = new Map<string, Map<string, string>>()
+
+const serverSpanName = (method: string, route: string): string => {
+  let byMethod = serverSpanNames.get(route)
+  if (byMethod === undefined) {
+    // Routes are the router's templates: few, but bound the map anyway.
+    if (serverSpanNames.size >= 1024) serverSpanNames.clear()
+    byMethod = new Map()
+    serverSpanNames.set(route, byMethod)
+  }
+  let name = byMethod.get(method)
+  if (name === undefined) {
+    name = `${method} ${route}`
+    if (byMethod.size < 64) byMethod.set(method, name)
+  }
+  return name
+}
+
 /**
  * Runs a request program in its server span (the parent of all its spans); the response status is recorded as the program ends.
  * Attributes are set on the span rather than passed as an object: a literal with computed keys is slow to build on every request.
  */
 export const withServerSpan = (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.useSpan(`${request.method} ${request.route}`, request.parent === undefined ? SERVER_SPAN : { kind: "server", parent: request.parent }, (span) => {
+  Effect.useSpan(serverSpanName(request.method, request.route), request.parent === undefined ? SERVER_SPAN : { kind: "server", parent: request.parent }, (span) => {
     span.attribute(HTTP.requestMethod, request.method)
     span.attribute(HTTP.route, request.route)
     span.attribute(HTTP.urlPath, request.path)
