@@ -143,13 +143,11 @@ export class ModelCallTrace {
       hedge: info.hedge
     }
     return (effect) =>
-      inAttemptSpan(span, (attemptSpan) =>
-        Effect.onExit(adoptAnswer(effect), (exit) =>
-          Effect.sync(() => {
-            this.lastEndedAt = performance.now()
-            const error = Exit.isSuccess(exit) ? broken() : undefined
-            if (error !== undefined) attemptSpan.attribute(ATTR.errorType, error)
-          })))
+      inAttemptSpan(span, () => adoptAnswer(effect), (attemptSpan, exit) => {
+        this.lastEndedAt = performance.now()
+        const error = Exit.isSuccess(exit) ? broken() : undefined
+        if (error !== undefined) attemptSpan.attribute(ATTR.errorType, error)
+      })
   }
 
   /** The current attempt's response head arrived. */

@@ -15,7 +15,8 @@
  *
  * docs/operations.md lists every name and attribute.
  */
-import { Effect, Tracer } from "effect"
+import { Effect, Exit, Tracer } from "effect"
+import type { Cause } from "effect"
 import type { ProviderKind } from "../../domain/index.ts"
 import { providerNameOf, serverOf } from "./genai/attributes.ts"
 
@@ -181,7 +182,12 @@ const isAttemptFailure = (error: unknown): error is AttemptFailure =>
  * (`withheldBody`); a stream that breaks after its head does not fail the
  * attempt, so the program annotates its span there.
  */
-export const inAttemptSpan = <A, E, R>(info: AttemptSpanInfo, effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
+export const inAttemptSpan = <A, E, R>(
+  info: AttemptSpanInfo,
+  effect: InSpan<A, E, R>,
+  /** Called as the attempt ends, before its span does (one exit hook for both, not two). */
+  onEnd?: (span: Tracer.Span, exit: Exit.Exit<A, E>) => void
+): Effect.Effect<A, E, R> =>
   Effect.useSpan(SPAN.attempt, CLIENT_SPAN, (span) => {
     span.attribute(ATTR.attemptNumber, info.attempt)
     span.attribute(ATTR.providerId, info.providerId)
@@ -196,15 +202,23 @@ export const inAttemptSpan = <A, E, R>(info: AttemptSpanInfo, effect: InSpan<A, 
     if (info.path !== undefined) span.attribute(ATTR.path, info.path)
     if (info.retryDelayMs !== undefined) span.attribute(ATTR.retryDelayMs, Math.round(info.retryDelayMs))
     if (info.hedge !== undefined) span.attribute(ATTR.hedge, info.hedge)
-    return Effect.tapError(effect(span), (error) =>
-      Effect.sync(() => {
-        if (!isAttemptFailure(error)) return
-        span.attribute(ATTR.errorType, error.reason)
-        span.attribute(ATTR.upstreamStatus, error.upstreamStatus)
-        const body = withheldBody(error)
-        if (body !== undefined) span.attribute(ATTR.upstreamErrorBody, body)
-      }))
+    return Effect.onExit(effect(span), (exit) => {
+      if (Exit.isFailure(exit)) annotateFailure(span, exit.cause)
+      onEnd?.(span, exit)
+      return Effect.void
+    })
   })
+
+/** The attempt's failure (its first typed error, as `Effect.tapError` sees it) on its span. */
+const annotateFailure = (span: Tracer.Span, cause: Cause.Cause<unknown>): void => {
+  const failure = cause.reasons.find((reason) => reason._tag === "Fail")
+  const error = failure?._tag === "Fail" ? failure.error : undefined
+  if (!isAttemptFailure(error)) return
+  span.attribute(ATTR.errorType, error.reason)
+  span.attribute(ATTR.upstreamStatus, error.upstreamStatus)
+  const body = withheldBody(error)
+  if (body !== undefined) span.attribute(ATTR.upstreamErrorBody, body)
+}
 
 /** The input or output guardrail scan. Annotate `ATTR.guardrailOutcome` (`pass`, or the violation's code; never the matched text). */
 export const inGuardrailSpan = <A, E, R>(direction: "input" | "output", effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
