@@ -19,6 +19,17 @@
  * settled). `node bench/instructions.ts . .+keys .+limits --limits URL`: the
  * differences are the cost of the key check, and of the key check and limits.
  *
+ * A ref ending in `+telemetry` runs with the specification's telemetry
+ * defaults (application traces on at `sample_ratio = 0.1`, GenAI off), and
+ * `+telemetry-all` with everything at 1.0 (application traces and GenAI spans
+ * with content capture and metrics), both exporting to an OTLP receiver (a real
+ * gRPC server that accepts and forgets) in its own process on core 1; a bare
+ * ref has both sections off; `-batched` after either (`+telemetry-all-batched`) sets
+ * `export_delay_ms` so that exports leave as full batches, as at full load (see `BATCHED_DELAY_MS`).
+ * `node bench/instructions.ts . .+telemetry .+telemetry-all`:
+ * the two figures of the telemetry goal (issue 29). The export's encoding and
+ * gRPC calls run on the main thread, so they are in both columns.
+ *
  * Bounded: every loop has a request count and a deadline.
  */
 import { execFileSync } from "node:child_process"
@@ -27,7 +38,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { buildTree, checkoutRef } from "./compare.ts"
 import { closedLoop, Pools, root, startProcess, stopProcess } from "./lib.ts"
-import { chatScenario, startGateway } from "./performance.ts"
+import { chatScenario, startGateway, telemetrySections } from "./performance.ts"
 
 const CONCURRENCY = 32
 /** Under valgrind a request takes far longer than the load generator's usual deadline: loop in slices. */
@@ -61,15 +72,31 @@ const dumpTotals = (dir: string, pid: number, dump: number): { readonly all: num
 
 const BENCH_KEY = "bench-gateway-key-0123456789abcdef"
 
-/** A ref and the configuration, environment and headers of its `+keys` / `+limits` suffix (nothing without). */
-const keyOptions = (spec: string, limitsUrl: string | undefined): {
+/**
+ * `-batched`: spans wait for a full batch (512) instead of 1 s. Under callgrind the gateway serves
+ * about 30 requests a second, so the 1 s timer would charge each export call (about 1.4 M
+ * instructions with grpc-js) to some 30 requests; at full load a batch fills in 170 requests
+ * (application trace) or 512 (GenAI) and the timer never fires. The batched rows count what a
+ * request costs at full load; the plain rows what it costs at about 30 requests a second.
+ */
+const BATCHED_DELAY_MS = 3_600_000
+
+/** A ref and the configuration, environment and headers of its `+keys` / `+limits` / `+telemetry` / `+telemetry-all` suffix (nothing without). */
+const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: () => string): {
   readonly ref: string
   readonly extra: string | undefined
+  readonly telemetry?: string | undefined
   readonly env: Readonly<Record<string, string>> | undefined
   readonly headers: Readonly<Record<string, string>>
 } => {
   const [ref, suffix] = spec.split("+")
   if (suffix === undefined) return { ref, extra: undefined, env: undefined, headers: {} }
+  const telemetry = /^telemetry(-all)?(-batched)?$/.exec(suffix)
+  if (telemetry !== null) {
+    const sections = telemetrySections(telemetry[1] === undefined ? "defaults" : "all", receiverUrl(), telemetry[2] === undefined ? undefined : BATCHED_DELAY_MS)
+    return { ref, extra: undefined, telemetry: sections, env: undefined, headers: {} }
+  }
+  if (suffix !== "keys" && suffix !== "limits") throw new Error(`unknown suffix +${suffix}`)
   if (suffix === "limits" && limitsUrl === undefined) throw new Error("+limits needs --limits REDIS_URL")
   const limited = suffix !== "limits"
     ? ""
@@ -101,19 +128,31 @@ const main = async (argv: ReadonlyArray<string>) => {
   const upstream = JSON.parse(upstreamProcess.line).url as string
   const pools = new Pools(64)
   const rows: Array<Record<string, unknown>> = []
+  // The OTLP receiver of the `+telemetry` suffixes, on core 1 beside the upstream; started only for them.
+  const receiver = refs.some((spec) => spec.includes("+telemetry"))
+    ? await startProcess(["bench/telemetry.ts", "--receiver"], "1", dir, "otlp-receiver")
+    : undefined
+  const receiverUrl = () => receiver!.line.trim()
+  /** One build per ref: `. .+telemetry` build the working tree once. */
+  const built = new Map<string, string>()
   try {
     for (const [index, spec] of refs.entries()) {
-      const keys = keyOptions(spec, limitsUrl)
+      const keys = keyOptions(spec, limitsUrl, receiverUrl)
       const { ref } = keys
-      const refDir = join(dir, `ref-${index}`)
-      mkdirSync(refDir)
-      const tree = ref === "." ? root : checkoutRef(ref, refDir)
-      const entry = buildTree(tree, join(dir, `dist-${index}`))
+      let entry = built.get(ref)
+      if (entry === undefined) {
+        const refDir = join(dir, `ref-${index}`)
+        mkdirSync(refDir)
+        const tree = ref === "." ? root : checkoutRef(ref, refDir)
+        entry = buildTree(tree, join(dir, `dist-${index}`))
+        built.set(ref, entry)
+      }
       const out = join(dir, `cg-${index}`)
       mkdirSync(out)
       const gateway = await startGateway(dir, `gateway-${index}`, upstream, {
         entry,
         extra: keys.extra,
+        ...(keys.telemetry === undefined ? {} : { telemetry: keys.telemetry }),
         env: keys.env,
         wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${out}/cg.%p`]
       })
@@ -142,10 +181,28 @@ const main = async (argv: ReadonlyArray<string>) => {
   } finally {
     await pools.close()
     await stopProcess(upstreamProcess.child)
+    if (receiver !== undefined) await stopProcess(receiver.child)
     if (process.env.KEEP === undefined) rmSync(dir, { recursive: true, force: true })
   }
   console.log(`instructions per request (${warmup} requests of warm-up, ${count} counted, of each kind)`)
   console.table(rows)
+  // The telemetry goal (issue 29): each `+telemetry` build over the same ref with telemetry off. A build
+  // named more than once (`. .+telemetry . .+telemetry`: fresh gateways, rows apart) counts as its mean.
+  const mean = (build: string, column: string): number => {
+    const of = rows.filter((row) => row.build === build)
+    return of.reduce((sum, row) => sum + (row[column] as number), 0) / of.length
+  }
+  for (const build of new Set(rows.map((row) => String(row.build)))) {
+    const [ref, suffix] = build.split("+")
+    if (suffix === undefined || !suffix.startsWith("telemetry") || !rows.some((row) => row.build === ref)) continue
+    const goal = suffix.startsWith("telemetry-all") ? 25 : 3
+    const over = (column: string) => {
+      const percent = Math.round((mean(build, column) / mean(ref, column) - 1) * 1000) / 10
+      return `${percent >= 0 ? "+" : ""}${percent} %${percent <= goal ? "" : " (over)"}`
+    }
+    const runs = rows.filter((row) => row.build === build).length
+    console.log(`${build} over ${ref} (goal <= ${goal} %${runs > 1 ? `, means of ${runs} runs each` : ""}): json ${over("json")} (main thread ${over("json_main_thread")}), stream ${over("stream")} (main thread ${over("stream_main_thread")})`)
+  }
 }
 
 if (import.meta.main) {

@@ -89,6 +89,18 @@ ${options.extra ?? ""}`)
   return { child: started.child, url: `http://127.0.0.1:${JSON.parse(started.line).port as number}`, log: started.log }
 }
 
+/**
+ * The `[telemetry]` / `[genai_telemetry]` sections of the spec's defaults (application traces at 0.1,
+ * GenAI off) or of everything at 1.0 (GenAI with content capture and metrics), exporting to `receiverUrl`;
+ * `exportDelayMs` sets `export_delay_ms` (the default, 1 s, when not given).
+ */
+export const telemetrySections = (which: "defaults" | "all", receiverUrl: string, exportDelayMs?: number): string => {
+  const delay = exportDelayMs === undefined ? "" : `\nexport_delay_ms = ${exportDelayMs}`
+  const app = `[telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = ${which === "all" ? "1.0" : "0.1"}\nlog_level = "info"${delay}`
+  if (which === "defaults") return app
+  return `${app}\n\n[genai_telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = 1.0\ncapture_content = true\nmetrics_enabled = true`
+}
+
 export const twentyWords = Array.from({ length: 18 }, (_, i) => `word${i}`).join(" ")
 export const chatBody = (stream: boolean) => JSON.stringify({ model: "gpt-4o", stream, messages: [{ role: "user", content: stream ? twentyWords : "hello" }] })
 export const jsonHeaders = { "content-type": "application/json", authorization: "Bearer bench" }

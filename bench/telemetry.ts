@@ -32,7 +32,8 @@ import { inAttemptSpan, inCacheLookupSpan, inResolveSpan, withServerSpan } from 
 import { Telemetry } from "../src/pipeline/telemetry/Telemetry.ts"
 import type { TelemetryShape } from "../src/pipeline/telemetry/Telemetry.ts"
 import { closedLoop, Pools, root, round, served, startProcess, stopProcess, withCpu } from "./lib.ts"
-import { chatScenario, startGateway } from "./performance.ts"
+import { buildTree, checkoutRef } from "./compare.ts"
+import { chatScenario, startGateway, telemetrySections } from "./performance.ts"
 import type { Gateway } from "./performance.ts"
 
 const QUICK = process.argv.includes("--quick")
@@ -166,8 +167,12 @@ export interface TelemetryThroughputOptions {
   readonly requests: number
   readonly warmup: number
   readonly concurrency: number
-  /** Rounds of off / all at 1.0 / defaults, interleaved; the median of each is reported. */
+  /** Rounds of off / spec defaults / all at 1.0, interleaved; the median of each is reported. */
   readonly rounds: number
+  /** Streamed chat too (20 chunks), beside JSON (default true). */
+  readonly stream?: boolean | undefined
+  /** The gateway bundle to run (default: this checkout's dist/gateway.mjs). */
+  readonly entry?: string | undefined
 }
 
 const median = (values: ReadonlyArray<number>): number => {
@@ -176,56 +181,74 @@ const median = (values: ReadonlyArray<number>): number => {
 }
 
 /**
- * The gateway's throughput (fast path JSON chat at full load, the gateway
- * pinned to its core) with both telemetry sections off, with both at sample
- * ratio 1.0, and at the default ratios (application 0.1, GenAI 1.0 with
- * content and metrics), exporting to an OTLP receiver in its own process.
- * The three gateways run side by side and are measured in interleaved rounds,
- * so a slow spell of the machine does not land on one of them alone.
+ * The telemetry goal of issue 29, as two figures of CPU per request over
+ * telemetry off, each with its bound: the specification's defaults
+ * (application traces at `sample_ratio = 0.1`, GenAI off) within 3 %, and
+ * everything at 1.0 (application traces and GenAI spans with content capture
+ * and metrics) within 25 %.
  */
-export const runTelemetryThroughput = async (options: TelemetryThroughputOptions): Promise<Record<string, number>> => {
+export const TELEMETRY_GOALS = { defaults: 0.03, all_at_1: 0.25 } as const
+
+/**
+ * CPU per request of the gateway (fast path chat at full load, the gateway
+ * pinned to its core; user + system time of its process, every thread, so an
+ * export's encoding and gRPC calls count wherever they run) with telemetry off,
+ * at the specification's defaults and with everything at 1.0, exporting to an
+ * OTLP receiver in its own process (a real gRPC server that accepts and
+ * forgets). The three gateways run side by side and are measured in
+ * interleaved rounds, so a slow spell of the machine does not land on one of
+ * them alone; each figure is the median over the rounds, and the overheads
+ * are the medians' ratios to off, with the goal and whether it is met.
+ */
+export const runTelemetryThroughput = async (options: TelemetryThroughputOptions): Promise<Record<string, number | string>> => {
   const { dir, upstreamUrl, pools } = options
   const receiver = await startProcess(["bench/telemetry.ts", "--receiver"], "1", dir, "otlp-receiver")
   const receiverUrl = receiver.line.trim()
-  const genai = `[genai_telemetry]
-enabled = true
-otlp_endpoint = "${receiverUrl}"
-sample_ratio = 1.0
-metrics_export_interval_secs = 5
-metrics_export_timeout_secs = 5`
-  const app = (ratio: string) => `[telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = ${ratio}`
+  const configs = [
+    ["off", "[telemetry]\nenabled = false\nlog_level = \"info\""],
+    ["defaults", telemetrySections("defaults", receiverUrl)],
+    ["all_at_1", telemetrySections("all", receiverUrl)]
+  ] as const
+  const kinds = options.stream === false ? [false] : [false, true]
   const gateways: Array<readonly [string, Gateway]> = []
   try {
-    gateways.push(["off", await startGateway(dir, "gateway-telemetry-off", upstreamUrl, { telemetry: "[telemetry]\nenabled = false" })])
-    gateways.push(["all_at_1", await startGateway(dir, "gateway-telemetry-full", upstreamUrl, { telemetry: app("1.0"), extra: genai })])
-    gateways.push(["defaults", await startGateway(dir, "gateway-telemetry-defaults", upstreamUrl, { telemetry: app("0.1"), extra: genai })])
-    const rps: Record<string, Array<number>> = { off: [], all_at_1: [], defaults: [] }
-    const cpu: Record<string, Array<number>> = { off: [], all_at_1: [], defaults: [] }
-    for (const [, gateway] of gateways) await closedLoop(pools.for(gateway.url), chatScenario("warmup", gateway.url, false), options.warmup, options.concurrency)
+    for (const [name, telemetry] of configs) {
+      gateways.push([name, await startGateway(dir, `gateway-telemetry-${name}`, upstreamUrl, { telemetry, ...(options.entry === undefined ? {} : { entry: options.entry }) })])
+    }
+    const cpu: Record<string, Array<number>> = {}
+    const rps: Record<string, Array<number>> = {}
+    for (const [, gateway] of gateways) {
+      for (const stream of kinds) await closedLoop(pools.for(gateway.url), chatScenario("warmup", gateway.url, stream), options.warmup, options.concurrency)
+    }
     for (let round = 0; round < options.rounds; round++) {
-      for (const [name, gateway] of gateways) {
-        const scenario = chatScenario(name, gateway.url, false)
-        const { result, cpuPerRequest } = await withCpu(gateway.child.pid!, () => closedLoop(pools.for(gateway.url), scenario, options.requests, options.concurrency), served)
-        rps[name].push(result.rps)
-        cpu[name].push(cpuPerRequest)
+      // A / B / C, then C / B / A: each gateway in turn first and last.
+      const order = round % 2 === 0 ? gateways : [...gateways].reverse()
+      for (const stream of kinds) {
+        for (const [name, gateway] of order) {
+          const key = `${name}_${stream ? "stream" : "json"}`
+          const scenario = chatScenario(name, gateway.url, stream)
+          const { result, cpuPerRequest } = await withCpu(gateway.child.pid!, () => closedLoop(pools.for(gateway.url), scenario, options.requests, options.concurrency), served)
+          ;(rps[key] ??= []).push(result.rps)
+          ;(cpu[key] ??= []).push(cpuPerRequest)
+        }
       }
     }
-    const off = median(rps.off)
-    return {
-      off_rps: Math.round(off),
-      all_at_1_rps: Math.round(median(rps.all_at_1)),
-      defaults_rps: Math.round(median(rps.defaults)),
-      all_at_1_throughput_ratio: round(median(rps.all_at_1) / off, 3),
-      defaults_throughput_ratio: round(median(rps.defaults) / off, 3),
-      off_cpu_us_per_request: median(cpu.off),
-      all_at_1_cpu_us_per_request: median(cpu.all_at_1),
-      defaults_cpu_us_per_request: median(cpu.defaults),
-      // The throughput ratio a gateway whose core is the bottleneck would show; the ratios of
-      // requests/s above read too good when the load generator's core saturates first.
-      all_at_1_cpu_ratio: round(median(cpu.off) / median(cpu.all_at_1), 3),
-      defaults_cpu_ratio: round(median(cpu.off) / median(cpu.defaults), 3),
-      rounds: options.rounds
+    const figures: Record<string, number | string> = {}
+    for (const stream of kinds) {
+      const kind = stream ? "stream" : "json"
+      const off = median(cpu[`off_${kind}`])
+      figures[`off_${kind}_cpu_us_per_request`] = off
+      figures[`off_${kind}_rps`] = Math.round(median(rps[`off_${kind}`]))
+      for (const name of ["defaults", "all_at_1"] as const) {
+        const on = median(cpu[`${name}_${kind}`])
+        const overhead = on / off - 1
+        figures[`${name}_${kind}_cpu_us_per_request`] = on
+        figures[`${name}_${kind}_rps`] = Math.round(median(rps[`${name}_${kind}`]))
+        figures[`${name}_${kind}_cpu_over_off`] = `${overhead >= 0 ? "+" : ""}${round(overhead * 100, 1)} % (goal <= ${TELEMETRY_GOALS[name] * 100} %: ${overhead <= TELEMETRY_GOALS[name] ? "met" : "not met"})`
+      }
     }
+    figures.rounds = options.rounds
+    return figures
   } finally {
     for (const [, gateway] of gateways) {
       await pools.forget(gateway.url)
@@ -241,10 +264,17 @@ if (process.argv.includes("--receiver")) {
   process.stdout.write(`${receiver.url}\n`)
   process.on("SIGTERM", () => void receiver.close().then(() => process.exit(0)))
 } else if (import.meta.main && process.argv.includes("--gateway")) {
-  // `node bench/telemetry.ts --gateway [--quick]`: the gateway's throughput with telemetry off, all at 1.0, at the defaults.
-  const built = spawnSync(process.execPath, ["scripts/build.ts"], { cwd: root, stdio: "inherit" })
-  if (built.status !== 0) throw new Error("npm run build failed")
+  // `node bench/telemetry.ts --gateway [--quick] [--ref REF]`: the gateway's CPU per request with telemetry off, at the
+  // spec's defaults, all at 1.0; of the working tree, or of the build of a git ref (built as bench/compare.ts builds it).
   const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"))
+  const refAt = process.argv.indexOf("--ref")
+  let entry: string | undefined
+  if (refAt === -1) {
+    const built = spawnSync(process.execPath, ["scripts/build.ts"], { cwd: root, stdio: "inherit" })
+    if (built.status !== 0) throw new Error("npm run build failed")
+  } else {
+    entry = buildTree(checkoutRef(process.argv[refAt + 1], dir), join(dir, "dist"))
+  }
   const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
   const pools = new Pools(64)
   try {
@@ -255,7 +285,8 @@ if (process.argv.includes("--receiver")) {
       requests: QUICK ? 3_000 : 10_000,
       warmup: QUICK ? 1_000 : 3_000,
       concurrency: 32,
-      rounds: QUICK ? 2 : 3
+      rounds: QUICK ? 2 : 3,
+      entry
     })
     console.table(figures)
   } finally {

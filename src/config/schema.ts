@@ -286,7 +286,9 @@ export const Telemetry = Schema.Struct({
   sample_ratio: Ratio.pipe(withDefault(0.1)),
   log_level: LogLevel.pipe(withDefault("info")),
   /** `auto`: one coloured line per request on a terminal, JSON lines otherwise (beyond spec). */
-  log_format: Schema.Literals(["auto", "json", "pretty"]).pipe(withDefault("auto"))
+  log_format: Schema.Literals(["auto", "json", "pretty"]).pipe(withDefault("auto")),
+  /** How long an ended span waits at most for its batch to leave, both sections' span queues (beyond spec; 1000 when unset; a full batch leaves at once). */
+  export_delay_ms: Schema.optionalKey(PositiveInt)
 })
 
 /** Prometheus metrics at `GET /metrics`, on the gateway's own address unless `port` is set (beyond spec). */

@@ -64,9 +64,13 @@ export function requestContextOf(req: Http.IncomingMessage, res: Http.ServerResp
     params: {},
     caller: callerOf(req.headers, path),
     replyHeaders: undefined,
-    // Present from the start, so noting them later does not change the context's shape.
+    // Present from the start, so noting them later does not change the context's shape
+    // (the trace fields too: with telemetry on, a shape per sampling decision would make
+    // every read of the context polymorphic).
     callerKey: undefined,
     settle: undefined,
+    traceParent: undefined,
+    traced: undefined,
     log: {}
   } as HttpRequestContext
 }

@@ -68,6 +68,9 @@ for (let i = 0; i < 16; i++) {
   HEX_DIGIT["0123456789ABCDEF".charCodeAt(i)] = i
 }
 
+const SCRATCH_BYTES = new Uint8Array(8)
+const SCRATCH_64 = new DataView(SCRATCH_BYTES.buffer)
+
 export class ProtoWriter {
   buf: Buffer
   pos = 0
@@ -147,8 +150,12 @@ export class ProtoWriter {
   fixed64Field(field: number, value: bigint): void {
     this.tag(field, WIRE_FIXED64)
     this.ensure(8)
-    this.uint32(Number(BigInt.asUintN(32, value)))
-    this.uint32(Number(BigInt.asUintN(32, value >> 32n)))
+    // Through a 64-bit scratch (a builtin store, modulo 2^64): no BigInt arithmetic, nothing allocated.
+    SCRATCH_64.setBigUint64(0, value, true)
+    const buf = this.buf
+    let pos = this.pos
+    for (let i = 0; i < 8; i++) buf[pos++] = SCRATCH_BYTES[i]
+    this.pos = pos
   }
 
   /** Four bytes, little-endian (no checks: callers pass what fits). */

@@ -20,6 +20,8 @@ import type { GuardPolicy, Surface } from "./security/index.ts"
 import type { AttemptSpanInfo, GenAiCall, GenAiUpstream, TelemetryShape } from "./telemetry/index.ts"
 import { annotateResolved, ATTR, inAttemptSpan, inCacheLookupSpan, inGuardrailSpan, inResolveSpan } from "./telemetry/index.ts"
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+
 type Wrapper = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 const asIs: Wrapper = (effect) => effect
 
@@ -141,13 +143,11 @@ export class ModelCallTrace {
       hedge: info.hedge
     }
     return (effect) =>
-      inAttemptSpan(span, (attemptSpan) =>
-        Effect.onExit(adoptAnswer(effect), (exit) =>
-          Effect.sync(() => {
-            this.lastEndedAt = performance.now()
-            const error = Exit.isSuccess(exit) ? broken() : undefined
-            if (error !== undefined) attemptSpan.attribute(ATTR.errorType, error)
-          })))
+      inAttemptSpan(span, () => adoptAnswer(effect), (attemptSpan, exit) => {
+        this.lastEndedAt = performance.now()
+        const error = Exit.isSuccess(exit) ? broken() : undefined
+        if (error !== undefined) attemptSpan.attribute(ATTR.errorType, error)
+      })
   }
 
   /** The current attempt's response head arrived. */
@@ -161,22 +161,21 @@ export class ModelCallTrace {
    */
   record(outcome: () => ModelCallOutcome, firstTokenAt?: number | undefined): Effect.Effect<void> {
     if (!this.telemetry.genAi.enabled || this.upstream === undefined) return Effect.void
-    const call: GenAiCall = {
-      ...outcome(),
-      upstream: this.upstream,
-      timing: {
-        startedAt: this.ctx.startedAt,
-        attemptStartedAt: this.attemptStartedAt,
-        responseStartedAt: this.responseStartedAt,
-        firstTokenAt,
-        endedAt: performance.now()
-      },
-      attempts: this.attempts,
-      path: this.path,
-      plan: this.plan,
-      variant: this.ctx.log.variant,
-      projectId: this.projectId
+    // The outcome is a fresh object of the caller's: completed in place rather than copied.
+    const call = outcome() as Mutable<GenAiCall>
+    call.upstream = this.upstream
+    call.timing = {
+      startedAt: this.ctx.startedAt,
+      attemptStartedAt: this.attemptStartedAt,
+      responseStartedAt: this.responseStartedAt,
+      firstTokenAt,
+      endedAt: performance.now()
     }
+    call.attempts = this.attempts
+    call.path = this.path
+    call.plan = this.plan
+    call.variant = this.ctx.log.variant
+    call.projectId = this.projectId
     return this.telemetry.recordModelCall(call, this.ctx.exportCredential, this.ctx.traceParent)
   }
 }

@@ -1,6 +1,7 @@
 /** `[telemetry]`, `[genai_telemetry]` and `[auth]`: the rules beyond each field's type, and what check-config shows. */
 import { describe, expect, it } from "vitest"
 import { redactedView } from "../../src/config/index.ts"
+import { exportDelayOf, telemetrySettingsOf } from "../../src/pipeline/telemetry/settings.ts"
 import { failure, INVALID, load, withServer } from "./support.ts"
 
 describe("telemetry sections", () => {
@@ -29,6 +30,12 @@ describe("telemetry sections", () => {
       `${INVALID}genai_telemetry.metrics_export_timeout_secs: 10 exceeds genai_telemetry.metrics_export_interval_secs (5): an export must end before the next one starts`
     )
     expect(load(withServer({ genai_telemetry: { enabled: true, metrics_enabled: false, metrics_export_interval_secs: 5, metrics_export_timeout_secs: 10 } })).file.genai_telemetry.metrics_enabled).toBe(false)
+  })
+
+  it("export_delay_ms: how long a span waits for its batch, 1 s unless set, a whole number of milliseconds above 0", () => {
+    expect(exportDelayOf(telemetrySettingsOf(load(withServer()).file))).toBe(1000)
+    expect(exportDelayOf(telemetrySettingsOf(load(withServer({ telemetry: { export_delay_ms: 5000 } })).file))).toBe(5000)
+    expect(failure(withServer({ telemetry: { export_delay_ms: 0 } }))).toBe(`${INVALID}telemetry.export_delay_ms: expected a value greater than 0, got 0`)
   })
 
   it("an interval set alone starts: an unset export timeout is min(10, interval)", () => {

@@ -14,17 +14,18 @@ import type { JsonLog } from "../../infra/log.ts"
 import type { TelemetryMemory } from "./memory.ts"
 import { requestHead, resourceAttributes } from "../../otlp/common.ts"
 import { ExportQueue } from "../../otlp/queue.ts"
+import { exportDelayOf } from "./settings.ts"
 import type { TelemetrySettings, TelemetrySinks } from "./settings.ts"
 import { otlpSinks } from "./sinks.ts"
 import { TELEMETRY_OFF } from "./shape.ts"
 import type { TelemetryShape } from "./shape.ts"
 import { sampleRequest } from "./sampling.ts"
-import { hasValidIds, makeAppTracer, parentFromHeaders, traceStateOf } from "./tracer.ts"
+import { hasValidIds, makeAppTracer, parentFromHeaders, TIMING_OFF, traceStateOf } from "./tracer.ts"
 
 const SCOPE = "gateway"
 const FLUSH_TIMEOUT = "5 seconds"
 /** The application trace has one queue (GenAI one per token): room for bursts of a few thousand requests. */
-const APP_QUEUE = { maxQueued: 8192, maxQueuedBytes: 32 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024, delayMs: 1000 }
+const APP_QUEUE = { maxQueued: 8192, maxQueuedBytes: 32 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024 }
 
 /**
  * Waits for an export-side promise, bounded, never failing: its failures were
@@ -56,6 +57,7 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
       Effect.sync(() =>
         new ExportQueue({
           ...APP_QUEUE,
+          delayMs: exportDelayOf(settings),
           head: requestHead(resourceAttributes(telemetry.service_name, telemetry.environment), SCOPE),
           send: sinks.appTraces,
           immediate: sinks.immediate,
@@ -64,7 +66,7 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
       ),
       (queue) => settle(() => queue.close())
     )
-    requestContext = Context.make(Tracer.Tracer, makeAppTracer(appQueue, telemetry.sample_ratio))
+    requestContext = Context.make(Tracer.Tracer, makeAppTracer(appQueue, telemetry.sample_ratio)).pipe(Context.add(...TIMING_OFF))
   }
   let recorder: GenAiRecorder | undefined
   if (genai.enabled) {

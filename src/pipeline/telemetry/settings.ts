@@ -13,6 +13,12 @@ export interface TelemetrySettings {
   readonly genai: ConfigFile["genai_telemetry"]
 }
 
+/** How long an ended span waits at most for its batch to be exported, unless `[telemetry] export_delay_ms` says otherwise. */
+export const EXPORT_DELAY_MS = 1000
+
+/** The delay of both sections' span queues. */
+export const exportDelayOf = (settings: TelemetrySettings): number => settings.telemetry.export_delay_ms ?? EXPORT_DELAY_MS
+
 /** The telemetry sections of a validated configuration. */
 export const telemetrySettingsOf = (file: ConfigFile): TelemetrySettings => ({ telemetry: file.telemetry, genai: file.genai_telemetry })
 

@@ -15,8 +15,8 @@
  *
  * docs/operations.md lists every name and attribute.
  */
-import { Effect } from "effect"
-import type { Tracer } from "effect"
+import { Effect, Exit, Tracer } from "effect"
+import type { Cause } from "effect"
 import type { ProviderKind } from "../../domain/index.ts"
 import { providerNameOf, serverOf } from "./genai/attributes.ts"
 
@@ -82,29 +82,49 @@ export interface ServerSpanRequest {
 
 const SERVER_SPAN = { kind: "server" } as const satisfies Tracer.SpanOptionsNoTrace
 const CLIENT_SPAN = { kind: "client" } as const satisfies Tracer.SpanOptionsNoTrace
-/** No call-site stack trace per request (Effect would capture one for a parent span). */
-const NO_STACK_TRACE = { captureStackTrace: false } as const
+
+/** Server span names (`POST /v1/chat/completions`) by route and method: made once per route, not per request. */
+const serverSpanNames = new Map<string, Map<string, string>>()
+
+const serverSpanName = (method: string, route: string): string => {
+  let byMethod = serverSpanNames.get(route)
+  if (byMethod === undefined) {
+    // Routes are the router's templates: few, but bound the map anyway.
+    if (serverSpanNames.size >= 1024) serverSpanNames.clear()
+    byMethod = new Map()
+    serverSpanNames.set(route, byMethod)
+  }
+  let name = byMethod.get(method)
+  if (name === undefined) {
+    name = `${method} ${route}`
+    if (byMethod.size < 64) byMethod.set(method, name)
+  }
+  return name
+}
 
 /**
  * Runs a request program in its server span (the parent of all its spans); the response status is recorded as the program ends.
  * Attributes are set on the span rather than passed as an object: a literal with computed keys is slow to build on every request.
  */
 export const withServerSpan = (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.useSpan(`${request.method} ${request.route}`, request.parent === undefined ? SERVER_SPAN : { kind: "server", parent: request.parent }, (span) => {
+  Effect.useSpan(serverSpanName(request.method, request.route), request.parent === undefined ? SERVER_SPAN : { kind: "server", parent: request.parent }, (span) => {
     span.attribute(HTTP.requestMethod, request.method)
     span.attribute(HTTP.route, request.route)
     span.attribute(HTTP.urlPath, request.path)
     span.attribute(HTTP.urlScheme, "http")
     span.attribute(ATTR.requestId, request.requestId)
-    return Effect.withParentSpan(
+    // The parent of every span the program makes. Not `Effect.withParentSpan`: that also pushes a stack
+    // frame named after the span (a second context change and fiber cache per request, for a name in
+    // the stack traces of failures the edge answers anyway).
+    return Effect.provideService(
       Effect.onExit(effect, () =>
         Effect.sync(() => {
           const status = request.status()
           span.attribute(HTTP.responseStatusCode, status)
           if (status >= 500) span.attribute(ATTR.errorType, String(status))
         })),
-      span,
-      NO_STACK_TRACE
+      Tracer.ParentSpan,
+      span
     )
   }) as Effect.Effect<A, E, R>
 
@@ -162,7 +182,12 @@ const isAttemptFailure = (error: unknown): error is AttemptFailure =>
  * (`withheldBody`); a stream that breaks after its head does not fail the
  * attempt, so the program annotates its span there.
  */
-export const inAttemptSpan = <A, E, R>(info: AttemptSpanInfo, effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
+export const inAttemptSpan = <A, E, R>(
+  info: AttemptSpanInfo,
+  effect: InSpan<A, E, R>,
+  /** Called as the attempt ends, before its span does (one exit hook for both, not two). */
+  onEnd?: (span: Tracer.Span, exit: Exit.Exit<A, E>) => void
+): Effect.Effect<A, E, R> =>
   Effect.useSpan(SPAN.attempt, CLIENT_SPAN, (span) => {
     span.attribute(ATTR.attemptNumber, info.attempt)
     span.attribute(ATTR.providerId, info.providerId)
@@ -177,15 +202,23 @@ export const inAttemptSpan = <A, E, R>(info: AttemptSpanInfo, effect: InSpan<A, 
     if (info.path !== undefined) span.attribute(ATTR.path, info.path)
     if (info.retryDelayMs !== undefined) span.attribute(ATTR.retryDelayMs, Math.round(info.retryDelayMs))
     if (info.hedge !== undefined) span.attribute(ATTR.hedge, info.hedge)
-    return Effect.tapError(effect(span), (error) =>
-      Effect.sync(() => {
-        if (!isAttemptFailure(error)) return
-        span.attribute(ATTR.errorType, error.reason)
-        span.attribute(ATTR.upstreamStatus, error.upstreamStatus)
-        const body = withheldBody(error)
-        if (body !== undefined) span.attribute(ATTR.upstreamErrorBody, body)
-      }))
+    return Effect.onExit(effect(span), (exit) => {
+      if (Exit.isFailure(exit)) annotateFailure(span, exit.cause)
+      onEnd?.(span, exit)
+      return Effect.void
+    })
   })
+
+/** The attempt's failure (its first typed error, as `Effect.tapError` sees it) on its span. */
+const annotateFailure = (span: Tracer.Span, cause: Cause.Cause<unknown>): void => {
+  const failure = cause.reasons.find((reason) => reason._tag === "Fail")
+  const error = failure?._tag === "Fail" ? failure.error : undefined
+  if (!isAttemptFailure(error)) return
+  span.attribute(ATTR.errorType, error.reason)
+  span.attribute(ATTR.upstreamStatus, error.upstreamStatus)
+  const body = withheldBody(error)
+  if (body !== undefined) span.attribute(ATTR.upstreamErrorBody, body)
+}
 
 /** The input or output guardrail scan. Annotate `ATTR.guardrailOutcome` (`pass`, or the violation's code; never the matched text). */
 export const inGuardrailSpan = <A, E, R>(direction: "input" | "output", effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>

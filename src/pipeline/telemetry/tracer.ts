@@ -23,9 +23,10 @@
  *   status ERROR (as the semantic conventions have it), although its program
  *   succeeded (it wrote the error, or forwarded what the upstream sent).
  */
-import { Cause, Exit, Option, Tracer } from "effect"
+import { Cause, Exit, Option, References, Tracer } from "effect"
 import type { Context } from "effect"
 import type { IncomingHttpHeaders } from "node:http"
+import { nowNanos } from "./clock.ts"
 import { drawn } from "./sampling.ts"
 import { writeAttribute } from "../../otlp/common.ts"
 import type { ProtoWriter } from "../../otlp/protobuf.ts"
@@ -72,7 +73,7 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
     traceState: span.traceState,
     name: span.name,
     kind: SPAN_KIND[span.kind],
-    startNs: span.startTime,
+    startNs: span.startNs,
     endNs
   })
   const pairs = span.pairs
@@ -124,16 +125,28 @@ const writeSpan = (w: ProtoWriter, span: ExportedSpan, endNs: bigint, exit: Exit
 
 type SpanOptions = ConstructorParameters<typeof Tracer.NativeSpan>[0]
 
+/**
+ * What the request context sets so that Effect takes no time reading for a
+ * span: the spans that are exported take their own (`nowNanos`: one
+ * conversion, where Effect's clock anchors a `process.hrtime.bigint()` reading
+ * on the wall clock in BigInt arithmetic at every span's start and end), the
+ * others need none.
+ */
+export const TIMING_OFF = [References.TracerTimingEnabled, false] as const
+
 /** A sampled span of the application trace: written into the export queue when it ends. */
 class ExportedSpan extends Tracer.NativeSpan {
   readonly traceState: string
   private readonly queue: ExportQueue
   /** Attributes as keys and values in turn (a span has a handful: cheaper than a Map per span). */
   readonly pairs: Array<unknown> = []
+  /** When the span started, epoch nanoseconds (`nowNanos`: the request context turns Effect's own span timing off). */
+  readonly startNs: bigint
 
   constructor(options: SpanOptions, queue: ExportQueue) {
     super(options)
     this.queue = queue
+    this.startNs = options.startTime === 0n ? nowNanos() : options.startTime
     const parent = Option.getOrUndefined(options.parent)
     this.traceState = parent === undefined ? "" : traceStateOf(parent)
   }
@@ -165,8 +178,9 @@ class ExportedSpan extends Tracer.NativeSpan {
     return -1
   }
 
-  override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+  override end(effectEndTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
     if (this.status._tag === "Ended") return
+    const endTime = effectEndTime === 0n ? nowNanos() : effectEndTime
     super.end(endTime, exit)
     const w = this.queue.open()
     if (w === undefined) return

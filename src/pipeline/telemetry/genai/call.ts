@@ -89,12 +89,42 @@ export const calleeKey = (call: GenAiCall): string => {
   return `${call.operation}\u0001${upstream.providerId}\u0001${upstream.kind}\u0001${upstream.model}\u0001${upstream.origin}`
 }
 
+/** Whether two calls have the same `callee` attributes (cheaper than building their keys: the strings are mostly the configuration's own). */
+export const sameCallee = (a: GenAiCall, b: GenAiCall): boolean =>
+  a.operation === b.operation && a.upstream.providerId === b.upstream.providerId && a.upstream.kind === b.upstream.kind &&
+  a.upstream.model === b.upstream.model && a.upstream.origin === b.upstream.origin
+
 /**
  * A key naming the attributes every call to the same upstream through the same
  * route shares (`genAiIdentityAttributes`): the recorder encodes them once per key.
  */
 export const genAiIdentityKey = (call: GenAiCall): string =>
   `${calleeKey(call)}\u0001${call.requestedModel}\u0001${call.plan ?? ""}\u0001${call.variant ?? ""}\u0001${call.path ?? ""}\u0001${call.projectId ?? ""}`
+
+/** Whether two calls have the same identity (equal `genAiIdentityKey`s), without building the keys. */
+export const sameIdentity = (a: GenAiCall, b: GenAiCall): boolean =>
+  sameCallee(a, b) && a.requestedModel === b.requestedModel && a.plan === b.plan && a.variant === b.variant && a.path === b.path &&
+  a.projectId === b.projectId
+
+/**
+ * What a call's identity (and its metric series) are derived from, and nothing
+ * else: what the recorder keeps of the last call to compare the next with
+ * (not the call itself, which holds the captured content).
+ */
+export const identityOf = (call: GenAiCall): GenAiCall => ({
+  operation: call.operation,
+  requestedModel: call.requestedModel,
+  upstream: call.upstream,
+  stream: false,
+  timing: NO_TIMING,
+  plan: call.plan,
+  variant: call.variant,
+  path: call.path,
+  projectId: call.projectId,
+  response: call.response?.model === undefined ? undefined : { model: call.response.model }
+})
+
+const NO_TIMING: GenAiTiming = { startedAt: 0, endedAt: 0 }
 
 /** What every call to the same upstream through the same route shares: operation, provider, model, server, the gateway's routing attributes. */
 export const genAiIdentityAttributes = (call: GenAiCall): Attributes => {

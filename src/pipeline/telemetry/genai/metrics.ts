@@ -11,7 +11,7 @@ import { HistogramInstrument } from "../../../otlp/metrics.ts"
 import type { Series } from "../../../otlp/metrics.ts"
 import type { ProtoWriter } from "../../../otlp/protobuf.ts"
 import { BUCKETS, ERROR_TYPE, GEN_AI, METRIC } from "./attributes.ts"
-import { calleeKey, genAiMetricAttributes, timeToFirstTokenOf } from "./call.ts"
+import { calleeKey, genAiMetricAttributes, identityOf, sameCallee, timeToFirstTokenOf } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
 import type { Attributes } from "./request.ts"
 
@@ -45,8 +45,21 @@ export class GenAiMetrics {
     boundaries: BUCKETS.timeToFirstToken
   })
   private readonly groups = new Map<string, Group>()
+  /** The group recorded last and the call it was for (identity fields only): most calls repeat it, found without a key. */
+  private last: { readonly call: GenAiCall; readonly group: Group } | undefined
 
   record(call: GenAiCall): void {
+    const last = this.last
+    let group: Group
+    if (last !== undefined && sameCallee(last.call, call) && last.call.response?.model === call.response?.model) group = last.group
+    else {
+      group = this.groupOf(call)
+      this.last = { call: identityOf(call), group }
+    }
+    this.add(group, call)
+  }
+
+  private groupOf(call: GenAiCall): Group {
     // Everything the metric attributes are derived from, so equal keys mean equal attribute sets.
     const key = `${calleeKey(call)}\u0001${call.response?.model ?? ""}`
     let group = this.groups.get(key)
@@ -62,6 +75,10 @@ export class GenAiMetrics {
       }
       this.groups.set(key, group)
     }
+    return group
+  }
+
+  private add(group: Group, call: GenAiCall): void {
     const seconds = Math.max(0, call.timing.endedAt - call.timing.startedAt) / 1000
     if (call.error === undefined) group.duration.add(seconds)
     else {

@@ -21,11 +21,13 @@ import type { RequestHead } from "../../../otlp/common.ts"
 import { ProtoWriter } from "../../../otlp/protobuf.ts"
 import { ByteBudget, ExportQueue } from "../../../otlp/queue.ts"
 import { beginSpan, endSpan, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../../otlp/trace.ts"
+import { exportDelayOf } from "../settings.ts"
 import type { ExportCredential, TelemetrySettings, TelemetrySinks } from "../settings.ts"
-import { genAiCallAttributes, genAiIdentityAttributes, genAiIdentityKey, genAiSpanName } from "./call.ts"
+import { genAiCallAttributes, genAiIdentityAttributes, genAiIdentityKey, genAiSpanName, identityOf, sameIdentity } from "./call.ts"
 import type { GenAiCall } from "./call.ts"
 import { drawn, sampledTrace } from "../sampling.ts"
 import { GenAiMetrics } from "./metrics.ts"
+import { epochNanos } from "../clock.ts"
 
 export const MAX_PIPELINES = 128
 export const IDLE_MS = 5 * 60_000
@@ -35,7 +37,7 @@ const EXPIRY_MARGIN_MS = 5_000
 const CLOSE_TIMEOUT_MS = 5_000
 
 /** Bounds of each pipeline's span queue: one per token, so smaller than the application trace's. */
-const QUEUE = { maxQueued: 2048, maxQueuedBytes: 16 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024, delayMs: 1000 }
+const QUEUE = { maxQueued: 2048, maxQueuedBytes: 16 * 1024 * 1024, maxBatch: 512, maxBatchBytes: 3 * 1024 * 1024 }
 /** What the span queues of every pipeline hold together at most (spans with content are up to ~130 KB each). */
 const ALL_QUEUES_BYTES = 64 * 1024 * 1024
 
@@ -69,13 +71,6 @@ interface Pipeline {
 
 const STATIC_KEY = "static"
 
-/** Epoch nanoseconds of a `performance.now()` instant, to the microsecond. */
-export const epochNanos = (performanceMs: number): bigint => {
-  const epochMs = performance.timeOrigin + performanceMs
-  const whole = Math.floor(epochMs)
-  return BigInt(whole) * 1_000_000n + BigInt(Math.round((epochMs - whole) * 1000)) * 1000n
-}
-
 /** Bounded wait for a promise (closing a pipeline must not hang on a collector that does not answer). */
 const bounded = (promise: Promise<unknown>): Promise<void> =>
   new Promise<void>((resolve) => {
@@ -98,6 +93,8 @@ export class GenAiRecorder {
   private readonly head: RequestHead
   private readonly scratch = new ProtoWriter(4096)
   private readonly identities = new Map<string, Uint8Array>()
+  /** The identity encoded last and the call it was for (identity fields only): most calls repeat it, found without a key. */
+  private lastIdentity: { readonly call: GenAiCall; readonly encoded: Uint8Array } | undefined
   private readonly budget = new ByteBudget(ALL_QUEUES_BYTES)
   /** The key of the pipeline used last (already last in the map's order). */
   private mostRecent: string | undefined
@@ -159,6 +156,14 @@ export class GenAiRecorder {
 
   /** The encoded identity attributes of a call (call.ts `genAiIdentityAttributes`), encoded once per identity. */
   private identityOf(call: GenAiCall): Uint8Array {
+    const last = this.lastIdentity
+    if (last !== undefined && sameIdentity(last.call, call)) return last.encoded
+    const encoded = this.encodedIdentity(call)
+    this.lastIdentity = { call: identityOf(call), encoded }
+    return encoded
+  }
+
+  private encodedIdentity(call: GenAiCall): Uint8Array {
     const key = genAiIdentityKey(call)
     let encoded = this.identities.get(key)
     if (encoded === undefined) {
@@ -239,7 +244,7 @@ export class GenAiRecorder {
 
   private open(credential: ExportCredential | undefined, now: number): Pipeline {
     const { sinks } = this
-    const spans = new ExportQueue({ ...QUEUE, budget: this.budget, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.spanFailure })
+    const spans = new ExportQueue({ ...QUEUE, delayMs: exportDelayOf(this.settings), budget: this.budget, head: this.head, send: sinks.genAi(credential, "traces"), immediate: sinks.immediate, onFailure: this.spanFailure })
     const closeAt = credential?.expiresAt === undefined ? Number.POSITIVE_INFINITY : credential.expiresAt - EXPIRY_MARGIN_MS
     const metrics = this.settings.genai.metrics_enabled ? new GenAiMetrics() : undefined
     const startNs = epochNanos(performance.now())
