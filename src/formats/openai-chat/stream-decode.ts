@@ -18,7 +18,8 @@
  * - Hot path: `JSON.parse` and property checks only.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { SseEvent, StreamDecoder } from "../contract.ts"
+import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { trimmed } from "../trimmed.ts"
 import { statusOfOpenAiError } from "./error.ts"
 import { decodeUsage, isRecord, messageStartOf, stopReasonOfFinish } from "./mapping.ts"
 
@@ -30,7 +31,7 @@ const TRUNCATED: StreamError = {
   malformed: true
 }
 
-export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
+export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
   let started = false
   let finished = false
   let done = false
@@ -43,12 +44,12 @@ export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
     return finished ? { type: "message_stop" } : { type: "error", error: TRUNCATED }
   }
 
-  const fail = (error: StreamError): ReadonlyArray<ChatStreamEvent> => {
+  const fail = (error: StreamError, out: ChatEventSink): void => {
     done = true
-    return [{ type: "error", error }]
+    out.push({ type: "error", error })
   }
 
-  const pushDelta = (delta: Record<string, unknown>, out: Array<ChatStreamEvent>): void => {
+  const pushDelta = (delta: Record<string, unknown>, out: ChatEventSink): void => {
     if (typeof delta.content === "string" && delta.content !== "") out.push({ type: "text_delta", text: delta.content })
     // Reasoning text of compatible servers (DeepSeek's `reasoning_content`, vLLM's `reasoning`): content, not carried.
     const reasoning = delta.reasoning_content ?? delta.reasoning
@@ -80,38 +81,46 @@ export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
     }
   }
 
+  const decodeInto = (raw: string, _event: string | undefined, out: ChatEventSink): void => {
+    if (done) return
+    const data = trimmed(raw)
+    if (data === "") return
+    if (data.startsWith("[DONE]")) {
+      out.push(terminal())
+      return
+    }
+    let chunk: unknown
+    try {
+      chunk = JSON.parse(data)
+    } catch {
+      return fail(MALFORMED, out)
+    }
+    if (!isRecord(chunk)) return fail(MALFORMED, out)
+    if (chunk.error !== undefined && chunk.error !== null) return fail(streamError(chunk.error), out)
+    if (!started) {
+      started = true
+      out.push(messageStartOf(chunk.id, chunk.model, chunk.created))
+    }
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+    if (isRecord(choice)) {
+      if (isRecord(choice.delta)) pushDelta(choice.delta, out)
+      if (typeof choice.finish_reason === "string" && !finished) {
+        finished = true
+        out.push({
+          type: "message_delta",
+          stopReason: refused ? "content_filter" : stopReasonOfFinish(choice.finish_reason, sawToolCall)
+        })
+      }
+    }
+    const usage = decodeUsage(chunk.usage)
+    if (usage !== undefined) out.push({ type: "usage", usage })
+  }
+
   return {
+    decodeInto,
     push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
-      if (done) return []
-      const data = event.data.trim()
-      if (data === "") return []
-      if (data.startsWith("[DONE]")) return [terminal()]
-      let chunk: unknown
-      try {
-        chunk = JSON.parse(data)
-      } catch {
-        return fail(MALFORMED)
-      }
-      if (!isRecord(chunk)) return fail(MALFORMED)
-      if (chunk.error !== undefined && chunk.error !== null) return fail(streamError(chunk.error))
       const out: Array<ChatStreamEvent> = []
-      if (!started) {
-        started = true
-        out.push(messageStartOf(chunk.id, chunk.model, chunk.created))
-      }
-      const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
-      if (isRecord(choice)) {
-        if (isRecord(choice.delta)) pushDelta(choice.delta, out)
-        if (typeof choice.finish_reason === "string" && !finished) {
-          finished = true
-          out.push({
-            type: "message_delta",
-            stopReason: refused ? "content_filter" : stopReasonOfFinish(choice.finish_reason, sawToolCall)
-          })
-        }
-      }
-      const usage = decodeUsage(chunk.usage)
-      if (usage !== undefined) out.push({ type: "usage", usage })
+      decodeInto(event.data, event.event, out)
       return out
     },
     end(): ReadonlyArray<ChatStreamEvent> {
