@@ -19,10 +19,13 @@
  *   before `message_stop`, the stream was cut off: an `error` event.
  *
  * The event type is read from the JSON `type`, falling back to the `event:`
- * name. Hot path: `JSON.parse` and property checks only.
+ * name. Hot path: `JSON.parse` and property checks only; after a text delta,
+ * one of the same shape (`TextChunkTemplate`: the same JSON but for its
+ * text) is read without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { TextChunkTemplate } from "../text-chunk-template.ts"
 import { trimmed } from "../trimmed.ts"
 import { statusOfAnthropicError } from "./error.ts"
 import { isRecord, readUsageCounts, stopReasonOfWire, type UsageCounts, usageOfCounts } from "./mapping.ts"
@@ -34,6 +37,9 @@ export interface AnthropicStreamDecodeOptions {
 
 const MALFORMED: StreamError = { type: "api_error", message: "upstream sent a malformed stream event", status: 502, malformed: true }
 const TRUNCATED: StreamError = { type: "api_error", message: "upstream stream ended before message_stop", status: 502, malformed: true }
+
+/** Shapes learnt per stream at most: a stream whose text deltas keep changing shape is parsed. */
+const MAX_TEMPLATES = 4
 
 export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions = {}): SinkStreamDecoder => {
   const created = options.created ?? Math.floor(Date.now() / 1000)
@@ -115,8 +121,17 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
     }
   }
 
+  /** The shape of this stream's text deltas, once one was seen (see TextChunkTemplate). */
+  let textDelta: TextChunkTemplate | undefined
+  let learnt = 0
+
   const decodeInto = (data: string, name: string | undefined, out: ChatEventSink): void => {
     if (done) return
+    const text = textDelta?.match(data)
+    if (text !== undefined) {
+      if (text !== "") out.push({ type: "text_delta", text })
+      return
+    }
     if (trimmed(data) === "") return
     let message: unknown
     try {
@@ -142,7 +157,13 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
         if (isRecord(message.content_block)) blockStart(message.index, message.content_block, out)
         return
       case "content_block_delta":
-        if (isRecord(message.delta)) blockDelta(message.index, message.delta, out)
+        if (!isRecord(message.delta)) return
+        blockDelta(message.index, message.delta, out)
+        // A text delta's shape, learnt: one of its shape is a text delta whatever its text.
+        if (message.type === "content_block_delta" && message.delta.type === "text_delta" && typeof message.delta.text === "string" && learnt < MAX_TEMPLATES) {
+          learnt++
+          textDelta = TextChunkTemplate.learn(data, message, [{ owner: message.delta, key: "text", kind: "text" }])
+        }
         return
       case "message_delta":
         return messageDelta(message, out)

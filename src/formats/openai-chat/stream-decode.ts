@@ -15,10 +15,14 @@
  *   started are dropped.
  * - `[DONE]` (or EOF) without a prior `finish_reason` means the stream was cut
  *   off: an `error` event, never a normal stop.
- * - Hot path: `JSON.parse` and property checks only.
+ * - Hot path: `JSON.parse` and property checks only; after the first text
+ *   chunk, a chunk of the same shape (`TextChunkTemplate`: the same JSON but
+ *   for its text and `obfuscation` pad) is read without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { TextChunkTemplate } from "../text-chunk-template.ts"
+import type { Hole } from "../text-chunk-template.ts"
 import { trimmed } from "../trimmed.ts"
 import { statusOfOpenAiError } from "./error.ts"
 import { decodeUsage, isRecord, messageStartOf, stopReasonOfFinish } from "./mapping.ts"
@@ -30,6 +34,9 @@ const TRUNCATED: StreamError = {
   status: 502,
   malformed: true
 }
+
+/** Shapes learnt per stream at most: a stream whose text chunks keep changing shape is parsed. */
+const MAX_TEMPLATES = 4
 
 export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
   let started = false
@@ -81,10 +88,40 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     }
   }
 
+  /** The shape of this stream's text chunks, once one was seen (see TextChunkTemplate). */
+  let textChunk: TextChunkTemplate | undefined
+  let learnt = 0
+
+  /**
+   * Learns the shape of `chunk` when it is text only: after the first chunk,
+   * one of its shape decodes to its text and nothing else whatever its text
+   * and obfuscation pad (the id, model and the rest are read from the first
+   * chunk only).
+   */
+  const learn = (data: string, chunk: Record<string, unknown>): void => {
+    if (learnt >= MAX_TEMPLATES) return
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+    if (!isRecord(choice) || !isRecord(choice.delta) || typeof choice.finish_reason === "string") return
+    const delta = choice.delta
+    const reasoning = delta.reasoning_content ?? delta.reasoning
+    if (typeof delta.content !== "string" || delta.content === "" || (typeof reasoning === "string" && reasoning !== "")) return
+    if ((typeof delta.refusal === "string" && delta.refusal !== "") || Array.isArray(delta.tool_calls)) return
+    if (decodeUsage(chunk.usage) !== undefined) return
+    learnt++
+    const holes: Array<Hole> = [{ owner: delta, key: "content", kind: "text" }]
+    if (typeof chunk.obfuscation === "string") holes.push({ owner: chunk, key: "obfuscation", kind: "string" })
+    textChunk = TextChunkTemplate.learn(data, chunk, holes)
+  }
+
   const decodeInto = (raw: string, _event: string | undefined, out: ChatEventSink): void => {
     if (done) return
     const data = trimmed(raw)
     if (data === "") return
+    const text = textChunk?.match(data)
+    if (text !== undefined) {
+      if (text !== "") out.push({ type: "text_delta", text })
+      return
+    }
     if (data.startsWith("[DONE]")) {
       out.push(terminal())
       return
@@ -114,6 +151,7 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     }
     const usage = decodeUsage(chunk.usage)
     if (usage !== undefined) out.push({ type: "usage", usage })
+    else learn(data, chunk)
   }
 
   return {

@@ -11,9 +11,14 @@
  * - `response.completed` / `response.incomplete` give the finish, the usage and
  *   the stop; `response.failed` and `error` events are errors; a stream that
  *   ends without one of them was cut off.
+ * - After a text delta, one of the same shape (`TextChunkTemplate`: the same
+ *   JSON but for its text, `sequence_number` and `obfuscation`) is read
+ *   without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { TextChunkTemplate } from "../text-chunk-template.ts"
+import type { Hole } from "../text-chunk-template.ts"
 import { trimmed } from "../trimmed.ts"
 import { statusOfOpenAiError } from "../openai-chat/error.ts"
 import { isRecord, messageStartOf } from "../openai-chat/mapping.ts"
@@ -40,6 +45,9 @@ const errorOf = (raw: unknown): StreamError => {
   }
 }
 
+/** Shapes learnt per stream at most: a stream whose text deltas keep changing shape is parsed. */
+const MAX_TEMPLATES = 4
+
 export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
   let started = false
   let done = false
@@ -65,9 +73,28 @@ export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
     stop({ type: "message_stop" }, out)
   }
 
+  /** The shape of this stream's text deltas, once one was seen (see TextChunkTemplate). */
+  let textDelta: TextChunkTemplate | undefined
+  let learnt = 0
+
+  /** Learns the shape of a text delta: one of its shape is a text delta whatever its text, sequence number and pad. */
+  const learn = (data: string, message: Record<string, unknown>): void => {
+    if (learnt >= MAX_TEMPLATES || message.response !== undefined) return
+    learnt++
+    const holes: Array<Hole> = [{ owner: message, key: "delta", kind: "text" }]
+    if (typeof message.sequence_number === "number") holes.push({ owner: message, key: "sequence_number", kind: "integer" })
+    if (typeof message.obfuscation === "string") holes.push({ owner: message, key: "obfuscation", kind: "string" })
+    textDelta = TextChunkTemplate.learn(data, message, holes)
+  }
+
   const decodeInto = (raw: string, name: string | undefined, out: ChatEventSink): void => {
     if (done) return
     const data = trimmed(raw)
+    const text = textDelta?.match(data)
+    if (text !== undefined) {
+      if (text !== "") out.push({ type: "text_delta", text })
+      return
+    }
     if (data === "" || data.startsWith("[DONE]")) return
     let message: unknown
     try {
@@ -101,7 +128,9 @@ export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
       }
       case "response.output_text.delta":
       case "response.refusal.delta":
-        if (typeof message.delta === "string" && message.delta !== "") out.push({ type: "text_delta", text: message.delta })
+        if (typeof message.delta !== "string") return
+        if (message.delta !== "") out.push({ type: "text_delta", text: message.delta })
+        if (message.type === type) learn(data, message)
         return
       case "response.function_call_arguments.delta": {
         const index = toolOfItem.get(message.output_index)
