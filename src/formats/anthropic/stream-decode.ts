@@ -163,6 +163,8 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
         if (message.type === "content_block_delta" && message.delta.type === "text_delta" && typeof message.delta.text === "string" && learnt < MAX_TEMPLATES) {
           learnt++
           textDelta = TextChunkTemplate.learn(data, message, [{ owner: message.delta, key: "text", kind: "text" }])
+          // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
+          if (textDelta === undefined) learnt = MAX_TEMPLATES
         }
         return
       case "message_delta":

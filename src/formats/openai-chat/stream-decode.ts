@@ -111,6 +111,8 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     const holes: Array<Hole> = [{ owner: delta, key: "content", kind: "text" }]
     if (typeof chunk.obfuscation === "string") holes.push({ owner: chunk, key: "obfuscation", kind: "string" })
     textChunk = TextChunkTemplate.learn(data, chunk, holes)
+    // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
+    if (textChunk === undefined) learnt = MAX_TEMPLATES
   }
 
   const decodeInto = (raw: string, _event: string | undefined, out: ChatEventSink): void => {

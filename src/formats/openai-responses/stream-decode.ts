@@ -85,6 +85,8 @@ export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
     if (typeof message.sequence_number === "number") holes.push({ owner: message, key: "sequence_number", kind: "integer" })
     if (typeof message.obfuscation === "string") holes.push({ owner: message, key: "obfuscation", kind: "string" })
     textDelta = TextChunkTemplate.learn(data, message, holes)
+    // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
+    if (textDelta === undefined) learnt = MAX_TEMPLATES
   }
 
   const decodeInto = (raw: string, name: string | undefined, out: ChatEventSink): void => {
