@@ -62,6 +62,20 @@ export interface StreamDecoder {
   end(): ReadonlyArray<ChatStreamEvent>
 }
 
+/** Where a decoder puts canonical events, in order (an array is one). */
+export interface ChatEventSink {
+  push(event: ChatStreamEvent): unknown
+}
+
+/**
+ * A stream decoder that also reads an event from its data and name straight
+ * into a sink: no `SseEvent` and no array per event. The fast path's stream
+ * gate reads every chunk of a forwarded stream so.
+ */
+export interface SinkStreamDecoder extends StreamDecoder {
+  decodeInto(data: string, event: string | undefined, out: ChatEventSink): void
+}
+
 /** Canonical stream events in, complete SSE frames for the caller out. One instance per stream. */
 export interface StreamEncoder {
   /** Zero or more complete frames (`""` when the event produces none). */

@@ -24,7 +24,7 @@ export * as Gemini from "./gemini/index.ts"
 export * as OpenAiChat from "./openai-chat/index.ts"
 export * as OpenAiResponses from "./openai-responses/index.ts"
 
-export type { DecodeFailure, EncodedRequest, RequestEncodeOptions, SseEvent, StreamDecoder, StreamEncoder } from "./contract.ts"
+export type { ChatEventSink, DecodeFailure, EncodedRequest, RequestEncodeOptions, SinkStreamDecoder, SseEvent, StreamDecoder, StreamEncoder } from "./contract.ts"
 export { CALLER_CODECS, PROVIDER_CODECS } from "./chat-codecs.ts"
 export { endpointCodec } from "./endpoint-codecs.ts"
 export type { EndpointCodec } from "./endpoint-codecs.ts"

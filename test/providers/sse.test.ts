@@ -62,6 +62,40 @@ describe("SSE parsing", () => {
   })
 })
 
+/** A small deterministic generator (mulberry32), so a failure repeats. */
+const random = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+describe("SSE text decoding", () => {
+  it("a leading byte order mark is dropped, a later one kept", () => {
+    const parser = new SseParser()
+    const bom = [0xef, 0xbb, 0xbf]
+    expect(feed(parser, [new Uint8Array([bom[0]]), new Uint8Array([bom[1], bom[2], ...bytes("data: \ufeffx\n\n")])])).toEqual([{ data: "\ufeffx" }])
+  })
+  it("any bytes, valid UTF-8 or not, cut anywhere, read as TextDecoder reads them whole", () => {
+    const pieces: ReadonlyArray<ReadonlyArray<number>> = [
+      [...bytes("data: ")], [...bytes("event: e\n")], [10], [13], [13, 10], [58], [...bytes("é")], [...bytes("日")], [...bytes("😀")],
+      [0xf0, 0x9f], [0xe6], [0xc3], [0x80], [0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe0, 0x80], [0xef, 0xbb, 0xbf], [0x41]
+    ]
+    const next = random(29)
+    for (let round = 0; round < 300; round++) {
+      const all = Uint8Array.from(Array.from({ length: 1 + Math.floor(next() * 40) }, () => pieces[Math.floor(next() * pieces.length)]).flat())
+      // The reference: the whole body decoded at once, re-encoded (behind the one BOM the parser drops).
+      const reference = new SseParser()
+      const text = new TextDecoder().decode(all)
+      const expected = [...reference.push(Uint8Array.from([0xef, 0xbb, 0xbf, ...bytes(text)])), ...reference.end()]
+      const parser = new SseParser()
+      const cuts = [0, ...Array.from({ length: 3 }, () => Math.floor(next() * (all.length + 1))).sort((a, b) => a - b), all.length]
+      const events = [...feed(parser, cuts.slice(1).map((end, i) => all.subarray(cuts[i], end))), ...parser.end()]
+      expect(events).toEqual(expected)
+    }
+  })
+})
+
 describe("SSE parsing cost", () => {
   it("one 5 MB event arriving in 1 KB pieces is parsed whole (only new bytes are scanned)", () => {
     const parser = new SseParser()

@@ -19,10 +19,14 @@
  *   before `message_stop`, the stream was cut off: an `error` event.
  *
  * The event type is read from the JSON `type`, falling back to the `event:`
- * name. Hot path: `JSON.parse` and property checks only.
+ * name. Hot path: `JSON.parse` and property checks only; after a text delta,
+ * one of the same shape (`TextChunkTemplate`: the same JSON but for its
+ * text) is read without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { SseEvent, StreamDecoder } from "../contract.ts"
+import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { TextChunkTemplate } from "../text-chunk-template.ts"
+import { trimmed } from "../trimmed.ts"
 import { statusOfAnthropicError } from "./error.ts"
 import { isRecord, readUsageCounts, stopReasonOfWire, type UsageCounts, usageOfCounts } from "./mapping.ts"
 
@@ -34,7 +38,10 @@ export interface AnthropicStreamDecodeOptions {
 const MALFORMED: StreamError = { type: "api_error", message: "upstream sent a malformed stream event", status: 502, malformed: true }
 const TRUNCATED: StreamError = { type: "api_error", message: "upstream stream ended before message_stop", status: 502, malformed: true }
 
-export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions = {}): StreamDecoder => {
+/** Shapes learnt per stream at most: a stream whose text deltas keep changing shape is parsed. */
+const MAX_TEMPLATES = 4
+
+export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions = {}): SinkStreamDecoder => {
   const created = options.created ?? Math.floor(Date.now() / 1000)
   let finished = false
   let done = false
@@ -42,58 +49,63 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
   const toolOfBlock = new Map<number, number>()
   let counts: UsageCounts | undefined
 
-  const stop = (event: ChatStreamEvent): ReadonlyArray<ChatStreamEvent> => {
+  const stop = (event: ChatStreamEvent, out: ChatEventSink): void => {
     done = true
-    return [event]
+    out.push(event)
   }
 
-  const blockStart = (index: unknown, block: Record<string, unknown>): ReadonlyArray<ChatStreamEvent> => {
+  const blockStart = (index: unknown, block: Record<string, unknown>, out: ChatEventSink): void => {
     if (block.type === "text") {
-      return typeof block.text === "string" && block.text !== "" ? [{ type: "text_delta", text: block.text }] : []
+      if (typeof block.text === "string" && block.text !== "") out.push({ type: "text_delta", text: block.text })
+      return
     }
     if (block.type === "thinking") {
-      return [{ type: "reasoning_delta", text: typeof block.thinking === "string" ? block.thinking : "" }]
+      out.push({ type: "reasoning_delta", text: typeof block.thinking === "string" ? block.thinking : "" })
+      return
     }
     if (block.type === "redacted_thinking" && typeof block.data === "string") {
-      return [{ type: "reasoning_redacted", data: block.data }]
+      out.push({ type: "reasoning_redacted", data: block.data })
+      return
     }
-    if (block.type !== "tool_use") return typeof block.type === "string" ? [{ type: "other_content", kind: block.type }] : []
-    if (typeof index !== "number") return []
+    if (block.type !== "tool_use") {
+      if (typeof block.type === "string") out.push({ type: "other_content", kind: block.type })
+      return
+    }
+    if (typeof index !== "number") return
     const tool = toolCount++
     toolOfBlock.set(index, tool)
-    const start: ChatStreamEvent = {
+    out.push({
       type: "tool_call_start",
       index: tool,
       id: typeof block.id === "string" ? block.id : "",
       name: typeof block.name === "string" ? block.name : ""
-    }
+    })
     // Anthropic starts with `input: {}`; a provider that sends the whole input up front is honoured.
     if (isRecord(block.input) && Object.keys(block.input).length > 0) {
-      return [start, { type: "tool_call_delta", index: tool, argumentsDelta: JSON.stringify(block.input) }]
+      out.push({ type: "tool_call_delta", index: tool, argumentsDelta: JSON.stringify(block.input) })
     }
-    return [start]
   }
 
-  const blockDelta = (index: unknown, delta: Record<string, unknown>): ReadonlyArray<ChatStreamEvent> => {
+  const blockDelta = (index: unknown, delta: Record<string, unknown>, out: ChatEventSink): void => {
     if (delta.type === "text_delta") {
-      return typeof delta.text === "string" && delta.text !== "" ? [{ type: "text_delta", text: delta.text }] : []
+      if (typeof delta.text === "string" && delta.text !== "") out.push({ type: "text_delta", text: delta.text })
+      return
     }
     if (delta.type === "thinking_delta") {
-      return typeof delta.thinking === "string" && delta.thinking !== "" ? [{ type: "reasoning_delta", text: delta.thinking }] : []
+      if (typeof delta.thinking === "string" && delta.thinking !== "") out.push({ type: "reasoning_delta", text: delta.thinking })
+      return
     }
     if (delta.type === "signature_delta") {
-      return typeof delta.signature === "string" ? [{ type: "reasoning_signature", signature: delta.signature }] : []
+      if (typeof delta.signature === "string") out.push({ type: "reasoning_signature", signature: delta.signature })
+      return
     }
-    if (delta.type !== "input_json_delta" || typeof index !== "number") return []
+    if (delta.type !== "input_json_delta" || typeof index !== "number") return
     const tool = toolOfBlock.get(index)
     const json = delta.partial_json
-    return tool !== undefined && typeof json === "string" && json !== ""
-      ? [{ type: "tool_call_delta", index: tool, argumentsDelta: json }]
-      : []
+    if (tool !== undefined && typeof json === "string" && json !== "") out.push({ type: "tool_call_delta", index: tool, argumentsDelta: json })
   }
 
-  const messageDelta = (message: Record<string, unknown>): ReadonlyArray<ChatStreamEvent> => {
-    const out: Array<ChatStreamEvent> = []
+  const messageDelta = (message: Record<string, unknown>, out: ChatEventSink): void => {
     const delta = isRecord(message.delta) ? message.delta : undefined
     if (typeof delta?.stop_reason === "string" && !finished) {
       finished = true
@@ -107,48 +119,77 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
       counts = readUsageCounts(message.usage, counts)
       if (counts !== undefined) out.push({ type: "usage", usage: usageOfCounts(counts) })
     }
-    return out
+  }
+
+  /** The shape of this stream's text deltas, once one was seen (see TextChunkTemplate). */
+  let textDelta: TextChunkTemplate | undefined
+  let learnt = 0
+
+  const decodeInto = (data: string, name: string | undefined, out: ChatEventSink): void => {
+    if (done) return
+    const text = textDelta?.match(data)
+    if (text !== undefined) {
+      if (text !== "") out.push({ type: "text_delta", text })
+      return
+    }
+    if (trimmed(data) === "") return
+    let message: unknown
+    try {
+      message = JSON.parse(data)
+    } catch {
+      return stop({ type: "error", error: MALFORMED }, out)
+    }
+    if (!isRecord(message)) return stop({ type: "error", error: MALFORMED }, out)
+    switch (typeof message.type === "string" ? message.type : name) {
+      case "message_start": {
+        const start = isRecord(message.message) ? message.message : {}
+        counts = readUsageCounts(start.usage)
+        out.push({
+          type: "message_start",
+          id: typeof start.id === "string" ? start.id : "",
+          model: typeof start.model === "string" ? start.model : "",
+          created,
+          usage: counts === undefined ? undefined : usageOfCounts(counts)
+        })
+        return
+      }
+      case "content_block_start":
+        if (isRecord(message.content_block)) blockStart(message.index, message.content_block, out)
+        return
+      case "content_block_delta":
+        if (!isRecord(message.delta)) return
+        blockDelta(message.index, message.delta, out)
+        // A text delta's shape, learnt: one of its shape is a text delta whatever its text.
+        if (message.type === "content_block_delta" && message.delta.type === "text_delta" && typeof message.delta.text === "string" && learnt < MAX_TEMPLATES) {
+          learnt++
+          textDelta = TextChunkTemplate.learn(data, message, [{ owner: message.delta, key: "text", kind: "text" }])
+          // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
+          if (textDelta === undefined) learnt = MAX_TEMPLATES
+        }
+        return
+      case "message_delta":
+        return messageDelta(message, out)
+      case "message_stop":
+        return stop(finished ? { type: "message_stop" } : { type: "error", error: TRUNCATED }, out)
+      case "error":
+        return stop({ type: "error", error: streamError(message.error) }, out)
+      default:
+        return
+    }
   }
 
   return {
+    decodeInto,
     push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
-      if (done) return []
-      if (event.data.trim() === "") return []
-      let message: unknown
-      try {
-        message = JSON.parse(event.data)
-      } catch {
-        return stop({ type: "error", error: MALFORMED })
-      }
-      if (!isRecord(message)) return stop({ type: "error", error: MALFORMED })
-      switch (typeof message.type === "string" ? message.type : event.event) {
-        case "message_start": {
-          const start = isRecord(message.message) ? message.message : {}
-          counts = readUsageCounts(start.usage)
-          return [{
-            type: "message_start",
-            id: typeof start.id === "string" ? start.id : "",
-            model: typeof start.model === "string" ? start.model : "",
-            created,
-            usage: counts === undefined ? undefined : usageOfCounts(counts)
-          }]
-        }
-        case "content_block_start":
-          return isRecord(message.content_block) ? blockStart(message.index, message.content_block) : []
-        case "content_block_delta":
-          return isRecord(message.delta) ? blockDelta(message.index, message.delta) : []
-        case "message_delta":
-          return messageDelta(message)
-        case "message_stop":
-          return stop(finished ? { type: "message_stop" } : { type: "error", error: TRUNCATED })
-        case "error":
-          return stop({ type: "error", error: streamError(message.error) })
-        default:
-          return []
-      }
+      const out: Array<ChatStreamEvent> = []
+      decodeInto(event.data, event.event, out)
+      return out
     },
     end(): ReadonlyArray<ChatStreamEvent> {
-      return done ? [] : stop({ type: "error", error: TRUNCATED })
+      if (done) return []
+      const out: Array<ChatStreamEvent> = []
+      stop({ type: "error", error: TRUNCATED }, out)
+      return out
     }
   }
 }

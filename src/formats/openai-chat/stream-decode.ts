@@ -15,10 +15,15 @@
  *   started are dropped.
  * - `[DONE]` (or EOF) without a prior `finish_reason` means the stream was cut
  *   off: an `error` event, never a normal stop.
- * - Hot path: `JSON.parse` and property checks only.
+ * - Hot path: `JSON.parse` and property checks only; after the first text
+ *   chunk, a chunk of the same shape (`TextChunkTemplate`: the same JSON but
+ *   for its text and `obfuscation` pad) is read without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { SseEvent, StreamDecoder } from "../contract.ts"
+import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { TextChunkTemplate } from "../text-chunk-template.ts"
+import type { Hole } from "../text-chunk-template.ts"
+import { trimmed } from "../trimmed.ts"
 import { statusOfOpenAiError } from "./error.ts"
 import { decodeUsage, isRecord, messageStartOf, stopReasonOfFinish } from "./mapping.ts"
 
@@ -30,7 +35,10 @@ const TRUNCATED: StreamError = {
   malformed: true
 }
 
-export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
+/** Shapes learnt per stream at most: a stream whose text chunks keep changing shape is parsed. */
+const MAX_TEMPLATES = 4
+
+export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
   let started = false
   let finished = false
   let done = false
@@ -43,12 +51,12 @@ export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
     return finished ? { type: "message_stop" } : { type: "error", error: TRUNCATED }
   }
 
-  const fail = (error: StreamError): ReadonlyArray<ChatStreamEvent> => {
+  const fail = (error: StreamError, out: ChatEventSink): void => {
     done = true
-    return [{ type: "error", error }]
+    out.push({ type: "error", error })
   }
 
-  const pushDelta = (delta: Record<string, unknown>, out: Array<ChatStreamEvent>): void => {
+  const pushDelta = (delta: Record<string, unknown>, out: ChatEventSink): void => {
     if (typeof delta.content === "string" && delta.content !== "") out.push({ type: "text_delta", text: delta.content })
     // Reasoning text of compatible servers (DeepSeek's `reasoning_content`, vLLM's `reasoning`): content, not carried.
     const reasoning = delta.reasoning_content ?? delta.reasoning
@@ -80,38 +88,79 @@ export const makeOpenAiChatStreamDecoder = (): StreamDecoder => {
     }
   }
 
+  /** The shape of this stream's text chunks, once one was seen (see TextChunkTemplate). */
+  let textChunk: TextChunkTemplate | undefined
+  let learnt = 0
+
+  /**
+   * Learns the shape of `chunk` when it is text only: after the first chunk,
+   * one of its shape decodes to its text and nothing else whatever its text
+   * and obfuscation pad (the id, model and the rest are read from the first
+   * chunk only).
+   */
+  const learn = (data: string, chunk: Record<string, unknown>): void => {
+    if (learnt >= MAX_TEMPLATES) return
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+    if (!isRecord(choice) || !isRecord(choice.delta) || typeof choice.finish_reason === "string") return
+    const delta = choice.delta
+    const reasoning = delta.reasoning_content ?? delta.reasoning
+    if (typeof delta.content !== "string" || delta.content === "" || (typeof reasoning === "string" && reasoning !== "")) return
+    if ((typeof delta.refusal === "string" && delta.refusal !== "") || Array.isArray(delta.tool_calls)) return
+    if (decodeUsage(chunk.usage) !== undefined) return
+    learnt++
+    const holes: Array<Hole> = [{ owner: delta, key: "content", kind: "text" }]
+    if (typeof chunk.obfuscation === "string") holes.push({ owner: chunk, key: "obfuscation", kind: "string" })
+    textChunk = TextChunkTemplate.learn(data, chunk, holes)
+    // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
+    if (textChunk === undefined) learnt = MAX_TEMPLATES
+  }
+
+  const decodeInto = (raw: string, _event: string | undefined, out: ChatEventSink): void => {
+    if (done) return
+    const data = trimmed(raw)
+    if (data === "") return
+    const text = textChunk?.match(data)
+    if (text !== undefined) {
+      if (text !== "") out.push({ type: "text_delta", text })
+      return
+    }
+    if (data.startsWith("[DONE]")) {
+      out.push(terminal())
+      return
+    }
+    let chunk: unknown
+    try {
+      chunk = JSON.parse(data)
+    } catch {
+      return fail(MALFORMED, out)
+    }
+    if (!isRecord(chunk)) return fail(MALFORMED, out)
+    if (chunk.error !== undefined && chunk.error !== null) return fail(streamError(chunk.error), out)
+    if (!started) {
+      started = true
+      out.push(messageStartOf(chunk.id, chunk.model, chunk.created))
+    }
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+    if (isRecord(choice)) {
+      if (isRecord(choice.delta)) pushDelta(choice.delta, out)
+      if (typeof choice.finish_reason === "string" && !finished) {
+        finished = true
+        out.push({
+          type: "message_delta",
+          stopReason: refused ? "content_filter" : stopReasonOfFinish(choice.finish_reason, sawToolCall)
+        })
+      }
+    }
+    const usage = decodeUsage(chunk.usage)
+    if (usage !== undefined) out.push({ type: "usage", usage })
+    else learn(data, chunk)
+  }
+
   return {
+    decodeInto,
     push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
-      if (done) return []
-      const data = event.data.trim()
-      if (data === "") return []
-      if (data.startsWith("[DONE]")) return [terminal()]
-      let chunk: unknown
-      try {
-        chunk = JSON.parse(data)
-      } catch {
-        return fail(MALFORMED)
-      }
-      if (!isRecord(chunk)) return fail(MALFORMED)
-      if (chunk.error !== undefined && chunk.error !== null) return fail(streamError(chunk.error))
       const out: Array<ChatStreamEvent> = []
-      if (!started) {
-        started = true
-        out.push(messageStartOf(chunk.id, chunk.model, chunk.created))
-      }
-      const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
-      if (isRecord(choice)) {
-        if (isRecord(choice.delta)) pushDelta(choice.delta, out)
-        if (typeof choice.finish_reason === "string" && !finished) {
-          finished = true
-          out.push({
-            type: "message_delta",
-            stopReason: refused ? "content_filter" : stopReasonOfFinish(choice.finish_reason, sawToolCall)
-          })
-        }
-      }
-      const usage = decodeUsage(chunk.usage)
-      if (usage !== undefined) out.push({ type: "usage", usage })
+      decodeInto(event.data, event.event, out)
       return out
     },
     end(): ReadonlyArray<ChatStreamEvent> {

@@ -11,9 +11,15 @@
  * - `response.completed` / `response.incomplete` give the finish, the usage and
  *   the stop; `response.failed` and `error` events are errors; a stream that
  *   ends without one of them was cut off.
+ * - After a text delta, one of the same shape (`TextChunkTemplate`: the same
+ *   JSON but for its text, `sequence_number` and `obfuscation`) is read
+ *   without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { SseEvent, StreamDecoder } from "../contract.ts"
+import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { TextChunkTemplate } from "../text-chunk-template.ts"
+import type { Hole } from "../text-chunk-template.ts"
+import { trimmed } from "../trimmed.ts"
 import { statusOfOpenAiError } from "../openai-chat/error.ts"
 import { isRecord, messageStartOf } from "../openai-chat/mapping.ts"
 import { decodeUsage, stopReasonOfResponse } from "./mapping.ts"
@@ -39,94 +45,126 @@ const errorOf = (raw: unknown): StreamError => {
   }
 }
 
-export const makeResponsesStreamDecoder = (): StreamDecoder => {
+/** Shapes learnt per stream at most: a stream whose text deltas keep changing shape is parsed. */
+const MAX_TEMPLATES = 4
+
+export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
   let started = false
   let done = false
   let tools = 0
   const toolOfItem = new Map<unknown, number>()
 
-  const stop = (events: Array<ChatStreamEvent>): ReadonlyArray<ChatStreamEvent> => {
+  const stop = (event: ChatStreamEvent, out: ChatEventSink): void => {
     done = true
-    return events
+    out.push(event)
   }
 
-  const open = (response: Record<string, unknown>, out: Array<ChatStreamEvent>): void => {
+  const open = (response: Record<string, unknown>, out: ChatEventSink): void => {
     if (started) return
     started = true
     out.push(messageStartOf(response.id, response.model, response.created_at))
   }
 
-  const finish = (response: Record<string, unknown>, out: Array<ChatStreamEvent>): ReadonlyArray<ChatStreamEvent> => {
+  const finish = (response: Record<string, unknown>, out: ChatEventSink): void => {
     const stopReason = stopReasonOfResponse(response, tools > 0) ?? "end_turn"
     out.push({ type: "message_delta", stopReason })
     const usage = decodeUsage(response.usage)
     if (usage !== undefined) out.push({ type: "usage", usage })
-    out.push({ type: "message_stop" })
-    return stop(out)
+    stop({ type: "message_stop" }, out)
+  }
+
+  /** The shape of this stream's text deltas, once one was seen (see TextChunkTemplate). */
+  let textDelta: TextChunkTemplate | undefined
+  let learnt = 0
+
+  /** Learns the shape of a text delta: one of its shape is a text delta whatever its text, sequence number and pad. */
+  const learn = (data: string, message: Record<string, unknown>): void => {
+    if (learnt >= MAX_TEMPLATES || message.response !== undefined) return
+    learnt++
+    const holes: Array<Hole> = [{ owner: message, key: "delta", kind: "text" }]
+    if (typeof message.sequence_number === "number") holes.push({ owner: message, key: "sequence_number", kind: "integer" })
+    if (typeof message.obfuscation === "string") holes.push({ owner: message, key: "obfuscation", kind: "string" })
+    textDelta = TextChunkTemplate.learn(data, message, holes)
+    // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
+    if (textDelta === undefined) learnt = MAX_TEMPLATES
+  }
+
+  const decodeInto = (raw: string, name: string | undefined, out: ChatEventSink): void => {
+    if (done) return
+    const data = trimmed(raw)
+    const text = textDelta?.match(data)
+    if (text !== undefined) {
+      if (text !== "") out.push({ type: "text_delta", text })
+      return
+    }
+    if (data === "" || data.startsWith("[DONE]")) return
+    let message: unknown
+    try {
+      message = JSON.parse(data)
+    } catch {
+      return stop({ type: "error", error: MALFORMED }, out)
+    }
+    if (!isRecord(message)) return stop({ type: "error", error: MALFORMED }, out)
+    const type = typeof message.type === "string" ? message.type : name
+    const response = isRecord(message.response) ? message.response : undefined
+    if (response !== undefined) open(response, out)
+    switch (type) {
+      case "response.output_item.added": {
+        const item = isRecord(message.item) ? message.item : {}
+        if (item.type === "function_call") {
+          const index = tools++
+          toolOfItem.set(message.output_index, index)
+          out.push({
+            type: "tool_call_start",
+            index,
+            id: typeof item.call_id === "string" ? item.call_id : "",
+            name: typeof item.name === "string" ? item.name : ""
+          })
+          if (typeof item.arguments === "string" && item.arguments !== "") {
+            out.push({ type: "tool_call_delta", index, argumentsDelta: item.arguments })
+          }
+        } else if (item.type !== "message" && typeof item.type === "string") {
+          out.push({ type: "other_content", kind: item.type })
+        }
+        return
+      }
+      case "response.output_text.delta":
+      case "response.refusal.delta":
+        if (typeof message.delta !== "string") return
+        if (message.delta !== "") out.push({ type: "text_delta", text: message.delta })
+        if (message.type === type) learn(data, message)
+        return
+      case "response.function_call_arguments.delta": {
+        const index = toolOfItem.get(message.output_index)
+        if (index !== undefined && typeof message.delta === "string" && message.delta !== "") {
+          out.push({ type: "tool_call_delta", index, argumentsDelta: message.delta })
+        }
+        return
+      }
+      case "response.completed":
+      case "response.incomplete":
+        return finish(response ?? {}, out)
+      case "response.failed":
+        return stop({ type: "error", error: errorOf(response?.error ?? message) }, out)
+      case "error":
+        return stop({ type: "error", error: errorOf(message) }, out)
+      default:
+        return
+    }
   }
 
   return {
+    decodeInto,
     push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
-      if (done) return []
-      const data = event.data.trim()
-      if (data === "" || data.startsWith("[DONE]")) return []
-      let message: unknown
-      try {
-        message = JSON.parse(data)
-      } catch {
-        return stop([{ type: "error", error: MALFORMED }])
-      }
-      if (!isRecord(message)) return stop([{ type: "error", error: MALFORMED }])
-      const type = typeof message.type === "string" ? message.type : event.event
-      const response = isRecord(message.response) ? message.response : undefined
       const out: Array<ChatStreamEvent> = []
-      if (response !== undefined) open(response, out)
-      switch (type) {
-        case "response.output_item.added": {
-          const item = isRecord(message.item) ? message.item : {}
-          if (item.type === "function_call") {
-            const index = tools++
-            toolOfItem.set(message.output_index, index)
-            out.push({
-              type: "tool_call_start",
-              index,
-              id: typeof item.call_id === "string" ? item.call_id : "",
-              name: typeof item.name === "string" ? item.name : ""
-            })
-            if (typeof item.arguments === "string" && item.arguments !== "") {
-              out.push({ type: "tool_call_delta", index, argumentsDelta: item.arguments })
-            }
-          } else if (item.type !== "message" && typeof item.type === "string") {
-            out.push({ type: "other_content", kind: item.type })
-          }
-          return out
-        }
-        case "response.output_text.delta":
-        case "response.refusal.delta":
-          if (typeof message.delta === "string" && message.delta !== "") out.push({ type: "text_delta", text: message.delta })
-          return out
-        case "response.function_call_arguments.delta": {
-          const index = toolOfItem.get(message.output_index)
-          if (index !== undefined && typeof message.delta === "string" && message.delta !== "") {
-            out.push({ type: "tool_call_delta", index, argumentsDelta: message.delta })
-          }
-          return out
-        }
-        case "response.completed":
-        case "response.incomplete":
-          return finish(response ?? {}, out)
-        case "response.failed":
-          out.push({ type: "error", error: errorOf(response?.error ?? message) })
-          return stop(out)
-        case "error":
-          out.push({ type: "error", error: errorOf(message) })
-          return stop(out)
-        default:
-          return out
-      }
+      decodeInto(event.data, event.event, out)
+      return out
     },
     end(): ReadonlyArray<ChatStreamEvent> {
-      return done ? [] : stop([{ type: "error", error: TRUNCATED }])
+      if (done) return []
+      const out: Array<ChatStreamEvent> = []
+      stop({ type: "error", error: TRUNCATED }, out)
+      return out
     }
   }
 }

@@ -7,16 +7,17 @@
  */
 import { Result } from "effect"
 import { commitsResponse } from "../../domain/index.ts"
-import type { CallerFormat, ChatResponse, StreamError } from "../../domain/index.ts"
-import type { DecodeFailure, SseEvent, StreamDecoder } from "../../formats/index.ts"
+import type { CallerFormat, ChatResponse, ChatStreamEvent, StreamError } from "../../domain/index.ts"
+import type { ChatEventSink, DecodeFailure, SinkStreamDecoder } from "../../formats/index.ts"
 import { Anthropic, OpenAiChat, OpenAiResponses, PROVIDER_CODECS } from "../../formats/index.ts"
 import { summarizeChatJson } from "../../formats/summary.ts"
 import { SseParser } from "../../providers/sse.ts"
+import type { SseSink } from "../../providers/sse.ts"
 import type { StreamBreak, StreamGate } from "../forward/index.ts"
 import type { ResponseCollector } from "./collector.ts"
 import type { StreamSplice } from "./continuation.ts"
 
-const STREAM_DECODERS: Readonly<Record<CallerFormat, () => StreamDecoder>> = {
+const STREAM_DECODERS: Readonly<Record<CallerFormat, () => SinkStreamDecoder>> = {
   openai: OpenAiChat.makeOpenAiChatStreamDecoder,
   anthropic: () => Anthropic.makeAnthropicStreamDecoder(),
   responses: OpenAiResponses.makeResponsesStreamDecoder
@@ -26,37 +27,54 @@ const STREAM_DECODERS: Readonly<Record<CallerFormat, () => StreamDecoder>> = {
  * The gate of a same-format chat stream: decodes events into the collector and
  * applies the one commit rule. A break names how many of the chunk's events
  * came before it, so the forwarder can still send those.
+ *
+ * Per chunk the parser hands each event to the decoder and the decoder each
+ * canonical event to the collector, through sinks made once per stream: no
+ * array and no `SseEvent` per chunk.
  */
 export const chatStreamGate = (format: CallerFormat, collector: ResponseCollector, splice?: StreamSplice): StreamGate => {
   const parser = new SseParser()
   const decoder = STREAM_DECODERS[format]()
   let committed = false
+  /** The chunk's events read so far (the break's `eventsBefore`). */
+  let read = 0
+  /** The break in this chunk: the events after it are not read. */
+  let cut: StreamBreak | undefined
   /** The break at `event`, continued elsewhere when the splice takes it (then the collector never hears of it). */
   const broken = (error: StreamError, eventsBefore: number): StreamBreak => {
     if (committed && splice?.takes(error) === true) return { error, eventsBefore, committed, continued: true }
     collector.event({ type: "error", error })
     return { error, eventsBefore, committed }
   }
-  /** Decodes one chunk's events; the break at the first error. */
-  const take = (events: ReadonlyArray<SseEvent>): StreamBreak | undefined => {
-    for (let i = 0; i < events.length; i++) {
-      for (const event of decoder.push(events[i])) {
-        if (event.type === "error") return broken(event.error, i)
-        collector.event(event)
-        splice?.forwarded(event)
-        if (!committed && commitsResponse(event)) committed = true
+  const canonical: ChatEventSink = {
+    push: (event: ChatStreamEvent): void => {
+      if (cut !== undefined) return
+      if (event.type === "error") {
+        cut = broken(event.error, read)
+        return
       }
+      collector.event(event)
+      splice?.forwarded(event)
+      if (!committed && commitsResponse(event)) committed = true
     }
-    return undefined
+  }
+  const upstream: SseSink = (data, event) => {
+    if (cut !== undefined) return
+    decoder.decodeInto(data, event, canonical)
+    read++
   }
   return {
-    push: (chunk) => take(parser.push(chunk)) ?? (committed ? "commit" : "hold"),
+    push: (chunk) => {
+      read = 0
+      parser.read(chunk, upstream)
+      return cut ?? (committed ? "commit" : "hold")
+    },
     end: () => {
-      const last = parser.end()
-      const cut = take(last)
+      read = 0
+      parser.readEnd(upstream)
       if (cut !== undefined) return cut
       for (const event of decoder.end()) {
-        if (event.type === "error") return broken(event.error, last.length)
+        if (event.type === "error") return broken(event.error, read)
         collector.event(event)
         splice?.forwarded(event)
       }

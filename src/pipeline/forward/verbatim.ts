@@ -149,7 +149,8 @@ export const eventsEnd = (unsent: Uint8Array, chunk: Uint8Array, count: number):
 /**
  * Passes whole events on. Held bytes are kept as a list and each new chunk is
  * scanned once (with a 3-byte look-back for a boundary that straddles two
- * chunks), so an event spread over many chunks costs linear time.
+ * chunks, joined to the chunk's first two bytes only), so an event spread
+ * over many chunks costs linear time and no copy of each chunk.
  */
 class EventAligner {
   private held: Array<Uint8Array> = []
@@ -161,10 +162,15 @@ class EventAligner {
     if (this.heldSize === 0) {
       end = lastEventEnd(chunk)
     } else {
-      const last = this.held[this.held.length - 1]
-      const lookBack = last.subarray(Math.max(0, last.length - 3))
-      const at = lastEventEnd(Buffer.concat([lookBack, chunk]))
-      end = at === -1 ? -1 : at - lookBack.length
+      end = lastEventEnd(chunk)
+      // The scan looks back two bytes at most: only an end in the chunk's first two bytes may
+      // need the held bytes before it, read with them (a few bytes copied, not the chunk).
+      if (end === -1) {
+        const last = this.held[this.held.length - 1]
+        const lookBack = last.subarray(Math.max(0, last.length - 3))
+        const at = lastEventEnd(Buffer.concat([lookBack, chunk.subarray(0, 2)]))
+        end = at === -1 ? -1 : at - lookBack.length
+      }
     }
     if (end === -1) {
       this.held.push(chunk)

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { eventsEnd, lastEventEnd } from "../../../src/pipeline/forward/verbatim.ts"
+import { eventsEnd, forwardStage, lastEventEnd, OPEN_GATE } from "../../../src/pipeline/forward/verbatim.ts"
+import type { RequestContext } from "../../../src/pipeline/context.ts"
 import { SseParser } from "../../../src/providers/sse.ts"
 
 /** The events a caller's parser has complete after `bytes` (no end of stream). */
@@ -52,6 +53,60 @@ describe("where the good events before a break in a chunk end, so that they stil
         }
         expect(eventsEnd(unsent, chunk, all.length - before + 1)).toBe(-1)
       }
+    }
+  })
+})
+
+/** A small deterministic generator (mulberry32), so a failure repeats. */
+const random = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+/**
+ * What a committed stream released per chunk before the aligner stopped copying each chunk:
+ * the held bytes' last 3 joined to the whole chunk, scanned for the last event end.
+ */
+const releasedBefore = (chunks: ReadonlyArray<Uint8Array>): Array<string> => {
+  let held: Array<Uint8Array> = []
+  return chunks.map((chunk) => {
+    let end: number
+    if (held.length === 0) {
+      end = lastEventEnd(chunk)
+    } else {
+      const last = held[held.length - 1]
+      const lookBack = last.subarray(Math.max(0, last.length - 3))
+      const at = lastEventEnd(Buffer.concat([lookBack, chunk]))
+      end = at === -1 ? -1 : at - lookBack.length
+    }
+    if (end === -1) {
+      held.push(chunk)
+      return ""
+    }
+    const out = Buffer.concat([...held, chunk.subarray(0, end)]).toString("latin1")
+    held = end < chunk.length ? [chunk.subarray(end)] : []
+    return out
+  })
+}
+
+describe("a committed stream goes out event by event", () => {
+  it("cut anywhere, each chunk releases the bytes up to its last event end, as it did when each chunk was joined to the held bytes' tail", () => {
+    const next = random(29)
+    const pieces = ["data: x", "event: e", "\n", "\r", "\r\n", ": c", "data:", "y"]
+    for (let round = 0; round < 2000; round++) {
+      const text = Array.from({ length: 2 + Math.floor(next() * 20) }, () => pieces[Math.floor(next() * pieces.length)]).join("")
+      const bytes = Buffer.from(text, "latin1")
+      const cuts = [0, ...Array.from({ length: 1 + Math.floor(next() * 6) }, () => Math.floor(next() * (bytes.length + 1))).sort((a, b) => a - b), bytes.length]
+      const chunks = cuts.slice(1).map((end, i) => bytes.subarray(cuts[i], end))
+      const stage = forwardStage({ log: {} } as unknown as RequestContext, "openai", OPEN_GATE)
+      const released = chunks.map((chunk) => {
+        const out: Array<Uint8Array> = []
+        stage.push(chunk, out)
+        return Buffer.concat(out).toString("latin1")
+      })
+      expect(released, JSON.stringify(chunks.map((chunk) => Buffer.from(chunk).toString("latin1")))).toEqual(releasedBefore(chunks))
     }
   })
 })
