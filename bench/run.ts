@@ -13,7 +13,8 @@
  * CPU of Gemini and Bedrock targets beside OpenAI's (bench/clouds.ts), and the
  * performance figures of bench/performance.ts (added latency and CPU at
  * 500 req/s and at full load beside a bare Node hop, memory with 1,000 open
- * streams, a burst then a low rate, workers).
+ * streams, a burst then a low rate, workers), and memory after a burst of
+ * 10 MB bodies (bench/body-burst.ts).
  *
  * Bounded: every loop has a request count and a deadline.
  */
@@ -23,6 +24,8 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Redis } from "ioredis"
+import { runBodyBurstBench } from "./body-burst.ts"
+import type { BodyBurstRow } from "./body-burst.ts"
 import { runCloudsBench } from "./clouds.ts"
 import { compareMain } from "./compare.ts"
 import { runGuardrailBench } from "./guardrail.ts"
@@ -86,6 +89,7 @@ const main = async () => {
   let tenancy: Record<string, unknown> = {}
   let clouds: Array<Record<string, unknown>> = []
   let performance: PerformanceResult | undefined
+  let bodyBurst: ReadonlyArray<BodyBurstRow> = []
   const pools = new Pools(CONCURRENCY * 2)
   const poolFor = (origin: string) => pools.for(origin)
   /** Stops a gateway and forgets its connections (a later gateway may get the same port). */
@@ -203,6 +207,8 @@ ttl_seconds = 120
     // Gemini and Bedrock targets beside OpenAI's, and SigV4 signing's cost.
     clouds = await runCloudsBench(QUICK)
     performance = await runPerformanceBench({ quick: QUICK })
+    // Memory after a burst of 10 MB bodies (bench/body-burst.ts).
+    bodyBurst = await runBodyBurstBench({ quick: QUICK, built: true })
   } finally {
     await pools.close()
     gateway.child.kill("SIGTERM")
@@ -215,7 +221,8 @@ ttl_seconds = 120
   console.table(tenancy)
   console.table(clouds)
   if (performance !== undefined) printPerformance(performance)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, clouds, performance }
+  console.table(bodyBurst)
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, clouds, performance, bodyBurst }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }
