@@ -1,7 +1,8 @@
 /**
  * Memory after a burst of large request bodies (issue 29, point 4): a fresh
  * gateway's resident memory idle, then a bounded burst of requests with
- * ~10 MB bodies (chat JSON, embeddings JSON, a multipart file upload) at
+ * ~10 MB bodies (chat JSON, embeddings JSON, a file upload streamed through,
+ * a transcription upload spooled to disk) at
  * concurrency 12 against the fake upstream, then RSS sampled every second for
  * 60 s (30 s with `--quick`). The goal: RSS back within 1.5× of idle by the
  * end of that window.
@@ -73,6 +74,18 @@ const bursts = (origin: string, quick: boolean): ReadonlyArray<{ readonly label:
       label: "file upload",
       count: quick ? 8 : 20,
       scenario: { name: "files", origin, path: "/v1/files", headers: { "content-type": `multipart/form-data; boundary=${boundary}`, authorization: "Bearer bench" }, body: upload }
+    },
+    {
+      // Spooled to a temporary file by the gateway (src/http/multipart.ts), then read back for the upstream.
+      label: "transcription",
+      count: quick ? 8 : 20,
+      scenario: {
+        name: "transcription",
+        origin,
+        path: "/v1/audio/transcriptions",
+        headers: { "content-type": `multipart/form-data; boundary=${boundary}`, authorization: "Bearer bench" },
+        body: upload.replace('name="purpose"\r\n\r\nbatch', 'name="model"\r\n\r\ngpt-4o').replace('filename="big.jsonl"', 'filename="big.wav"').replace("application/jsonl", "audio/wav")
+      }
     }
   ]
 }

@@ -20,10 +20,15 @@ import type { Scenario } from "./lib.ts"
 
 /**
  * How `npm start` runs the gateway (package.json): keep the two the same.
- * `BENCH_NODE_FLAGS` / `BENCH_MALLOC_ARENA_MAX` try others.
+ * `BENCH_NODE_FLAGS` / `BENCH_MALLOC_ARENA_MAX` / `BENCH_MALLOC_MMAP_THRESHOLD` try others.
  */
 export const START_NODE_FLAGS = process.env.BENCH_NODE_FLAGS?.split(" ").filter((flag) => flag !== "") ?? ["--max-semi-space-size=4", "--heap-growing-percent=25"]
-export const START_ENV = { MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? "2" }
+const MMAP_THRESHOLD = process.env.BENCH_MALLOC_MMAP_THRESHOLD ?? "65536"
+export const START_ENV: Record<string, string> = {
+  MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? "2",
+  // `BENCH_MALLOC_MMAP_THRESHOLD=` (empty): glibc's own, a threshold that rises with the buffers freed.
+  ...(MMAP_THRESHOLD === "" ? {} : { MALLOC_MMAP_THRESHOLD_: MMAP_THRESHOLD })
+}
 
 export interface Gateway {
   readonly child: ChildProcess
