@@ -29,8 +29,10 @@
  * Gotchas
  * - Plain Node timer, unreferenced (it never keeps the process alive): this
  *   is the edge's housekeeping, outside any Effect program.
- * - The forced GC pauses the process once (a few ms to tens of ms), after
- *   the last large body, not per request.
+ * - The forced GC pauses the process once after the last large body, not
+ *   per request: V8's low-memory collection, two or three full GCs in a row
+ *   (30–95 ms in all on the bench machine with a 35 MB heap), which also
+ *   drops compiled code caches, so the next requests compile a little again.
  */
 import type * as Inspector from "node:inspector"
 import { createRequire } from "node:module"
