@@ -90,11 +90,19 @@ const bursts = (origin: string, quick: boolean): ReadonlyArray<{ readonly label:
   ]
 }
 
-/** RSS now and the RSS split of /proc/PID/smaps_rollup (anonymous: heap, buffers, malloc; file: code), in MiB. */
+/** RSS now, at its peak, and its anonymous part (V8's heap, buffers, malloc's memory; the rest is code), in MiB. */
 const residentMiB = (pid: number): { readonly rss: number; readonly peak: number; readonly anon: number } => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
   const kib = (text: string, field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(text)?.[1] ?? 0)
   return { rss: round(kib(status, "VmRSS") / 1024, 1), peak: round(kib(status, "VmHWM") / 1024, 1), anon: round(kib(status, "RssAnon") / 1024, 1) }
+}
+
+/** The resident part (MiB) of malloc's main heap (`[heap]` in /proc/PID/smaps): what glibc keeps after frees. */
+const mallocHeapMiB = (pid: number): number => {
+  const smaps = readFileSync(`/proc/${pid}/smaps`, "utf8")
+  const at = smaps.indexOf("[heap]")
+  if (at === -1) return 0
+  return round(Number(/Rss:\s+(\d+)/.exec(smaps.slice(at))?.[1] ?? 0) / 1024, 1)
 }
 
 const freePort = (): Promise<number> =>
@@ -149,6 +157,7 @@ const measure = async (dir: string, upstream: string, label: string, source: boo
   try {
     await sleep(2000)
     const idle = residentMiB(pid)
+    const idleHeap = mallocHeapMiB(pid)
     await heap("idle")
     const served: Record<string, number> = {}
     let burstPeak = idle.rss
@@ -186,6 +195,7 @@ const measure = async (dir: string, upstream: string, label: string, source: boo
       rss_30s_mib: at(30),
       ...(window >= 60 ? { rss_60s_mib: at(60) } : {}),
       anon_end_mib: end.anon,
+      malloc_heap_idle_end_mib: `${idleHeap} / ${mallocHeapMiB(pid)}`,
       [`ratio_${window}s_to_idle`]: round(at(window) / idle.rss, 2),
       [`within_1.5x_at_${window}s`]: at(window) <= 1.5 * idle.rss ? "yes" : "no",
       first_second_within_1_5x: settledAt === -1 ? "never" : settledAt + 1

@@ -23,7 +23,7 @@ import type { Scenario } from "./lib.ts"
  * `BENCH_NODE_FLAGS` / `BENCH_MALLOC_ARENA_MAX` / `BENCH_MALLOC_MMAP_THRESHOLD` try others.
  */
 export const START_NODE_FLAGS = process.env.BENCH_NODE_FLAGS?.split(" ").filter((flag) => flag !== "") ?? ["--max-semi-space-size=4", "--heap-growing-percent=25"]
-const MMAP_THRESHOLD = process.env.BENCH_MALLOC_MMAP_THRESHOLD ?? "65536"
+const MMAP_THRESHOLD = process.env.BENCH_MALLOC_MMAP_THRESHOLD ?? "32768"
 export const START_ENV: Record<string, string> = {
   MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? "2",
   // `BENCH_MALLOC_MMAP_THRESHOLD=` (empty): glibc's own, a threshold that rises with the buffers freed.

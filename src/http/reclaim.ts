@@ -17,14 +17,16 @@
  *   quiet period on, and V8 collects on its own while the gateway allocates.
  *   Small bodies never get here (one comparison per body).
  * - That memory also has to leave the process once freed: `npm start` runs
- *   with `MALLOC_MMAP_THRESHOLD_=65536` (package.json), so that buffers of
- *   64 KiB and more (a body's chunks as Node reads them, the body joined
- *   whole) are mapped on their own and unmapped when freed. With glibc's
- *   default (128 KiB, raised up to 32 MiB as larger buffers are freed) they
- *   land in malloc's heap, which glibc gives back only from its top, so a
- *   few small live allocations above them hold it all. A small request
- *   allocates nothing that large (strace: no mmap per request at 64 KiB,
- *   0.03–0.18 per request at 16–32 KiB).
+ *   with `MALLOC_MMAP_THRESHOLD_=32768` (package.json), so that buffers of
+ *   32 KiB and more (a body's chunks as Node reads them, up to 64 KiB each,
+ *   and the body joined whole) are mapped on their own and unmapped when
+ *   freed. With glibc's default (128 KiB, raised up to 32 MiB as larger
+ *   buffers are freed) they land in malloc's heap, which glibc gives back
+ *   only from its top, so a few small live allocations above them hold it
+ *   all. Measured after the body burst on a busy core (bench/body-burst.ts):
+ *   RSS 1.57× idle at 64 KiB, 1.52× at 48 KiB, 1.28× at 32 KiB (heap chunks
+ *   the parser cut short). The price, with strace: 0.03–0.08 (JSON) and 0.14–0.18
+ *   (stream) mmap/munmap pairs per small request at 32 KiB, none at 48 KiB.
  *
  * Gotchas
  * - Plain Node timer, unreferenced (it never keeps the process alive): this
