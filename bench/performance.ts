@@ -28,10 +28,15 @@ import type { RoundFigures, Scenario } from "./lib.ts"
 
 /**
  * How `npm start` runs the gateway (package.json): keep the two the same.
- * `BENCH_NODE_FLAGS` / `BENCH_MALLOC_ARENA_MAX` try others.
+ * `BENCH_NODE_FLAGS` / `BENCH_MALLOC_ARENA_MAX` / `BENCH_MALLOC_MMAP_THRESHOLD` try others.
  */
 export const START_NODE_FLAGS = process.env.BENCH_NODE_FLAGS?.split(" ").filter((flag) => flag !== "") ?? ["--max-semi-space-size=4", "--heap-growing-percent=25"]
-export const START_ENV = { MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? "2" }
+const MMAP_THRESHOLD = process.env.BENCH_MALLOC_MMAP_THRESHOLD ?? "32768"
+export const START_ENV: Record<string, string> = {
+  MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? "2",
+  // `BENCH_MALLOC_MMAP_THRESHOLD=` (empty): glibc's own, a threshold that rises with the buffers freed.
+  ...(MMAP_THRESHOLD === "" ? {} : { MALLOC_MMAP_THRESHOLD_: MMAP_THRESHOLD })
+}
 
 export interface Gateway {
   readonly child: ChildProcess
@@ -338,7 +343,7 @@ export const flagsTable = async (ctx: PerformanceContext): Promise<FlagsTable> =
       sideBySide(figure, ["npm start flags", values(start, name)], ["Node defaults", values(defaults, name)], goal, met === undefined ? undefined : (a) => met(a))
     return {
       rounds: ROUNDS(ctx),
-      flags: `MALLOC_ARENA_MAX=${START_ENV.MALLOC_ARENA_MAX} ${START_NODE_FLAGS.join(" ")}`,
+      flags: `${Object.entries(START_ENV).map(([name, value]) => `${name}=${value}`).join(" ")} ${START_NODE_FLAGS.join(" ")}`,
       rows: [
         row("CPU µs/request, full load, json", "cpu_us_full_json"),
         row("CPU µs/request, full load, stream", "cpu_us_full_stream"),

@@ -17,7 +17,8 @@
  * beside a bare Node hop in interleaved rounds, CPU per request at full load
  * and at 500 req/s, added p50, max req/s, each with its ratio and goal; the
  * memory flags' trade, `npm start`'s flags against Node's defaults, with
- * 1,000 open streams; a burst then a low rate; workers).
+ * 1,000 open streams; a burst then a low rate; workers), and memory after a burst
+ * of 10 MB bodies (bench/body-burst.ts).
  *
  * Bounded: every loop has a request count and a deadline.
  */
@@ -27,6 +28,8 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Redis } from "ioredis"
+import { runBodyBurstBench } from "./body-burst.ts"
+import type { BodyBurstRow } from "./body-burst.ts"
 import { runCloudsBench } from "./clouds.ts"
 import { compareMain } from "./compare.ts"
 import { runGuardrailBench } from "./guardrail.ts"
@@ -85,6 +88,7 @@ const main = async () => {
   let tenancy: Record<string, unknown> = {}
   let clouds: Array<Record<string, unknown>> = []
   let performance: PerformanceResult | undefined
+  let bodyBurst: ReadonlyArray<BodyBurstRow> = []
   const pools = new Pools(CONCURRENCY * 2)
   const poolFor = (origin: string) => pools.for(origin)
   /** Stops a gateway and forgets its connections (a later gateway may get the same port). */
@@ -202,6 +206,8 @@ ttl_seconds = 120
     // Gemini and Bedrock targets beside OpenAI's, and SigV4 signing's cost.
     clouds = await runCloudsBench(QUICK)
     performance = await runPerformanceBench({ quick: QUICK })
+    // Memory after a burst of 10 MB bodies (bench/body-burst.ts).
+    bodyBurst = await runBodyBurstBench({ quick: QUICK, built: true })
   } finally {
     await pools.close()
     gateway.child.kill("SIGTERM")
@@ -214,7 +220,8 @@ ttl_seconds = 120
   console.table(tenancy)
   console.table(clouds)
   if (performance !== undefined) printPerformance(performance)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, clouds, performance }
+  console.table(bodyBurst)
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, clouds, performance, bodyBurst }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }

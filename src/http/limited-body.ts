@@ -8,6 +8,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http"
 import { Transform } from "node:stream"
 import { GatewayError } from "../domain/index.ts"
+import { bodyRead } from "./reclaim.ts"
 
 export interface LimitedBody {
   readonly stream: Transform
@@ -35,6 +36,10 @@ export const limitedBody = (req: IncomingMessage, limit: number): LimitedBody =>
         return
       }
       done(null, chunk)
+    },
+    flush(done) {
+      bodyRead(size)
+      done()
     }
   })
   req.pipe(stream)

@@ -30,6 +30,7 @@ import { join } from "node:path"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import { GatewayError } from "../domain/index.ts"
+import { bodyRead } from "./reclaim.ts"
 
 export interface FormField {
   readonly _tag: "Field"
@@ -116,7 +117,10 @@ export const spoolForm = (req: IncomingMessage, maxBytes: number): Effect.Effect
       Effect.provideService(Multipart.MaxFileSize, ByteSize.bytes(maxBytes)),
       Effect.provideService(Multipart.MaxParts, MAX_PARTS),
       Effect.mapError((error) => (error.reason._tag === "FileTooLarge" ? uploadTooLarge(maxBytes) : formError(error))),
-      Effect.as({ parts })
+      Effect.map(() => {
+        bodyRead(parts.reduce((bytes, part) => bytes + (part._tag === "File" ? part.size : part.value.length), 0))
+        return { parts }
+      })
     )
   })
 
