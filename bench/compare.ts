@@ -24,10 +24,10 @@ import { execFileSync, spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { interleavedRounds, median, Pools, root, round, startProcess, stopProcess } from "./lib.ts"
+import { interleavedRounds, median, root, round, stopProcess } from "./lib.ts"
 import type { RoundFigures } from "./lib.ts"
-import { freshGatewayMemory, measureLoad, startGateway, warmUp } from "./performance.ts"
-import type { Gateway, PerformanceContext } from "./performance.ts"
+import { freshGatewayMemory, measureLoad, startGateway, startUpstreams, warmUp } from "./performance.ts"
+import type { Gateway } from "./performance.ts"
 
 interface Build {
   readonly label: string
@@ -69,15 +69,7 @@ export const runCompare = async (options: CompareOptions) => {
     { label: `base (${options.ref} ${sha})`, entry: buildTree(checkoutRef(options.ref, dir), join(dir, "base-dist")) },
     { label: "new (working tree)", entry: buildTree(root, join(dir, "new-dist")) }
   ]
-  const upstreamProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
-  const slowProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai", "--chunk-delay-ms", "100"], "1", dir, "upstream-slow")
-  const ctx: PerformanceContext = {
-    dir,
-    pools: new Pools(64),
-    upstream: JSON.parse(upstreamProcess.line).url as string,
-    slowUpstream: JSON.parse(slowProcess.line).url as string,
-    quick: options.quick
-  }
+  const { ctx, stop } = await startUpstreams(dir, options.quick)
   const gateways: Array<Gateway> = []
   let figures: Array<RoundFigures> = []
   try {
@@ -96,8 +88,7 @@ export const runCompare = async (options: CompareOptions) => {
       await stopProcess(gateway.child)
     }
     await ctx.pools.close()
-    await stopProcess(upstreamProcess.child)
-    await stopProcess(slowProcess.child)
+    await stop()
     rmSync(dir, { recursive: true, force: true })
   }
   const names = [...figures[0].keys()]

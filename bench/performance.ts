@@ -127,6 +127,24 @@ export interface PerformanceContext {
   readonly quick: boolean
 }
 
+/** The fake upstream and the slow one (100 ms between chunks) on core 1, as a context; `stop` ends both. */
+export const startUpstreams = async (dir: string, quick: boolean): Promise<{ readonly ctx: PerformanceContext; readonly stop: () => Promise<void> }> => {
+  const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
+  const slow = await startProcess(["test/fixtures/serve.ts", "--kind", "openai", "--chunk-delay-ms", "100"], "1", dir, "upstream-slow")
+  const ctx: PerformanceContext = {
+    dir,
+    pools: new Pools(64),
+    upstream: JSON.parse(upstream.line).url as string,
+    slowUpstream: JSON.parse(slow.line).url as string,
+    quick
+  }
+  const stop = async () => {
+    await stopProcess(upstream.child)
+    await stopProcess(slow.child)
+  }
+  return { ctx, stop }
+}
+
 const REQUESTS = (ctx: PerformanceContext) => (ctx.quick ? 3_000 : 15_000)
 const PACED_SECONDS = (ctx: PerformanceContext) => (ctx.quick ? 2 : 6)
 const ROUNDS = (ctx: PerformanceContext) => (ctx.quick ? 2 : 3)
@@ -540,15 +558,7 @@ export const runPerformanceBench = async (options: { readonly quick: boolean; re
   for (const name of options.only ?? []) if (!(SECTIONS as ReadonlyArray<string>).includes(name)) throw new Error(`no section ${name} (${SECTIONS.join(", ")})`)
   const wanted = (name: (typeof SECTIONS)[number]) => options.only === undefined || options.only.has(name)
   const dir = mkdtempSync(join(tmpdir(), "gateway-perf-"))
-  const upstream = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
-  const slow = await startProcess(["test/fixtures/serve.ts", "--kind", "openai", "--chunk-delay-ms", "100"], "1", dir, "upstream-slow")
-  const ctx: PerformanceContext = {
-    dir,
-    pools: new Pools(64),
-    upstream: JSON.parse(upstream.line).url as string,
-    slowUpstream: JSON.parse(slow.line).url as string,
-    quick: options.quick
-  }
+  const { ctx, stop } = await startUpstreams(dir, options.quick)
   const result: { -readonly [K in keyof PerformanceResult]: PerformanceResult[K] } = {}
   try {
     if (wanted("hop") || wanted("burst")) {
@@ -569,8 +579,7 @@ export const runPerformanceBench = async (options: { readonly quick: boolean; re
     if (wanted("workers")) result.workers = await workersScaling(ctx)
   } finally {
     await ctx.pools.close()
-    await stopProcess(upstream.child)
-    await stopProcess(slow.child)
+    await stop()
   }
   return result
 }

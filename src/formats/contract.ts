@@ -76,6 +76,13 @@ export interface SinkStreamDecoder extends StreamDecoder {
   decodeInto(data: string, event: string | undefined, out: ChatEventSink): void
 }
 
+/** `StreamDecoder.push` of a sink decoder: the event's canonical events, gathered in a fresh array. */
+export const pushInto = (decodeInto: SinkStreamDecoder["decodeInto"]) => (event: SseEvent): ReadonlyArray<ChatStreamEvent> => {
+  const out: Array<ChatStreamEvent> = []
+  decodeInto(event.data, event.event, out)
+  return out
+}
+
 /** Canonical stream events in, complete SSE frames for the caller out. One instance per stream. */
 export interface StreamEncoder {
   /** Zero or more complete frames (`""` when the event produces none). */

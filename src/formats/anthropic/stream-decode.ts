@@ -24,7 +24,8 @@
  * text) is read without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { pushInto } from "../contract.ts"
+import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
 import { trimmed } from "../trimmed.ts"
 import { statusOfAnthropicError } from "./error.ts"
@@ -180,11 +181,7 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
 
   return {
     decodeInto,
-    push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
-      const out: Array<ChatStreamEvent> = []
-      decodeInto(event.data, event.event, out)
-      return out
-    },
+    push: pushInto(decodeInto),
     end(): ReadonlyArray<ChatStreamEvent> {
       if (done) return []
       const out: Array<ChatStreamEvent> = []

@@ -20,7 +20,8 @@
  *   for its text and `obfuscation` pad) is read without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { pushInto } from "../contract.ts"
+import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
 import type { Hole } from "../text-chunk-template.ts"
 import { trimmed } from "../trimmed.ts"
@@ -158,11 +159,7 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
 
   return {
     decodeInto,
-    push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
-      const out: Array<ChatStreamEvent> = []
-      decodeInto(event.data, event.event, out)
-      return out
-    },
+    push: pushInto(decodeInto),
     end(): ReadonlyArray<ChatStreamEvent> {
       return done ? [] : [terminal()]
     }

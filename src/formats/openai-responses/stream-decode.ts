@@ -16,7 +16,8 @@
  *   without parsing.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
-import type { ChatEventSink, SinkStreamDecoder, SseEvent } from "../contract.ts"
+import { pushInto } from "../contract.ts"
+import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
 import type { Hole } from "../text-chunk-template.ts"
 import { trimmed } from "../trimmed.ts"
@@ -155,11 +156,7 @@ export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
 
   return {
     decodeInto,
-    push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
-      const out: Array<ChatStreamEvent> = []
-      decodeInto(event.data, event.event, out)
-      return out
-    },
+    push: pushInto(decodeInto),
     end(): ReadonlyArray<ChatStreamEvent> {
       if (done) return []
       const out: Array<ChatStreamEvent> = []
