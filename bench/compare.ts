@@ -14,9 +14,10 @@
  *
  * Figures per build: those of `measureLoad` (bench/performance.ts: CPU per
  * request and requests/s at full load, CPU per request, p50 and p99 at
- * 500 req/s, JSON and stream), and resident memory per open stream
+ * 500 req/s, JSON and stream), and resident memory with open streams
  * (`freshGatewayMemory`: a fresh gateway, 300 or 1,000 streams held open
- * through a slow upstream).
+ * through a slow upstream: RSS with all open, KiB per open stream, KiB per
+ * added stream).
  *
  * Bounded: every loop has a request count and a deadline.
  */
@@ -80,7 +81,7 @@ export const runCompare = async (options: CompareOptions) => {
       const gateway = gateways[index]
       const load = await measureLoad(ctx.pools.for(gateway.url), gateway.url, gateway.child.pid!, plan)
       const memory = await freshGatewayMemory(ctx, `gateway-memory-${index}`, { entry: build.entry }, streams)
-      return { ...load, kib_per_open_stream: memory.kib_per_open_stream }
+      return { ...load, kib_per_open_stream: memory.kib_per_open_stream, kib_per_added_stream: memory.kib_per_added_stream, rss_with_open_streams_mib: memory.rss_with_open_streams_mib }
     }, (r) => process.stdout.write(`round ${r + 1}/${options.rounds} done\n`))
   } finally {
     for (const gateway of gateways) {
