@@ -27,7 +27,7 @@ import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import { pushInto } from "../contract.ts"
 import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
-import { trimmed } from "../trimmed.ts"
+import { eventObject, trimmed } from "../event-data.ts"
 import { statusOfAnthropicError } from "./error.ts"
 import { isRecord, readUsageCounts, stopReasonOfWire, type UsageCounts, usageOfCounts } from "./mapping.ts"
 
@@ -134,13 +134,8 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
       return
     }
     if (trimmed(data) === "") return
-    let message: unknown
-    try {
-      message = JSON.parse(data)
-    } catch {
-      return stop({ type: "error", error: MALFORMED }, out)
-    }
-    if (!isRecord(message)) return stop({ type: "error", error: MALFORMED }, out)
+    const message = eventObject(data)
+    if (message === undefined) return stop({ type: "error", error: MALFORMED }, out)
     switch (typeof message.type === "string" ? message.type : name) {
       case "message_start": {
         const start = isRecord(message.message) ? message.message : {}

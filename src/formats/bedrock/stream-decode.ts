@@ -21,6 +21,7 @@
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import type { SseEvent, StreamDecoder } from "../contract.ts"
+import { eventObject } from "../event-data.ts"
 import { safetyBlock } from "../safety-block.ts"
 import { isRecord, JSON_TOOL, stopReasonOfWire, usageOf } from "./mapping.ts"
 
@@ -104,13 +105,8 @@ export const makeBedrockStreamDecoder = (): StreamDecoder => {
   return {
     push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
       if (done) return []
-      let message: unknown
-      try {
-        message = event.data.trim() === "" ? {} : JSON.parse(event.data)
-      } catch {
-        return finish([{ type: "error", error: MALFORMED }])
-      }
-      if (!isRecord(message)) return finish([{ type: "error", error: MALFORMED }])
+      const message = event.data.trim() === "" ? {} : eventObject(event.data)
+      if (message === undefined) return finish([{ type: "error", error: MALFORMED }])
       const name = event.event ?? ""
       if (name.endsWith("Exception")) return finish([{ type: "error", error: exception(name, message) }])
       const out: Array<ChatStreamEvent> = []

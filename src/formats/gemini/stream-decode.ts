@@ -19,6 +19,7 @@
  */
 import type { ChatStreamEvent, StreamError, Usage } from "../../domain/chat.ts"
 import type { SseEvent, StreamDecoder } from "../contract.ts"
+import { eventObject } from "../event-data.ts"
 import { safetyBlock } from "../safety-block.ts"
 import { isRecord, statusOfGoogleError, stopReasonOfFinish, usageOf } from "./mapping.ts"
 import { contentOfPart } from "./response.ts"
@@ -89,13 +90,8 @@ export const makeGeminiStreamDecoder = (): StreamDecoder => {
   return {
     push(event: SseEvent): ReadonlyArray<ChatStreamEvent> {
       if (done || event.data.trim() === "") return []
-      let message: unknown
-      try {
-        message = JSON.parse(event.data)
-      } catch {
-        return stop(MALFORMED)
-      }
-      if (!isRecord(message)) return stop(MALFORMED)
+      const message = eventObject(event.data)
+      if (message === undefined) return stop(MALFORMED)
       if (isRecord(message.error)) return stop(streamError(message.error))
       return chunk(message)
     },

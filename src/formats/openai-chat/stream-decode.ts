@@ -24,7 +24,7 @@ import { pushInto } from "../contract.ts"
 import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
 import type { Hole } from "../text-chunk-template.ts"
-import { trimmed } from "../trimmed.ts"
+import { eventObject, trimmed } from "../event-data.ts"
 import { statusOfOpenAiError } from "./error.ts"
 import { decodeUsage, isRecord, messageStartOf, stopReasonOfFinish } from "./mapping.ts"
 
@@ -129,13 +129,8 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
       out.push(terminal())
       return
     }
-    let chunk: unknown
-    try {
-      chunk = JSON.parse(data)
-    } catch {
-      return fail(MALFORMED, out)
-    }
-    if (!isRecord(chunk)) return fail(MALFORMED, out)
+    const chunk = eventObject(data)
+    if (chunk === undefined) return fail(MALFORMED, out)
     if (chunk.error !== undefined && chunk.error !== null) return fail(streamError(chunk.error), out)
     if (!started) {
       started = true

@@ -20,7 +20,7 @@ import { pushInto } from "../contract.ts"
 import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
 import type { Hole } from "../text-chunk-template.ts"
-import { trimmed } from "../trimmed.ts"
+import { eventObject, trimmed } from "../event-data.ts"
 import { statusOfOpenAiError } from "../openai-chat/error.ts"
 import { isRecord, messageStartOf } from "../openai-chat/mapping.ts"
 import { decodeUsage, stopReasonOfResponse } from "./mapping.ts"
@@ -99,13 +99,8 @@ export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
       return
     }
     if (data === "" || data.startsWith("[DONE]")) return
-    let message: unknown
-    try {
-      message = JSON.parse(data)
-    } catch {
-      return stop({ type: "error", error: MALFORMED }, out)
-    }
-    if (!isRecord(message)) return stop({ type: "error", error: MALFORMED }, out)
+    const message = eventObject(data)
+    if (message === undefined) return stop({ type: "error", error: MALFORMED }, out)
     const type = typeof message.type === "string" ? message.type : name
     const response = isRecord(message.response) ? message.response : undefined
     if (response !== undefined) open(response, out)
