@@ -92,11 +92,12 @@ export const chatRoutes = (
         admit({ ctx: input.ctx, project: input.project, endpoint: "chat", model: input.model, json: input.json, bodyBytes: input.raw.byteLength }),
         runChat(input)
       )
+  // Eager: the format and (with a static configuration) the project are known at once; only the body is waited for.
   const handler = (fallback: SdkFormat) => (ctx: HttpRequestContext) =>
-    Effect.flatMap(sdkFormatOf(ctx, fallback), (sdk) => {
+    Effect.flatMapEager(sdkFormatOf(ctx, fallback), (sdk) => {
       const family = familyOfSdk(sdk)
       ctx.caller = family
-      return Effect.flatMap(projectOf(ctx), (project) => Effect.flatMap(chatInput(ctx, project, family, maxBodyBytes), run))
+      return Effect.flatMapEager(projectOf(ctx), (project) => Effect.flatMap(chatInput(ctx, project, family, maxBodyBytes), run))
     })
   const runResponses = state === undefined ? run : withResponsesState(state, run)
   const responses = (ctx: HttpRequestContext) =>

@@ -32,8 +32,9 @@ export const makeProjectResolver = (
   defaultProjectId: string | undefined,
   keys: KeyGate
 ): ProjectResolver => {
+  // Eager: a static configuration's project is already resolved (an Exit), and is mapped without a runtime step.
   const resolve = (ctx: HttpRequestContext, authenticated?: string) =>
-    Effect.map(store.resolve({
+    Effect.mapEager(store.resolve({
       projectId: header(ctx, "x-gw-project-id"),
       configuredProjectId: defaultProjectId,
       environment: header(ctx, "x-gw-environment"),
