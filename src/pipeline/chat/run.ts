@@ -180,9 +180,11 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     const keyFor = callerKeyPolicy(callerKey(headers))
     // Same-format bodies: the caller's bytes, with the model spliced in for an alias (once per
     // target model, reused by retries); re-serialized only when a variant changed parameters.
-    const fastBodies = new Map<string, string | Uint8Array>()
+    // Made only when a target's model differs from the caller's (an alias): most requests never need it.
+    let fastBodies: Map<string, string | Uint8Array> | undefined
     const fastBody = (model: string): string | Uint8Array => {
       if (model === input.model && !overridden) return input.raw
+      fastBodies ??= new Map()
       let body = fastBodies.get(model)
       if (body === undefined) {
         body = (overridden ? undefined : replaceTopLevelModel(input.raw, input.model, model)) ?? JSON.stringify({ ...json, model })
