@@ -59,14 +59,20 @@ const sealOptions = (scope: CacheScope, key: string) => ({
 /**
  * The store's answer, or a failure once the budget is spent: one timer,
  * cleared when the answer comes (cheaper per lookup than racing fibers).
+ * The timer's verdict waits for the same turn's I/O (`setImmediate` runs after
+ * the poll phase): when the process was busy past the budget (a GC, other
+ * requests), an answer already on the socket is read and taken, not counted
+ * as a store slower than its budget.
  */
 export const withinBudget = <A>(budgetMs: number, read: () => Promise<A>): Effect.Effect<A, Error> =>
   Effect.callback<A, Error>((resume) => {
     let done = false
-    const timer = setTimeout(() => {
+    const giveUp = () => {
+      if (done) return
       done = true
       resume(Effect.fail(new Error(`no answer within ${budgetMs} ms`)))
-    }, budgetMs)
+    }
+    const timer = setTimeout(() => setImmediate(giveUp), budgetMs)
     read().then(
       (value) => {
         if (done) return

@@ -5,8 +5,12 @@
  * failure is logged once rather than per call, hits resume when the store is
  * back, and a frozen store cannot hold the layer's close.
  */
+import { connect, createServer } from "node:net"
+import type { AddressInfo } from "node:net"
+import { Effect, Result } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { MemoryStore } from "../../../src/pipeline/cache/index.ts"
+import { withinBudget } from "../../../src/pipeline/cache/ResponseCache.ts"
 import { startOwnRedis } from "../../fixtures/own-redis.ts"
 import type { OwnRedis } from "../../fixtures/own-redis.ts"
 import { buildCache, chatEntry, keyFor, scopeOf, section, uniqueProject, until } from "./support.ts"
@@ -122,6 +126,38 @@ describe("the memory layer's store", () => {
       expect(Buffer.from(value).toString("latin1")).not.toContain("secret answer")
     } finally {
       await cache.close()
+    }
+  })
+})
+
+describe("the lookup budget under a busy event loop", () => {
+  it("an answer already on the socket when the budget's timer comes due is the answer, not a timeout", async () => {
+    // A store on loopback that answers at once, and a read of it: the answer lands in the
+    // client's socket while this process is busy past the budget (a GC, another request's work).
+    let served = false
+    const server = createServer((socket) => socket.on("data", () => {
+      socket.write("pong")
+      served = true
+    }))
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const client = connect((server.address() as AddressInfo).port, "127.0.0.1")
+    await new Promise((resolve) => client.once("connect", resolve))
+    try {
+      const read = () => {
+        client.write("ping")
+        return new Promise<string>((resolve) => client.once("data", (data) => resolve(String(data))))
+      }
+      const answer = Effect.runPromise(Effect.result(withinBudget(20, read)))
+      while (!served) await new Promise((resolve) => setImmediate(resolve))
+      const until = Date.now() + 100
+      while (Date.now() < until) {
+        // busy: the timer of the 20 ms budget comes due with "pong" waiting to be read
+      }
+      const result = await answer
+      expect(Result.isSuccess(result) ? result.success : result.failure.message).toBe("pong")
+    } finally {
+      client.destroy()
+      server.close()
     }
   })
 })
