@@ -427,13 +427,13 @@ export const burstThenLowRate = async (ctx: PerformanceContext, gateway: Gateway
 }
 
 /** Context switches of a process's main thread so far, voluntary (it waited) and not (it was preempted). */
-const contextSwitches = (pid: number): number => {
+export const contextSwitches = (pid: number): number => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
   return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0) + Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0)
 }
 
 /** The pid of each worker of a cluster gateway (worker number → pid), from the primary's "worker started" lines. */
-const workerPids = (log: string): Map<number, number> => {
+export const workerPids = (log: string): Map<number, number> => {
   const pids = new Map<number, number>()
   for (const line of readFileSync(log, "utf8").split("\n")) {
     if (!line.includes("\"msg\":\"worker started\"")) continue
@@ -444,7 +444,7 @@ const workerPids = (log: string): Map<number, number> => {
 }
 
 /** The request lines of each worker in `log` from byte `from` on (worker 0: a single process). */
-const requestsByWorker = (log: string, from: number): Map<number, number> => {
+export const requestsByWorker = (log: string, from: number): Map<number, number> => {
   const fd = openSync(log, "r")
   try {
     const buffer = Buffer.alloc(Math.max(0, fstatSync(fd).size - from))
@@ -480,6 +480,16 @@ const requestsByWorker = (log: string, from: number): Map<number, number> => {
  * interleaved rounds (medians).
  * projected scaling = 2 × (requests/s per core, 2 workers) / (requests/s per core, 1 worker).
  */
+/**
+ * Requests of warm-up for each gateway process before the workers table counts anything. A gateway's
+ * CPU per request falls as its JIT settles: one fresh gateway, blocks of 1,000 JSON requests at 32 in
+ * flight, read 840 µs (the first), 290 (the third), 230 (the fifth to seventh), 200 (the ninth), and
+ * 150–190 from the thirteenth on. With a warm-up of a third of a run for every gateway (1,000 in a quick
+ * run), each of two workers had 500 and was counted over its requests 500–2,000 while the single
+ * process, loaded twice a round, was long warm: the 1.72× a quick run read was mostly that.
+ */
+const WARMUP_PER_PROCESS = 15_000
+
 export const workersScaling = async (ctx: PerformanceContext) => {
   const configurations = [
     { workers: 1, cpu: "0" },
@@ -498,7 +508,10 @@ export const workersScaling = async (ctx: PerformanceContext) => {
     for (const { workers, cpu } of configurations) {
       gateways.push(await startGateway(ctx.dir, `gateway-workers-${workers}-${cpu}`, ctx.upstream, { server: `workers = ${workers}`, cpu }))
     }
-    for (const gateway of gateways) await closedLoop(ctx.pools.for(gateway.url), chatScenario("warm-up", gateway.url, false), REQUESTS(ctx) / 3, 64)
+    // The same warm-up for every process: a cluster's gateway gets WARMUP_PER_PROCESS for each worker.
+    for (const [index, gateway] of gateways.entries()) {
+      await closedLoop(ctx.pools.for(gateway.url), chatScenario("warm-up", gateway.url, false), WARMUP_PER_PROCESS * configurations[index].workers, 64)
+    }
     const figures = await interleavedRounds(runs, ROUNDS(ctx), async (run) => {
       const gateway = gateways[run.gateway]
       const primary = gateway.child.pid!
