@@ -30,15 +30,25 @@
  * the two figures of the telemetry goal (issue 29). The export's encoding and
  * gRPC calls run on the main thread, so they are in both columns.
  *
+ * A ref ending in `+workers` runs `[server] workers = 2` (valgrind follows the
+ * primary's forks, `--trace-children=yes`) and counts each worker's
+ * instructions over the requests its log lines count (`json_worker_1`, …;
+ * `json` is the workers' sum over all requests, the primary left out: it
+ * only hands out connections, and the load keeps its connections open).
+ * `node bench/instructions.ts . .+workers --concurrency 32`: whether a worker
+ * runs more code per request than a single process (issue 29's workers goal);
+ * each worker has about half the requests in flight, so run the single
+ * process at half the concurrency too (`--concurrency 16 .`) for the like.
+ *
  * Bounded: every loop has a request count and a deadline.
  */
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { buildTree, checkoutRef } from "./compare.ts"
-import { closedLoop, Pools, root, startProcess, stopProcess } from "./lib.ts"
-import { chatScenario, startGateway, telemetrySections } from "./performance.ts"
+import { closedLoop, Pools, root, sleep, startProcess, stopProcess } from "./lib.ts"
+import { chatScenario, requestsByWorker, startGateway, telemetrySections, workerPids } from "./performance.ts"
 
 const CONCURRENCY = 32
 /** Under valgrind a request takes far longer than the load generator's usual deadline: loop in slices. */
@@ -70,6 +80,17 @@ const dumpTotals = (dir: string, pid: number, dump: number): { readonly all: num
   return { all, main }
 }
 
+/** Waits (bounded) until `count` workers logged that they listen. */
+const waitForWorkers = async (log: string, count: number): Promise<void> => {
+  const deadline = Date.now() + 180_000
+  while (Date.now() < deadline) {
+    const listening = readFileSync(log, "utf8").split("\n").filter((line) => /"worker":\d+,"msg":"listening"/.test(line)).length
+    if (listening >= count) return
+    await sleep(500)
+  }
+  throw new Error(`${count} workers did not start`)
+}
+
 const BENCH_KEY = "bench-gateway-key-0123456789abcdef"
 
 /**
@@ -88,9 +109,11 @@ const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: ()
   readonly telemetry?: string | undefined
   readonly env: Readonly<Record<string, string>> | undefined
   readonly headers: Readonly<Record<string, string>>
+  readonly workers?: number
 } => {
   const [ref, suffix] = spec.split("+")
   if (suffix === undefined) return { ref, extra: undefined, env: undefined, headers: {} }
+  if (suffix === "workers") return { ref, extra: undefined, env: undefined, headers: {}, workers: 2 }
   const telemetry = /^telemetry(-all)?(-batched)?$/.exec(suffix)
   if (telemetry !== null) {
     const sections = telemetrySections(telemetry[1] === undefined ? "defaults" : "all", receiverUrl(), telemetry[2] === undefined ? undefined : BATCHED_DELAY_MS)
@@ -109,20 +132,27 @@ const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: ()
   }
 }
 
-const requests = async (url: string, pools: Pools, stream: boolean, count: number, headers: Readonly<Record<string, string>>): Promise<number> => {
+const requests = async (url: string, pools: Pools, stream: boolean, count: number, headers: Readonly<Record<string, string>>, concurrency: number): Promise<number> => {
   let done = 0
   for (let slice = 0; slice < 20 && done < count; slice++) {
-    done += (await closedLoop(pools.for(url), chatScenario("gateway", url, stream, headers), count - done, CONCURRENCY, SLICE_SECONDS)).requests
+    done += (await closedLoop(pools.for(url), chatScenario("gateway", url, stream, headers), count - done, concurrency, SLICE_SECONDS)).requests
   }
   return done
 }
 
 const main = async (argv: ReadonlyArray<string>) => {
-  const refs = argv.filter((arg, i) => !arg.startsWith("--") && !["--warmup", "--count", "--limits"].includes(argv[i - 1] ?? ""))
+  const refs = argv.filter((arg, i) => !arg.startsWith("--") && !["--warmup", "--count", "--limits", "--concurrency", "--kinds", "--cpu"].includes(argv[i - 1] ?? ""))
   const limitsAt = argv.indexOf("--limits")
   const limitsUrl = limitsAt === -1 ? undefined : argv[limitsAt + 1]
   const warmup = option(argv, "--warmup", 12_000)
   const count = option(argv, "--count", 4_000)
+  const concurrency = option(argv, "--concurrency", CONCURRENCY)
+  // `--kinds json` (or `stream`): that kind alone, warm-up included.
+  const kindsAt = argv.indexOf("--kinds")
+  const kinds = kindsAt === -1 ? ["json", "stream"] : argv[kindsAt + 1].split(",")
+  // `--cpu 1`: the gateway on another core than 0 (a busy core 0 slows the run, not its counts).
+  const cpuAt = argv.indexOf("--cpu")
+  const cpu = cpuAt === -1 ? undefined : argv[cpuAt + 1]
   const dir = mkdtempSync(join(tmpdir(), "gateway-instructions-"))
   const upstreamProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
   const upstream = JSON.parse(upstreamProcess.line).url as string
@@ -154,22 +184,44 @@ const main = async (argv: ReadonlyArray<string>) => {
         extra: keys.extra,
         ...(keys.telemetry === undefined ? {} : { telemetry: keys.telemetry }),
         env: keys.env,
-        wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${out}/cg.%p`]
+        ...(keys.workers === undefined ? {} : { server: `workers = ${keys.workers}` }),
+        cpu,
+        wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", ...(keys.workers === undefined ? [] : ["--trace-children=yes"]), `--callgrind-out-file=${out}/cg.%p`]
       })
-      const pid = gateway.child.pid!
       try {
-        await requests(gateway.url, pools, false, warmup, keys.headers)
-        await requests(gateway.url, pools, true, warmup, keys.headers)
-        const row: Record<string, unknown> = { build: spec }
-        for (const [dump, stream] of [[1, false], [2, true]] as const) {
-          callgrind(pid, "--instr=on")
-          const done = await requests(gateway.url, pools, stream, count, keys.headers)
-          callgrind(pid, "--instr=off")
-          callgrind(pid, "--dump")
-          const totals = dumpTotals(out, pid, dump)
+        if (keys.workers !== undefined) await waitForWorkers(gateway.log, keys.workers)
+        // A single process is counted as worker 0 over every request; a cluster's workers each over its own.
+        const pids = keys.workers === undefined ? new Map([[0, gateway.child.pid!]]) : workerPids(gateway.log)
+        if (kinds.includes("json")) await requests(gateway.url, pools, false, warmup, keys.headers, concurrency)
+        if (kinds.includes("stream")) await requests(gateway.url, pools, true, warmup, keys.headers, concurrency)
+        const row: Record<string, unknown> = { build: spec, concurrency }
+        let dump = 0
+        for (const stream of [false, true]) {
+          if (!kinds.includes(stream ? "stream" : "json")) continue
+          dump++
+          await sleep(1_000) // the warm-up's log lines are written
+          const from = statSync(gateway.log).size
+          for (const pid of pids.values()) callgrind(pid, "--instr=on")
+          const done = await requests(gateway.url, pools, stream, count, keys.headers, concurrency)
+          for (const pid of pids.values()) callgrind(pid, "--instr=off")
+          for (const pid of pids.values()) callgrind(pid, "--dump")
+          await sleep(2_000)
+          const byWorker = keys.workers === undefined ? new Map([[0, done]]) : requestsByWorker(gateway.log, from)
           const kind = stream ? "stream" : "json"
-          row[kind] = Math.round(totals.all / done)
-          row[`${kind}_main_thread`] = Math.round(totals.main / done)
+          let all = 0
+          let main = 0
+          for (const [worker, pid] of pids) {
+            const totals = dumpTotals(out, pid, dump)
+            all += totals.all
+            main += totals.main
+            if (keys.workers !== undefined) {
+              const served = byWorker.get(worker) ?? Number.NaN
+              row[`${kind}_worker_${worker}`] = Math.round(totals.all / served)
+              row[`${kind}_main_thread_worker_${worker}`] = Math.round(totals.main / served)
+            }
+          }
+          row[kind] = Math.round(all / done)
+          row[`${kind}_main_thread`] = Math.round(main / done)
         }
         rows.push(row)
         process.stdout.write(`${JSON.stringify(row)}\n`)

@@ -17,8 +17,10 @@
  * beside a bare Node hop in interleaved rounds, CPU per request at full load
  * and at 500 req/s, added p50, max req/s, each with its ratio and goal; the
  * memory flags' trade, `npm start`'s flags against Node's defaults, with
- * 1,000 open streams; a burst then a low rate; workers), and memory after a burst
- * of 10 MB bodies (bench/body-burst.ts).
+ * 1,000 open streams; a burst then a low rate; workers), memory after a burst
+ * of 10 MB bodies (bench/body-burst.ts), and the working tree beside the build
+ * before issue 29's work (`BASE_REF`, or `--base REF`), two builds side by side
+ * as `--compare` measures them (bench/compare.ts).
  *
  * Bounded: every loop has a request count and a deadline.
  */
@@ -31,7 +33,7 @@ import { Redis } from "ioredis"
 import { runBodyBurstBench } from "./body-burst.ts"
 import type { BodyBurstRow } from "./body-burst.ts"
 import { runCloudsBench } from "./clouds.ts"
-import { compareMain } from "./compare.ts"
+import { compareMain, compareOptionsFrom, printCompare, runCompare } from "./compare.ts"
 import { runGuardrailBench } from "./guardrail.ts"
 import { closedLoop as closedLoopAt, pacedLoop as pacedLoopAt, PIN, Pools, root, round, served, startProcess, stopProcess, withCpu } from "./lib.ts"
 import type { Pool } from "undici"
@@ -42,6 +44,11 @@ import { runTelemetryThroughput } from "./telemetry.ts"
 import { runTenancyBench } from "./tenancy.ts"
 
 const QUICK = process.argv.includes("--quick")
+/**
+ * The build before issue 29's work (performance: within 1.3× of a bare Node hop), the base of the
+ * default run's two builds side by side. `--base REF` measures against another.
+ */
+const BASE_REF = "4914e2f"
 const REQUESTS = QUICK ? 2_000 : 10_000
 const WARMUP = QUICK ? 500 : 2_000
 const CONCURRENCY = 32
@@ -89,6 +96,7 @@ const main = async () => {
   let clouds: Array<Record<string, unknown>> = []
   let performance: PerformanceResult | undefined
   let bodyBurst: ReadonlyArray<BodyBurstRow> = []
+  let compare: Awaited<ReturnType<typeof runCompare>> | undefined
   const pools = new Pools(CONCURRENCY * 2)
   const poolFor = (origin: string) => pools.for(origin)
   /** Stops a gateway and forgets its connections (a later gateway may get the same port). */
@@ -208,6 +216,8 @@ ttl_seconds = 120
     performance = await runPerformanceBench({ quick: QUICK })
     // Memory after a burst of 10 MB bodies (bench/body-burst.ts).
     bodyBurst = await runBodyBurstBench({ quick: QUICK, built: true })
+    // The working tree beside the build before issue 29's work, as `--compare` measures them.
+    compare = await runCompare(baseCompareOptions(process.argv))
   } finally {
     await pools.close()
     gateway.child.kill("SIGTERM")
@@ -221,12 +231,23 @@ ttl_seconds = 120
   console.table(clouds)
   if (performance !== undefined) printPerformance(performance)
   console.table(bodyBurst)
-  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, clouds, performance, bodyBurst }
+  if (compare !== undefined) printCompare(compare)
+  const out = { date: new Date().toISOString(), requests: REQUESTS, concurrency: CONCURRENCY, node: process.version, pinned: PIN, results, guardrails, cache, telemetry, tenancy, clouds, performance, bodyBurst, compare }
   writeFileSync(join(root, "bench", "results.json"), `${JSON.stringify(out, null, 2)}\n`)
   console.log("written bench/results.json")
 }
 
-const entry = process.argv.includes("--compare") ? () => compareMain(process.argv) : main
+/** The default run's comparison: `--base REF` (default `BASE_REF`) against the working tree, `--rounds` and `--quick` as `--compare` reads them. */
+const baseCompareArgs = (argv: ReadonlyArray<string>): Array<string> => {
+  const at = argv.indexOf("--base")
+  return [at === -1 ? BASE_REF : argv[at + 1], ...argv.slice(2).filter((_, i) => at === -1 || (i + 2 !== at && i + 2 !== at + 1))]
+}
+const baseCompareOptions = (argv: ReadonlyArray<string>) => compareOptionsFrom(["--compare", ...baseCompareArgs(argv)])
+
+/** `--only-base`: that section alone, as `--compare REF` runs it (printed, and written to bench/compare.json). */
+const baseOnly = () => compareMain(["--compare", ...baseCompareArgs(process.argv)])
+
+const entry = process.argv.includes("--compare") ? () => compareMain(process.argv) : process.argv.includes("--only-base") ? baseOnly : main
 entry().then(() => process.exit(0), (error) => {
   console.error(error)
   process.exit(1)
