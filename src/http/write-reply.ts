@@ -110,22 +110,62 @@ const finishStream = (ctx: EdgeContext) =>
     onSuccess: () => Effect.sync(() => ctx.res.end())
   })
 
+/** Bytes of one turn a push body gathers before it asks its source to wait for the socket. */
+const TURN_BYTES = 64 * 1024
+
 /**
- * The fast lane of a push body: its source writes each chunk to the socket in
- * the callback that produced it (one Effect for the whole body, none per
- * chunk); a full socket pauses the source until `drain`. Interrupted (the
+ * The fast lane of a push body: its source hands each chunk over in the
+ * callback that produced it (one Effect for the whole body, none per chunk),
+ * and the chunks of one turn go to the socket as one write at the turn's end
+ * (a microtask): an upstream read carrying twenty events is one chunk of the
+ * caller's response, not twenty, each of which cost Node four socket writes
+ * of framing. A full socket pauses the source until `drain`. Interrupted (the
  * caller hung up), the source is stopped.
  */
 const pushToSocket = (res: ServerResponse, source: PushSource): Effect.Effect<void, AnyGatewayFailure> =>
   Effect.callback<void, AnyGatewayFailure>((resume) => {
+    let turn: Array<Uint8Array> | undefined
+    let turnBytes = 0
+    /** The socket's buffer was full at the last write: the source waits. */
+    let full = false
+    const flush = (): void => {
+      const chunks = turn
+      if (chunks === undefined) return
+      turn = undefined
+      const bytes = turnBytes
+      turnBytes = 0
+      if (res.destroyed) return
+      full = !res.write(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, bytes))
+    }
     source.start({
-      write: (chunk) => res.write(chunk) || res.destroyed,
-      onDrain: (go) => {
-        if (res.writableNeedDrain) res.once("drain", go)
-        else queueMicrotask(go)
+      write: (chunk) => {
+        if (res.destroyed) return true
+        if (turn === undefined) {
+          turn = [chunk]
+          queueMicrotask(flush)
+        } else {
+          turn.push(chunk)
+        }
+        turnBytes += chunk.byteLength
+        return !full && turnBytes < TURN_BYTES
       },
-      end: () => resume(Effect.void),
-      fail: (failure) => resume(Effect.fail(failure))
+      onDrain: (go) => {
+        flush()
+        const again = () => {
+          full = false
+          go()
+        }
+        if (res.writableNeedDrain) res.once("drain", again)
+        else queueMicrotask(again)
+      },
+      end: () => {
+        flush()
+        resume(Effect.void)
+      },
+      fail: (failure) => {
+        flush()
+        resume(Effect.fail(failure))
+      }
     })
     return Effect.sync(source.stop)
   })
