@@ -282,13 +282,22 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
 
   // --- delivery ---------------------------------------------------------------
 
+  /**
+   * The chunks of this turn not yet handed to the sink: undici gives a chunked
+   * body chunk by chunk (an upstream read of twenty events is twenty calls),
+   * and the sink takes them as one at the turn's end (a microtask), or before
+   * the body's end or failure is told.
+   */
+  private turn: Array<Uint8Array> | undefined
+
   private deliver(chunk: Uint8Array): void {
     if (this.aborted) return
-    const sink = this.sink
-    if (sink !== undefined) {
-      if (!sink.write(chunk)) {
-        this.pauseForCaller()
-        sink.onDrain(this.resumeForCaller)
+    if (this.sink !== undefined) {
+      if (this.turn === undefined) {
+        this.turn = [chunk]
+        queueMicrotask(() => this.handOver())
+      } else {
+        this.turn.push(chunk)
       }
       return
     }
@@ -308,8 +317,22 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
     this.wake()
   }
 
+  /** This turn's chunks, to the sink as one. */
+  private handOver(): void {
+    const chunks = this.turn
+    if (chunks === undefined) return
+    this.turn = undefined
+    const sink = this.sink
+    if (this.aborted || sink === undefined) return
+    if (!sink.write(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))) {
+      this.pauseForCaller()
+      sink.onDrain(this.resumeForCaller)
+    }
+  }
+
   /** Tells the attached sink (once) that the body ended or failed; or a waiting reader. */
   private wake(): void {
+    this.handOver()
     const sink = this.sink
     if (sink !== undefined) {
       if (this.failure !== undefined) {
