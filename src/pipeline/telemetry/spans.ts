@@ -93,6 +93,44 @@ export const withServerSpan = (request: ServerSpanRequest) => <A, E, R>(effect: 
 
 const NO_ANNOTATIONS = Context.empty()
 
+/** What the server span of a request run at the edge says as it starts. */
+export type ServerSpanStart = Omit<ServerSpanRequest, "status">
+
+/**
+ * The server span of a request whose fiber the edge starts itself (server.ts):
+ * made by the request's tracer as `withServerSpan` makes it, the parent of the
+ * request's program through the context the fiber starts with
+ * (`Tracer.ParentSpan`), and ended by `endServerSpan` with the fiber's exit.
+ * No program wraps the request: no span machinery of Effect's, no context
+ * change or exit hook inside it (stage alone: 1.5 µs and 1.8 KB less per
+ * traced request, bench/README.md "Telemetry").
+ */
+export const startServerSpan = (tracer: Tracer.Tracer, request: ServerSpanStart): Tracer.Span => {
+  const span = tracer.span({
+    name: serverSpanName(request.method, request.route),
+    parent: request.parent === undefined ? Option.none() : Option.some(request.parent),
+    annotations: NO_ANNOTATIONS,
+    links: [],
+    startTime: 0n,
+    kind: "server",
+    root: false,
+    sampled: true
+  })
+  span.attribute(HTTP.requestMethod, request.method)
+  span.attribute(HTTP.route, request.route)
+  span.attribute(HTTP.urlPath, request.path)
+  span.attribute(HTTP.urlScheme, "http")
+  span.attribute(ATTR.requestId, request.requestId)
+  return span
+}
+
+/** Ends a `startServerSpan` span with the status answered and the request fiber's exit. */
+export const endServerSpan = (span: Tracer.Span, status: number, exit: Exit.Exit<unknown, unknown>): void => {
+  span.attribute(HTTP.responseStatusCode, status)
+  if (status >= 500) span.attribute(ATTR.errorType, String(status))
+  span.end(0n, exit)
+}
+
 /**
  * A leaf span around the program `evaluate` makes: the span `Effect.useSpan`
  * would make (the fiber's tracer, its current span as the parent), ended with
