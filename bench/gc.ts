@@ -15,6 +15,14 @@
  * `--concurrency 1` to tell such retention from requests merely alive across
  * two scavenges: one request in flight cannot outlive two of them.
  *
+ * A ref may end in `+telemetry`, `+telemetry-all`, `+telemetry-none` or
+ * `+telemetry-trace` (as in bench/instructions.ts): the gateway exports to an
+ * OTLP receiver on core 1, and the row says what telemetry adds to the GC.
+ * The first telemetry row of a run reads ~3.6 KB promoted per request and a
+ * few full GCs more, whichever build it is (seen five times on 2026-11-27:
+ * the receiver warming up holds exports in flight longer); name a throwaway
+ * telemetry ref first.
+ *
  * Bounded: every loop has a request count and a deadline.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
@@ -22,7 +30,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { buildTree, checkoutRef } from "./compare.ts"
 import { closedLoop, cpuMicros, Pools, root, round, sleep, startProcess, stopProcess } from "./lib.ts"
-import { chatScenario, startGateway, START_NODE_FLAGS } from "./performance.ts"
+import { chatScenario, startGateway, START_NODE_FLAGS, telemetrySections } from "./performance.ts"
 
 const option = (argv: ReadonlyArray<string>, name: string, fallback: number): number => {
   const at = argv.indexOf(name)
@@ -41,13 +49,23 @@ const main = async (argv: ReadonlyArray<string>) => {
   const upstreamProcess = await startProcess(["test/fixtures/serve.ts", "--kind", "openai"], "1", dir, "upstream")
   const upstream = JSON.parse(upstreamProcess.line).url as string
   const pools = new Pools(64)
+  const receiver = refs.some((spec) => spec.includes("+telemetry")) ? await startProcess(["bench/telemetry.ts", "--receiver"], "1", dir, "otlp-receiver") : undefined
   const rows: Array<Record<string, unknown>> = []
   try {
-    for (const [index, ref] of refs.entries()) {
-      const refDir = join(dir, `ref-${index}`)
-      mkdirSync(refDir)
-      const entry = buildTree(ref === "." ? root : checkoutRef(ref, refDir), join(dir, `dist-${index}`))
-      const gateway = await startGateway(dir, `gateway-${index}`, upstream, { entry, nodeFlags: [...START_NODE_FLAGS, "--trace-gc-nvp"] })
+    const built = new Map<string, string>()
+    for (const [index, spec] of refs.entries()) {
+      const [ref, suffix] = spec.split("+")
+      const which = suffix === undefined ? undefined : /^telemetry(?:-(all|none|trace))?$/.exec(suffix)?.[1] ?? (suffix === "telemetry" ? "defaults" : undefined)
+      if (suffix !== undefined && which === undefined) throw new Error(`unknown suffix +${suffix}`)
+      let entry = built.get(ref)
+      if (entry === undefined) {
+        const refDir = join(dir, `ref-${index}`)
+        mkdirSync(refDir)
+        entry = buildTree(ref === "." ? root : checkoutRef(ref, refDir), join(dir, `dist-${index}`))
+        built.set(ref, entry)
+      }
+      const telemetry = which === undefined || receiver === undefined ? undefined : telemetrySections(which as "defaults", receiver.line.trim())
+      const gateway = await startGateway(dir, `gateway-${index}`, upstream, { entry, nodeFlags: [...START_NODE_FLAGS, "--trace-gc-nvp"], ...(telemetry === undefined ? {} : { telemetry }) })
       const log = join(dir, `gateway-${index}.log`)
       const pid = gateway.child.pid!
       const scenario = chatScenario("gateway", gateway.url, stream)
@@ -62,7 +80,7 @@ const main = async (argv: ReadonlyArray<string>) => {
         const scavenges = lines.filter((line) => / gc=s /.test(line))
         const sum = (of: ReadonlyArray<string>, name: string) => of.reduce((total, line) => total + field(line, name), 0)
         const row = {
-          build: ref,
+          build: spec,
           kind: stream ? "stream" : "json",
           in_flight: concurrency,
           cpu_us_per_request: Math.round(cpu / run.requests),
@@ -83,6 +101,7 @@ const main = async (argv: ReadonlyArray<string>) => {
   } finally {
     await pools.close()
     await stopProcess(upstreamProcess.child)
+    if (receiver !== undefined) await stopProcess(receiver.child)
     rmSync(dir, { recursive: true, force: true })
   }
   console.table(rows)

@@ -24,7 +24,9 @@
  * `+telemetry-all` with everything at 1.0 (application traces and GenAI spans
  * with content capture and metrics), both exporting to an OTLP receiver (a real
  * gRPC server that accepts and forgets) in its own process on core 1; a bare
- * ref has both sections off; `-batched` after either (`+telemetry-all-batched`) sets
+ * ref has both sections off; `+telemetry-none` has application traces on at
+ * `sample_ratio = 0.0` (what an unsampled request pays), `+telemetry-trace` at 1.0
+ * without GenAI (what a sampled request pays); `-batched` after any (`+telemetry-all-batched`) sets
  * `export_delay_ms` so that exports leave as full batches, as at full load (see `BATCHED_DELAY_MS`).
  * `node bench/instructions.ts . .+telemetry .+telemetry-all`:
  * the two figures of the telemetry goal (issue 29). The export's encoding and
@@ -114,9 +116,10 @@ const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: ()
   const [ref, suffix] = spec.split("+")
   if (suffix === undefined) return { ref, extra: undefined, env: undefined, headers: {} }
   if (suffix === "workers") return { ref, extra: undefined, env: undefined, headers: {}, workers: 2 }
-  const telemetry = /^telemetry(-all)?(-batched)?$/.exec(suffix)
+  const telemetry = /^telemetry(?:-(all|none|trace))?(-batched)?$/.exec(suffix)
   if (telemetry !== null) {
-    const sections = telemetrySections(telemetry[1] === undefined ? "defaults" : "all", receiverUrl(), telemetry[2] === undefined ? undefined : BATCHED_DELAY_MS)
+    const which = (telemetry[1] ?? "defaults") as "defaults" | "all" | "none" | "trace"
+    const sections = telemetrySections(which, receiverUrl(), telemetry[2] === undefined ? undefined : BATCHED_DELAY_MS)
     return { ref, extra: undefined, telemetry: sections, env: undefined, headers: {} }
   }
   if (suffix !== "keys" && suffix !== "limits") throw new Error(`unknown suffix +${suffix}`)
@@ -247,7 +250,8 @@ const main = async (argv: ReadonlyArray<string>) => {
   for (const build of new Set(rows.map((row) => String(row.build)))) {
     const [ref, suffix] = build.split("+")
     if (suffix === undefined || !suffix.startsWith("telemetry") || !rows.some((row) => row.build === ref)) continue
-    const goal = suffix.startsWith("telemetry-all") ? 25 : 3
+    // -none and -trace are parts of the figures (unsampled, sampled without GenAI), not goals of their own.
+    const goal = suffix.startsWith("telemetry-all") || suffix.startsWith("telemetry-trace") ? 25 : 3
     const over = (column: string) => {
       const percent = Math.round((mean(build, column) / mean(ref, column) - 1) * 1000) / 10
       return `${percent >= 0 ? "+" : ""}${percent} %${percent <= goal ? "" : " (over)"}`

@@ -99,10 +99,11 @@ ${options.extra ?? ""}`)
  * GenAI off) or of everything at 1.0 (GenAI with content capture and metrics), exporting to `receiverUrl`;
  * `exportDelayMs` sets `export_delay_ms` (the default, 1 s, when not given).
  */
-export const telemetrySections = (which: "defaults" | "all", receiverUrl: string, exportDelayMs?: number): string => {
+export const telemetrySections = (which: "defaults" | "all" | "none" | "trace", receiverUrl: string, exportDelayMs?: number): string => {
   const delay = exportDelayMs === undefined ? "" : `\nexport_delay_ms = ${exportDelayMs}`
-  const app = `[telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = ${which === "all" ? "1.0" : "0.1"}\nlog_level = "info"${delay}`
-  if (which === "defaults") return app
+  const ratio = which === "all" || which === "trace" ? "1.0" : which === "none" ? "0.0" : "0.1"
+  const app = `[telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = ${ratio}\nlog_level = "info"${delay}`
+  if (which !== "all") return app
   return `${app}\n\n[genai_telemetry]\nenabled = true\notlp_endpoint = "${receiverUrl}"\nsample_ratio = 1.0\ncapture_content = true\nmetrics_enabled = true`
 }
 

@@ -119,19 +119,29 @@ export const traceRequest = <A, E, R>(
   tracing: EdgeTracing | undefined,
   status: () => number,
   program: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> => {
-  if (route === undefined || tracing === undefined || !(tracing.tracing || tracing.genAi.enabled)) return program
+): Effect.Effect<A, E, R> =>
+  route !== undefined && sampleRequest(ctx, tracing)
+    ? withServerSpan({ method: ctx.method, route, path: ctx.path, requestId: ctx.requestId, parent: ctx.traceParent, status })(program)
+    : program
+
+/** With telemetry on, notes the caller's trace on `ctx.traceParent` and whether the request is traced (`ctx.traced`, also returned). */
+const sampleRequest = (ctx: HttpRequestContext, tracing: EdgeTracing | undefined): boolean => {
+  if (tracing === undefined || !(tracing.tracing || tracing.genAi.enabled)) return false
   const parent = tracing.parentOf(ctx.req.headers)
   ctx.traceParent = parent
-  if (!tracing.samples(parent)) return program
+  if (!tracing.samples(parent)) return false
   ctx.traced = true
-  return withServerSpan({ method: ctx.method, route, path: ctx.path, requestId: ctx.requestId, parent, status })(program)
+  return true
 }
 
 /**
  * The request's program on a socket: its answer, put on the response by the
  * edge's writer. It never fails; after it the response has an answer (or was
- * cut, for a failure in the middle of a stream).
+ * cut, for a failure in the middle of a stream). With telemetry on, the
+ * caller's trace is noted on `ctx.traceParent`; a request the telemetry
+ * samples (`ctx.traced`, its route on `ctx.endpoint`) must be run with the
+ * telemetry's `requestContext` in its server span, which the caller starts
+ * before the request's fiber and ends with its exit (server.ts, `startServerSpan`).
  */
 export const routeProgram = <R>(router: Router<R>, ctx: EdgeContext, log: JsonLog, tracing?: EdgeTracing): Effect.Effect<void, never, Exclude<R, Scope.Scope>> => {
   const { res } = ctx
@@ -148,5 +158,7 @@ export const routeProgram = <R>(router: Router<R>, ctx: EdgeContext, log: JsonLo
       }
     }))
   )
-  return traceRequest(ctx, match._tag === "Found" ? match.route : undefined, tracing, () => res.statusCode, program)
+  // A traced request's fiber is run in its server span by the edge (server.ts, `startServerSpan`): nothing wraps the program.
+  if (match._tag === "Found" && sampleRequest(ctx, tracing)) ctx.endpoint = match.route
+  return program
 }

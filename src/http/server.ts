@@ -13,11 +13,11 @@
  * - Shutdown stops accepting, lets in-flight requests finish for the grace
  *   period, then closes what is left.
  */
-import { Context, Effect, References, Schema } from "effect"
+import { Context, Effect, References, Schema, Tracer } from "effect"
 import type * as Http from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
-import { bodyReply, JSON_CONTENT_TYPE } from "../pipeline/index.ts"
+import { bodyReply, endServerSpan, JSON_CONTENT_TYPE, startServerSpan } from "../pipeline/index.ts"
 import type { JsonLog, RecordRequest, RequestLogFields } from "../pipeline/index.ts"
 import type { EdgeContext } from "./context.ts"
 import { errorBody, requestContextOf, routeProgram } from "./dispatch.ts"
@@ -154,7 +154,7 @@ export const makeRequestListener = <R>(
 ): Http.RequestListener => {
   const bodyWatch = { idleMs: options.bodyIdleMs, minBytesPerSec: options.bodyMinBytesPerSec }
   const record = options.metrics
-  const runTraced = Effect.runCallbackWith(context)
+  const tracer = Context.get(context, Tracer.Tracer)
   // A request the telemetry does not sample runs with tracing off from its first step.
   const runUntraced = Effect.runCallbackWith(Context.add(context, References.TracerEnabled, false))
   const finished = (active: ActiveRequest) => {
@@ -214,10 +214,16 @@ export const makeRequestListener = <R>(
 
     const program = routeProgram(router, ctx, log, options.tracing)
     let exited = false
-    const interrupt = (ctx.traced === true ? runTraced : runUntraced)(program, {
-      onExit: () => {
+    // A traced request's fiber starts in its server span (its parent span) and ends it with its exit.
+    const span = ctx.traced === true
+      ? startServerSpan(tracer, { method: ctx.method, route: ctx.endpoint!, path: ctx.path, requestId: ctx.requestId, parent: ctx.traceParent })
+      : undefined
+    const run = span === undefined ? runUntraced : Effect.runCallbackWith(Context.add(context, Tracer.ParentSpan, span))
+    const interrupt = run(program, {
+      onExit: (exit) => {
         exited = true
         active.interrupt = undefined
+        if (span !== undefined) endServerSpan(span, res.statusCode, exit)
       }
     })
     if (!exited) active.interrupt = interrupt

@@ -9,12 +9,9 @@
  * Details
  * - Failed exports and spans dropped from a full queue are reported here;
  *   requests never wait for an export.
- * - grpc-js's logger is process-wide: `installDiagnostics` routes it here
- *   too, so nothing prints to the console behind the structured log.
  * - Messages are cut to 300 characters and any `Bearer …` value is masked:
  *   an error text must not carry a collector credential into the log.
  */
-import * as grpc from "@grpc/grpc-js"
 import type { JsonLog } from "../../infra/log.ts"
 
 const EXPORT_ERROR_INTERVAL_MS = 10_000
@@ -56,31 +53,5 @@ export class ExportErrorLog {
     const suppressed = throttle.suppressed
     throttle.suppressed = 0
     this.log.log("warn", "telemetry export failed", { source, error: describe(error), suppressed })
-  }
-}
-
-/** Where process-wide diagnostics go: the latest installed log, or nowhere. */
-const installed: Array<ExportErrorLog> = []
-const current = (): ExportErrorLog | undefined => installed[installed.length - 1]
-
-const grpcLogger: Partial<Console> = {
-  error: (...args: Array<unknown>) => current()?.report("grpc", args.map(describe).join(" ")),
-  info: () => {},
-  debug: () => {}
-}
-
-/**
- * Routes grpc-js's logger to `errors` (throttled) instead of the console.
- * Returns the uninstaller; the previous installation (if any) takes over again.
- */
-export const installDiagnostics = (errors: ExportErrorLog): (() => void) => {
-  if (installed.length === 0) {
-    grpc.setLogger(grpcLogger)
-    grpc.setLogVerbosity(grpc.logVerbosity.ERROR)
-  }
-  installed.push(errors)
-  return () => {
-    const at = installed.lastIndexOf(errors)
-    if (at !== -1) installed.splice(at, 1)
   }
 }

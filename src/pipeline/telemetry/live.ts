@@ -7,7 +7,7 @@
 import { Context, Effect, Option, Tracer } from "effect"
 import type { Scope } from "effect"
 import { checkCollectors, collectorStates } from "./collector-check.ts"
-import { ExportErrorLog, installDiagnostics } from "./export-errors.ts"
+import { ExportErrorLog } from "./export-errors.ts"
 import { GenAiRecorder } from "./genai/recorder.ts"
 import type { GenAiParent } from "./genai/recorder.ts"
 import type { JsonLog } from "../../infra/log.ts"
@@ -97,14 +97,13 @@ const make = Effect.fnUntraced(function*(settings: TelemetrySettings, sinks: Tel
 })
 
 /**
- * OTLP gRPC exporters to the configured collectors; grpc-js's own diagnostics
- * go to the log (throttled) while the scope lives. A collector that takes no
- * connection at start is named once (collector-check.ts), in the background.
+ * OTLP gRPC exporters to the configured collectors (otlp/grpc.ts), their
+ * failures logged (throttled). A collector that takes no connection at start
+ * is named once (collector-check.ts), in the background.
  */
 export const liveTelemetry = (settings: TelemetrySettings, log: JsonLog): Effect.Effect<TelemetryShape, never, Scope.Scope> =>
   Effect.gen(function*() {
     const errors = new ExportErrorLog(log)
-    yield* Effect.acquireRelease(Effect.sync(() => installDiagnostics(errors)), (uninstall) => Effect.sync(uninstall))
     const sinks = otlpSinks(settings)
     const telemetry = yield* make(settings, sinks, errors)
     if (sinks.probe !== undefined) yield* Effect.forkScoped(checkCollectors(settings, sinks.probe, log))

@@ -5,8 +5,8 @@
  * so every stage names things the same way.
  *
  * Details
- * - The server span is an `Effect.withSpan`: it is the parent of everything
- *   the request does. The child spans are leaves (`Effect.useSpan`): nothing
+ * - The server span is an `Effect.useSpan`: it is the parent of everything
+ *   the request does. The child spans are leaves (`inLeafSpan`): nothing
  *   runs inside them that makes spans of its own, so they do not become the
  *   fiber's current span, which spares a context switch per span. They hand
  *   their span to the wrapped program, which annotates it directly.
@@ -15,50 +15,14 @@
  *
  * docs/operations.md lists every name and attribute.
  */
-import { Effect, Exit, Tracer } from "effect"
+import { Context, Effect, Exit, LogLevel, Option, References, Tracer } from "effect"
 import type { Cause } from "effect"
 import type { ProviderKind } from "../../domain/index.ts"
 import { providerNameOf, serverOf } from "./genai/attributes.ts"
+import { ATTR, HTTP, SPAN } from "./names.ts"
+import { isExportedSpan } from "./tracer.ts"
 
-export const HTTP = {
-  requestMethod: "http.request.method",
-  route: "http.route",
-  responseStatusCode: "http.response.status_code",
-  urlPath: "url.path",
-  urlScheme: "url.scheme"
-} as const
-
-export const SPAN = {
-  resolveModel: "gateway.resolve_model",
-  attempt: "gateway.upstream_attempt",
-  guardrail: "gateway.guardrail_scan",
-  cacheLookup: "gateway.cache_lookup"
-} as const
-
-/** Attributes of the application trace beyond the HTTP ones. */
-export const ATTR = {
-  requestId: "gateway.request_id",
-  requestedModel: "gateway.request.model",
-  plan: "gateway.plan",
-  variant: "gateway.variant",
-  attemptNumber: "gateway.attempt.number",
-  providerId: "gateway.provider.id",
-  providerName: "gen_ai.provider.name",
-  targetId: "gateway.target.id",
-  upstreamModel: "gateway.upstream.model",
-  path: "gateway.path",
-  retryDelayMs: "gateway.retry.delay_ms",
-  hedge: "gateway.hedge",
-  errorType: "error.type",
-  upstreamStatus: "gateway.upstream.status_code",
-  upstreamErrorBody: "gateway.upstream.error_body",
-  serverAddress: "server.address",
-  serverPort: "server.port",
-  guardrailDirection: "gateway.guardrail.direction",
-  guardrailOutcome: "gateway.guardrail.outcome",
-  cacheOutcome: "gateway.cache.outcome",
-  cacheMode: "gateway.cache.mode"
-} as const
+export { ATTR, HTTP, SPAN }
 
 /** How much of a withheld upstream body the attempt span keeps. */
 export const ERROR_BODY_LIMIT = 4096
@@ -81,7 +45,6 @@ export interface ServerSpanRequest {
 }
 
 const SERVER_SPAN = { kind: "server" } as const satisfies Tracer.SpanOptionsNoTrace
-const CLIENT_SPAN = { kind: "client" } as const satisfies Tracer.SpanOptionsNoTrace
 
 /** Server span names (`POST /v1/chat/completions`) by route and method: made once per route, not per request. */
 const serverSpanNames = new Map<string, Map<string, string>>()
@@ -128,9 +91,91 @@ export const withServerSpan = (request: ServerSpanRequest) => <A, E, R>(effect: 
     )
   }) as Effect.Effect<A, E, R>
 
+const NO_ANNOTATIONS = Context.empty()
+
+/** What the server span of a request run at the edge says as it starts. */
+export type ServerSpanStart = Omit<ServerSpanRequest, "status">
+
+/**
+ * The server span of a request whose fiber the edge starts itself (server.ts):
+ * made by the request's tracer as `withServerSpan` makes it, the parent of the
+ * request's program through the context the fiber starts with
+ * (`Tracer.ParentSpan`), and ended by `endServerSpan` with the fiber's exit.
+ * No program wraps the request: no span machinery of Effect's, no context
+ * change or exit hook inside it (stage alone: 1.5 µs and 1.8 KB less per
+ * traced request, bench/README.md "Telemetry").
+ */
+export const startServerSpan = (tracer: Tracer.Tracer, request: ServerSpanStart): Tracer.Span => {
+  const span = tracer.span({
+    name: serverSpanName(request.method, request.route),
+    parent: request.parent === undefined ? Option.none() : Option.some(request.parent),
+    annotations: NO_ANNOTATIONS,
+    links: [],
+    startTime: 0n,
+    kind: "server",
+    root: false,
+    sampled: true
+  })
+  span.attribute(HTTP.requestMethod, request.method)
+  span.attribute(HTTP.route, request.route)
+  span.attribute(HTTP.urlPath, request.path)
+  span.attribute(HTTP.urlScheme, "http")
+  span.attribute(ATTR.requestId, request.requestId)
+  return span
+}
+
+/** Ends a `startServerSpan` span with the status answered and the request fiber's exit. */
+export const endServerSpan = (span: Tracer.Span, status: number, exit: Exit.Exit<unknown, unknown>): void => {
+  span.attribute(HTTP.responseStatusCode, status)
+  if (status >= 500) span.attribute(ATTR.errorType, String(status))
+  span.end(0n, exit)
+}
+
+/**
+ * A leaf span around the program `evaluate` makes: the span `Effect.useSpan`
+ * would make (the fiber's tracer, its current span as the parent), ended with
+ * the program's exit after `onEnd` has seen it. In a traced request (the
+ * current span is one the application trace exports, span timing off, no span
+ * annotations or links from the environment, no trace level that drops it)
+ * the span is made directly and ended by one exit hook: Effect's span
+ * machinery reads a dozen references and allocates some 2.5 KB per span, this
+ * about half (bench/README.md, "Telemetry"). Anywhere else, `Effect.useSpan`.
+ */
+const inLeafSpan = <A, E, R>(
+  name: string,
+  kind: Tracer.SpanKind,
+  evaluate: InSpan<A, E, R>,
+  onEnd?: (span: Tracer.Span, exit: Exit.Exit<A, E>) => void
+): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => {
+    const { cache } = fiber
+    const parent = cache.span
+    if (
+      cache.tracer === undefined || !cache.tracerEnabled || parent === undefined || !isExportedSpan(parent) ||
+      fiber.getRef(References.TracerTimingEnabled) || fiber.getRef(References.TracerSpanLinks).length > 0 ||
+      !emptyRecord(fiber.getRef(References.TracerSpanAnnotations)) ||
+      LogLevel.isGreaterThan(fiber.getRef(Tracer.MinimumTraceLevel), fiber.getRef(Tracer.CurrentTraceLevel))
+    ) {
+      return onEnd === undefined
+        ? Effect.useSpan(name, { kind }, evaluate)
+        : Effect.useSpan(name, { kind }, (span) => Effect.onExit(evaluate(span), (exit) => Effect.sync(() => onEnd(span, exit))))
+    }
+    const span = cache.tracer.span({ name, parent: Option.some(parent), annotations: NO_ANNOTATIONS, links: [], startTime: 0n, kind, root: false, sampled: true })
+    return Effect.onExit(evaluate(span), (exit) => {
+      onEnd?.(span, exit)
+      span.end(0n, exit)
+      return Effect.void
+    })
+  })
+
+const emptyRecord = (record: Readonly<Record<string, unknown>>): boolean => {
+  for (const _ in record) return false
+  return true
+}
+
 /** Model resolution (and the experiment draw). Annotate the outcome with `annotateResolved`. */
 export const inResolveSpan = <A, E, R>(requestedModel: string, effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.useSpan(SPAN.resolveModel, (span) => {
+  inLeafSpan(SPAN.resolveModel, "internal", (span) => {
     span.attribute(ATTR.requestedModel, requestedModel)
     return effect(span)
   })
@@ -188,7 +233,7 @@ export const inAttemptSpan = <A, E, R>(
   /** Called as the attempt ends, before its span does (one exit hook for both, not two). */
   onEnd?: (span: Tracer.Span, exit: Exit.Exit<A, E>) => void
 ): Effect.Effect<A, E, R> =>
-  Effect.useSpan(SPAN.attempt, CLIENT_SPAN, (span) => {
+  inLeafSpan(SPAN.attempt, "client", (span) => {
     span.attribute(ATTR.attemptNumber, info.attempt)
     span.attribute(ATTR.providerId, info.providerId)
     span.attribute(ATTR.providerName, providerNameOf(info.providerId, info.kind))
@@ -202,11 +247,10 @@ export const inAttemptSpan = <A, E, R>(
     if (info.path !== undefined) span.attribute(ATTR.path, info.path)
     if (info.retryDelayMs !== undefined) span.attribute(ATTR.retryDelayMs, Math.round(info.retryDelayMs))
     if (info.hedge !== undefined) span.attribute(ATTR.hedge, info.hedge)
-    return Effect.onExit(effect(span), (exit) => {
-      if (Exit.isFailure(exit)) annotateFailure(span, exit.cause)
-      onEnd?.(span, exit)
-      return Effect.void
-    })
+    return effect(span)
+  }, (span, exit) => {
+    if (Exit.isFailure(exit)) annotateFailure(span, exit.cause)
+    onEnd?.(span, exit)
   })
 
 /** The attempt's failure (its first typed error, as `Effect.tapError` sees it) on its span. */
@@ -222,14 +266,14 @@ const annotateFailure = (span: Tracer.Span, cause: Cause.Cause<unknown>): void =
 
 /** The input or output guardrail scan. Annotate `ATTR.guardrailOutcome` (`pass`, or the violation's code; never the matched text). */
 export const inGuardrailSpan = <A, E, R>(direction: "input" | "output", effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.useSpan(SPAN.guardrail, (span) => {
+  inLeafSpan(SPAN.guardrail, "internal", (span) => {
     span.attribute(ATTR.guardrailDirection, direction)
     return effect(span)
   })
 
 /** The response cache lookup. Annotate `ATTR.cacheOutcome` (`hit`, `miss`, `error`, `bypass`). */
 export const inCacheLookupSpan = <A, E, R>(mode: string, effect: InSpan<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.useSpan(SPAN.cacheLookup, (span) => {
+  inLeafSpan(SPAN.cacheLookup, "internal", (span) => {
     span.attribute(ATTR.cacheMode, mode)
     return effect(span)
   })

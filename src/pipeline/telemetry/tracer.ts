@@ -32,7 +32,7 @@ import { writeAttribute } from "../../otlp/common.ts"
 import type { ProtoWriter } from "../../otlp/protobuf.ts"
 import type { ExportQueue } from "../../otlp/queue.ts"
 import { beginEvent, beginLink, beginSpan, endEvent, endLink, endSpanAttributes, endSpanEvents, endSpanLinks, EVENT_ATTRIBUTES, LINK_ATTRIBUTES, SPAN_ATTRIBUTES, SPAN_KIND, STATUS_CODE } from "../../otlp/trace.ts"
-import { ATTR } from "./spans.ts"
+import { ATTR } from "./names.ts"
 
 /** An upstream failure as spans may show it: the class, the provider, the status; never the upstream's text. */
 class RedactedUpstreamFailure extends Error {
@@ -193,6 +193,9 @@ class ExportedSpan extends Tracer.NativeSpan {
     }
   }
 }
+
+/** A sampled span of the application trace (one its tracer exports as it ends). */
+export const isExportedSpan = (span: Tracer.AnySpan): boolean => span instanceof ExportedSpan
 
 /**
  * The Effect tracer of the application trace, exporting into `queue`.
