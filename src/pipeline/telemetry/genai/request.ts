@@ -157,10 +157,15 @@ const textBlocksJson = (blocks: ReadonlyArray<unknown>): string | undefined => {
   for (const block of blocks) {
     const text = record(block)
     if (text?.type !== "text" || typeof text.text !== "string") return undefined
-    json += json === "" ? textPartJson(text.text) : `,${textPartJson(text.text)}`
+    json = joined(json, textPartJson(text.text))
   }
   return json
 }
+
+/** Comma-separated JSON items, one more. */
+const joined = (items: string, item: string): string => (items === "" ? item : `${items},${item}`)
+
+const inputJson = (messages: string, system: string): InputJson => ({ messages: `[${messages}]`, system: system === "" ? "[]" : `[${system}]` })
 
 /**
  * The content of a plain conversation read from the wire JSON, as the
@@ -177,31 +182,25 @@ const plainContentJson = (format: CallerFormat, json: Readonly<Record<string, un
   if (!Array.isArray(wire)) return undefined
   let messages = ""
   let system = ""
-  const addMessage = (message: string): void => {
-    messages += messages === "" ? message : `,${message}`
-  }
-  const addSystem = (parts: string): void => {
-    if (parts !== "") system += system === "" ? parts : `,${parts}`
-  }
   if (format === "openai") {
     for (const item of wire) {
       const message = record(item)
       if (message === undefined || typeof message.content !== "string") return undefined
       if (message.tool_calls != null || message.refusal != null || message.audio != null || message.function_call != null) return undefined
       const role = message.role
-      if (role === "system" || role === "developer") addSystem(textPartJson(message.content))
-      else if (role === "user" || role === "assistant") addMessage(messageJson(role, textPartJson(message.content)))
+      if (role === "system" || role === "developer") system = joined(system, textPartJson(message.content))
+      else if (role === "user" || role === "assistant") messages = joined(messages, messageJson(role, textPartJson(message.content)))
       else return undefined
     }
-    return { messages: `[${messages}]`, system: `[${system}]` }
+    return inputJson(messages, system)
   }
   if (format !== "anthropic") return undefined
   const top = json.system
-  if (typeof top === "string") addSystem(textPartJson(top))
+  if (typeof top === "string") system = textPartJson(top)
   else if (Array.isArray(top)) {
     const parts = textBlocksJson(top)
     if (parts === undefined) return undefined
-    addSystem(parts)
+    system = parts
   } else if (top != null) return undefined
   for (const item of wire) {
     const message = record(item)
@@ -210,9 +209,9 @@ const plainContentJson = (format: CallerFormat, json: Readonly<Record<string, un
     const parts = typeof message.content === "string" ? textPartJson(message.content) : Array.isArray(message.content) ? textBlocksJson(message.content) : undefined
     if (parts === undefined) return undefined
     // The canonical decoding keeps a message without parts; the conventions' form leaves it out.
-    if (parts !== "") addMessage(messageJson(role, parts))
+    if (parts !== "") messages = joined(messages, messageJson(role, parts))
   }
-  return { messages: `[${messages}]`, system: `[${system}]` }
+  return inputJson(messages, system)
 }
 
 /** `plainContentJson` as the conventions' objects (what a reader of the JSON gets). */
