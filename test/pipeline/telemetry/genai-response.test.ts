@@ -73,4 +73,17 @@ describe("captured content JSON", () => {
     ]
     for (const value of cases) expect(capJson(value).json).toBe(JSON.stringify(value))
   })
+  it("an answer of text alone is written as JSON.stringify writes its output messages", async () => {
+    const { outputMessagesOf, textOutputJson } = await import("../../../src/pipeline/telemetry/genai/messages.ts")
+    const cases = [
+      { text: "done", stopReason: "end_turn" as const },
+      { text: "cut \"quoted\" \n é 𝄞 \u0000", stopReason: "max_tokens" as const },
+      { text: "", stopReason: "end_turn" as const },
+      { text: undefined },
+      { text: "partial", failed: true },
+      { text: "x", toolCalls: [] }
+    ]
+    for (const output of cases) expect(textOutputJson(output)).toBe(JSON.stringify(outputMessagesOf(output)))
+    expect(textOutputJson({ text: "x", toolCalls: [{ id: "c", name: "f", arguments: "{}" }] })).toBeUndefined()
+  })
 })

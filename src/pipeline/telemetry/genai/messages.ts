@@ -117,6 +117,17 @@ export const outputMessagesOf = (output: OutputContent): Array<GenAiMessage> => 
   return [{ role: "assistant", parts, finish_reason: finish }]
 }
 
+/**
+ * `JSON.stringify(outputMessagesOf(output))` for an answer without tool calls,
+ * written out without making the objects; undefined for one with tool calls.
+ */
+export const textOutputJson = (output: OutputContent): string | undefined => {
+  if (output.toolCalls !== undefined && output.toolCalls.length > 0) return undefined
+  const finish = output.failed === true ? "error" : output.stopReason === undefined ? "stop" : finishReasonOf(output.stopReason)
+  const part = output.text !== undefined && output.text !== "" ? `{"type":"text","content":${JSON.stringify(output.text)}}` : ""
+  return `[{"role":"assistant","parts":[${part}],"finish_reason":${JSON.stringify(finish)}}]`
+}
+
 const utf8Length = (text: string): number => Buffer.byteLength(text, "utf8")
 
 /** Every string in `value` cut to `max` characters (marked with `…`). */
@@ -175,6 +186,9 @@ const textJson = (value: ReadonlyArray<unknown>): string | undefined => {
   return `${json}]`
 }
 
+/** Whether JSON text is within the cap as it is (a UTF-16 unit is at most 3 UTF-8 bytes: short text fits without counting). */
+export const fitsCap = (json: string, cap: number = CONTENT_CAP_BYTES): boolean => json.length * 3 <= cap || utf8Length(json) <= cap
+
 /**
  * `value` as JSON of at most `cap` UTF-8 bytes. Over the cap, the longest
  * string length that fits is found by bisection (each string cut to it); an
@@ -182,8 +196,7 @@ const textJson = (value: ReadonlyArray<unknown>): string | undefined => {
  */
 export const capJson = (value: ReadonlyArray<unknown>, cap: number = CONTENT_CAP_BYTES): CappedJson => {
   const whole = textJson(value) ?? JSON.stringify(value)
-  // A UTF-16 unit is at most 3 UTF-8 bytes: short JSON fits without counting.
-  if (whole.length * 3 <= cap || utf8Length(whole) <= cap) return { json: whole, truncated: false }
+  if (fitsCap(whole, cap)) return { json: whole, truncated: false }
   let items = value
   // Dropping the oldest items first: enough must remain for the structure to fit at a small string length.
   const MIN_STRING = 32

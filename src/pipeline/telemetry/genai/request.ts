@@ -14,7 +14,7 @@
  */
 import type { CallerFormat, ChatRequest, ResponseFormat } from "../../../domain/index.ts"
 import { GATEWAY_GENAI, GEN_AI } from "./attributes.ts"
-import { capJson, inputMessagesOf, systemInstructionsOf } from "./messages.ts"
+import { capJson, fitsCap, inputMessagesOf, systemInstructionsOf } from "./messages.ts"
 import type { GenAiMessage, Part } from "./messages.ts"
 
 export type Attributes = Record<string, string | number | boolean | ReadonlyArray<string>>
@@ -140,62 +140,84 @@ interface InputContent {
 
 const contentOf = (request: ChatRequest): InputContent => ({ messages: inputMessagesOf(request), system: systemInstructionsOf(request) })
 
-const textPartOf = (text: string): Part => ({ type: "text", content: text })
+/** A captured input as JSON text, in the conventions' forms: the messages and the system instructions. */
+interface InputJson {
+  readonly messages: string
+  /** `[]` when there are none. */
+  readonly system: string
+}
 
-/** Text blocks (`[{type: "text", text}]`) as parts; undefined if any block is something else. */
-const textBlocks = (blocks: ReadonlyArray<unknown>): Array<Part> | undefined => {
-  const parts: Array<Part> = []
+const textPartJson = (text: string): string => `{"type":"text","content":${JSON.stringify(text)}}`
+
+const messageJson = (role: string, parts: string): string => `{"role":${JSON.stringify(role)},"parts":[${parts}]}`
+
+/** Text blocks (`[{type: "text", text}]`) as text parts' JSON, comma-separated; undefined if any block is something else. */
+const textBlocksJson = (blocks: ReadonlyArray<unknown>): string | undefined => {
+  let json = ""
   for (const block of blocks) {
     const text = record(block)
     if (text?.type !== "text" || typeof text.text !== "string") return undefined
-    parts.push(textPartOf(text.text))
+    json = joined(json, textPartJson(text.text))
   }
-  return parts
+  return json
 }
+
+/** Comma-separated JSON items, one more. */
+const joined = (items: string, item: string): string => (items === "" ? item : `${items},${item}`)
+
+const inputJson = (messages: string, system: string): InputJson => ({ messages: `[${messages}]`, system: system === "" ? "[]" : `[${system}]` })
 
 /**
  * The content of a plain conversation read from the wire JSON, as the
- * canonical decoding would give it: OpenAI messages of roles `system`,
- * `developer`, `user`, `assistant` with string content and nothing else that
- * carries content; Anthropic messages of text (strings or text blocks) and a
- * text `system`. Undefined for anything else (tools, media, other roles,
- * another format): the canonical request is decoded then.
+ * canonical decoding would give it, written as JSON text (what
+ * `JSON.stringify` writes of the conventions' objects, without making them):
+ * OpenAI messages of roles `system`, `developer`, `user`, `assistant` with
+ * string content and nothing else that carries content; Anthropic messages of
+ * text (strings or text blocks) and a text `system`. Undefined for anything
+ * else (tools, media, other roles, another format): the canonical request is
+ * decoded then.
  */
-export const plainMessagesOf = (format: CallerFormat, json: Readonly<Record<string, unknown>>): InputContent | undefined => {
+const plainContentJson = (format: CallerFormat, json: Readonly<Record<string, unknown>>): InputJson | undefined => {
   const wire = json.messages
   if (!Array.isArray(wire)) return undefined
-  const messages: Array<GenAiMessage> = []
-  const system: Array<Part> = []
+  let messages = ""
+  let system = ""
   if (format === "openai") {
     for (const item of wire) {
       const message = record(item)
       if (message === undefined || typeof message.content !== "string") return undefined
       if (message.tool_calls != null || message.refusal != null || message.audio != null || message.function_call != null) return undefined
       const role = message.role
-      if (role === "system" || role === "developer") system.push(textPartOf(message.content))
-      else if (role === "user" || role === "assistant") messages.push({ role, parts: [textPartOf(message.content)] })
+      if (role === "system" || role === "developer") system = joined(system, textPartJson(message.content))
+      else if (role === "user" || role === "assistant") messages = joined(messages, messageJson(role, textPartJson(message.content)))
       else return undefined
     }
-    return { messages, system }
+    return inputJson(messages, system)
   }
   if (format !== "anthropic") return undefined
   const top = json.system
-  if (typeof top === "string") system.push(textPartOf(top))
+  if (typeof top === "string") system = textPartJson(top)
   else if (Array.isArray(top)) {
-    const parts = textBlocks(top)
+    const parts = textBlocksJson(top)
     if (parts === undefined) return undefined
-    system.push(...parts)
+    system = parts
   } else if (top != null) return undefined
   for (const item of wire) {
     const message = record(item)
     const role = message?.role
     if (message === undefined || (role !== "user" && role !== "assistant")) return undefined
-    const parts = typeof message.content === "string" ? [textPartOf(message.content)] : Array.isArray(message.content) ? textBlocks(message.content) : undefined
+    const parts = typeof message.content === "string" ? textPartJson(message.content) : Array.isArray(message.content) ? textBlocksJson(message.content) : undefined
     if (parts === undefined) return undefined
     // The canonical decoding keeps a message without parts; the conventions' form leaves it out.
-    if (parts.length > 0) messages.push({ role, parts })
+    if (parts !== "") messages = joined(messages, messageJson(role, parts))
   }
-  return { messages, system }
+  return inputJson(messages, system)
+}
+
+/** `plainContentJson` as the conventions' objects (what a reader of the JSON gets). */
+export const plainMessagesOf = (format: CallerFormat, json: Readonly<Record<string, unknown>>): InputContent | undefined => {
+  const content = plainContentJson(format, json)
+  return content === undefined ? undefined : { messages: JSON.parse(content.messages) as Array<GenAiMessage>, system: JSON.parse(content.system) as Array<Part> }
 }
 
 const contentAttributes = (content: InputContent, attributes: Attributes): void => {
@@ -211,6 +233,16 @@ const contentAttributes = (content: InputContent, attributes: Attributes): void 
   if (truncated) attributes[GATEWAY_GENAI.contentTruncated] = true
 }
 
+/** `contentAttributes` of a plain conversation's JSON text: as it is when within the cap, capped from its objects otherwise. */
+const plainContentAttributes = (content: InputJson, attributes: Attributes): void => {
+  if (!fitsCap(content.messages) || !fitsCap(content.system)) {
+    contentAttributes({ messages: JSON.parse(content.messages) as Array<GenAiMessage>, system: JSON.parse(content.system) as Array<Part> }, attributes)
+    return
+  }
+  attributes[GEN_AI.inputMessages] = content.messages
+  if (content.system !== "[]") attributes[GEN_AI.systemInstructions] = content.system
+}
+
 /** The request attributes of a chat call's GenAI span. */
 export const chatRequestAttributes = (source: GenAiRequest, captureContent: boolean): Attributes => {
   const attributes: Attributes = {}
@@ -221,8 +253,8 @@ export const chatRequestAttributes = (source: GenAiRequest, captureContent: bool
   }
   parameterAttributes(fromWire(source.format, source.json), attributes)
   if (captureContent) {
-    const plain = plainMessagesOf(source.format, source.json)
-    if (plain !== undefined) contentAttributes(plain, attributes)
+    const plain = plainContentJson(source.format, source.json)
+    if (plain !== undefined) plainContentAttributes(plain, attributes)
     else {
       const request = source.canonical()
       if (request !== undefined) contentAttributes(contentOf(request), attributes)

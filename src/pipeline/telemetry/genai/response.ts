@@ -6,7 +6,7 @@
  */
 import type { ChatResponse, StopReason, Usage } from "../../../domain/index.ts"
 import { finishReasonOf, GATEWAY_GENAI, GEN_AI } from "./attributes.ts"
-import { capJson, outputMessagesOf } from "./messages.ts"
+import { capJson, fitsCap, outputMessagesOf, textOutputJson } from "./messages.ts"
 import type { Attributes } from "./request.ts"
 
 /** What a model call answered, as far as it got. */
@@ -57,9 +57,15 @@ export const responseAttributes = (
   if (summary.usage !== undefined) usageAttributes(summary.usage, attributes, options.outputTokens !== false)
   const answered = summary.stopReason !== undefined || (summary.text ?? "") !== "" || (summary.toolCalls?.length ?? 0) > 0
   if (options.captureContent && answered) {
-    const output = capJson(outputMessagesOf({ ...summary, failed: options.failed }))
-    attributes[GEN_AI.outputMessages] = output.json
-    if (output.truncated) attributes[GATEWAY_GENAI.contentTruncated] = true
+    const content = { text: summary.text, toolCalls: summary.toolCalls, stopReason: summary.stopReason, failed: options.failed }
+    // Text alone (most answers) is written as JSON text directly; the cap is applied to the objects only when it is needed.
+    const text = textOutputJson(content)
+    if (text !== undefined && fitsCap(text)) attributes[GEN_AI.outputMessages] = text
+    else {
+      const output = capJson(outputMessagesOf(content))
+      attributes[GEN_AI.outputMessages] = output.json
+      if (output.truncated) attributes[GATEWAY_GENAI.contentTruncated] = true
+    }
   }
   return attributes
 }
