@@ -51,7 +51,6 @@ describe("pretty logs", () => {
     const script = spawn("script", ["-qfec", `${process.execPath} src/main.ts serve ${path}`, "/dev/null"], { cwd: PROJECT_ROOT, env: {}, stdio: ["pipe", "pipe", "pipe"] })
     let out = ""
     script.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
-    const gatewayPid = () => Number(execFileSync("pgrep", ["-P", String(script.pid)]).toString().trim().split("\n")[0])
     try {
       await waitFor(() => /listening .*port=\d+/.test(plain(out)), "the listening line")
       const port = Number(/listening .*port=(\d+)/.exec(plain(out))![1])
@@ -61,8 +60,11 @@ describe("pretty logs", () => {
       expect(line).toContain(`${ESC}[1m${ESC}[32m200${ESC}[0m`)
       expect(out).not.toContain(`{"time"`)
     } finally {
+      // The gateway has the pseudo-terminal's session to itself: killing `script` hangs it up, which the
+      // gateway takes as SIGHUP (a reload) and keeps serving. It is killed by its own config path (unique
+      // to this test), whether or not it is `script`'s child yet.
       try {
-        process.kill(gatewayPid(), "SIGKILL")
+        execFileSync("pkill", ["-KILL", "-f", path])
       } catch {
         // already gone
       }
