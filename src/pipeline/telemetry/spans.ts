@@ -22,7 +22,6 @@ import { providerNameOf, serverOf } from "./genai/attributes.ts"
 import { ATTR, HTTP, SPAN } from "./names.ts"
 import { isExportedSpan } from "./tracer.ts"
 
-export { ATTR, HTTP, SPAN }
 
 /** How much of a withheld upstream body the attempt span keeps. */
 export const ERROR_BODY_LIMIT = 4096
@@ -65,27 +64,34 @@ const serverSpanName = (method: string, route: string): string => {
   return name
 }
 
+/** What a server span says of its request as it starts (`withServerSpan` and `startServerSpan` alike). */
+const annotateServerSpan = (span: Tracer.Span, request: ServerSpanStart): void => {
+  span.attribute(HTTP.requestMethod, request.method)
+  span.attribute(HTTP.route, request.route)
+  span.attribute(HTTP.urlPath, request.path)
+  span.attribute(HTTP.urlScheme, "http")
+  span.attribute(ATTR.requestId, request.requestId)
+}
+
+/** The status answered, and an error type for a 5xx. */
+const annotateStatus = (span: Tracer.Span, status: number): void => {
+  span.attribute(HTTP.responseStatusCode, status)
+  if (status >= 500) span.attribute(ATTR.errorType, String(status))
+}
+
 /**
  * Runs a request program in its server span (the parent of all its spans); the response status is recorded as the program ends.
  * Attributes are set on the span rather than passed as an object: a literal with computed keys is slow to build on every request.
  */
 export const withServerSpan = (request: ServerSpanRequest) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.useSpan(serverSpanName(request.method, request.route), request.parent === undefined ? SERVER_SPAN : { kind: "server", parent: request.parent }, (span) => {
-    span.attribute(HTTP.requestMethod, request.method)
-    span.attribute(HTTP.route, request.route)
-    span.attribute(HTTP.urlPath, request.path)
-    span.attribute(HTTP.urlScheme, "http")
-    span.attribute(ATTR.requestId, request.requestId)
+    annotateServerSpan(span, request)
     // The parent of every span the program makes. Not `Effect.withParentSpan`: that also pushes a stack
     // frame named after the span (a second context change and fiber cache per request, for a name in
     // the stack traces of failures the edge answers anyway).
     return Effect.provideService(
       Effect.onExit(effect, () =>
-        Effect.sync(() => {
-          const status = request.status()
-          span.attribute(HTTP.responseStatusCode, status)
-          if (status >= 500) span.attribute(ATTR.errorType, String(status))
-        })),
+        Effect.sync(() => annotateStatus(span, request.status()))),
       Tracer.ParentSpan,
       span
     )
@@ -116,18 +122,13 @@ export const startServerSpan = (tracer: Tracer.Tracer, request: ServerSpanStart)
     root: false,
     sampled: true
   })
-  span.attribute(HTTP.requestMethod, request.method)
-  span.attribute(HTTP.route, request.route)
-  span.attribute(HTTP.urlPath, request.path)
-  span.attribute(HTTP.urlScheme, "http")
-  span.attribute(ATTR.requestId, request.requestId)
+  annotateServerSpan(span, request)
   return span
 }
 
 /** Ends a `startServerSpan` span with the status answered and the request fiber's exit. */
 export const endServerSpan = (span: Tracer.Span, status: number, exit: Exit.Exit<unknown, unknown>): void => {
-  span.attribute(HTTP.responseStatusCode, status)
-  if (status >= 500) span.attribute(ATTR.errorType, String(status))
+  annotateStatus(span, status)
   span.end(0n, exit)
 }
 
