@@ -67,23 +67,17 @@ const sealOptions = (scope: CacheScope, key: string) => ({
 export const withinBudget = <A>(budgetMs: number, read: () => Promise<A>): Effect.Effect<A, Error> =>
   Effect.callback<A, Error>((resume) => {
     let done = false
-    const giveUp = () => {
+    // The first outcome wins: the answer, its failure, or the budget spent (the give-up runs a turn after its timer).
+    const settle = (outcome: Effect.Effect<A, Error>): void => {
       if (done) return
       done = true
-      resume(Effect.fail(new Error(`no answer within ${budgetMs} ms`)))
+      clearTimeout(timer)
+      resume(outcome)
     }
-    const timer = setTimeout(() => setImmediate(giveUp), budgetMs)
+    const timer = setTimeout(() => setImmediate(() => settle(Effect.fail(new Error(`no answer within ${budgetMs} ms`)))), budgetMs)
     read().then(
-      (value) => {
-        if (done) return
-        clearTimeout(timer)
-        resume(Effect.succeed(value))
-      },
-      (error: unknown) => {
-        if (done) return
-        clearTimeout(timer)
-        resume(Effect.fail(error instanceof Error ? error : new Error(String(error))))
-      }
+      (value) => settle(Effect.succeed(value)),
+      (error: unknown) => settle(Effect.fail(error instanceof Error ? error : new Error(String(error))))
     )
   })
 
