@@ -214,10 +214,16 @@ const plainContentJson = (format: CallerFormat, json: Readonly<Record<string, un
   return inputJson(messages, system)
 }
 
-/** `plainContentJson` as the conventions' objects (what a reader of the JSON gets). */
+/** A plain conversation's JSON text as the conventions' objects (what a reader of the JSON gets). */
+const contentOfJson = (content: InputJson): InputContent => ({
+  messages: JSON.parse(content.messages) as Array<GenAiMessage>,
+  system: JSON.parse(content.system) as Array<Part>
+})
+
+/** `plainContentJson` as the conventions' objects. */
 export const plainMessagesOf = (format: CallerFormat, json: Readonly<Record<string, unknown>>): InputContent | undefined => {
   const content = plainContentJson(format, json)
-  return content === undefined ? undefined : { messages: JSON.parse(content.messages) as Array<GenAiMessage>, system: JSON.parse(content.system) as Array<Part> }
+  return content === undefined ? undefined : contentOfJson(content)
 }
 
 const contentAttributes = (content: InputContent, attributes: Attributes): void => {
@@ -236,7 +242,7 @@ const contentAttributes = (content: InputContent, attributes: Attributes): void 
 /** `contentAttributes` of a plain conversation's JSON text: as it is when within the cap, capped from its objects otherwise. */
 const plainContentAttributes = (content: InputJson, attributes: Attributes): void => {
   if (!fitsCap(content.messages) || !fitsCap(content.system)) {
-    contentAttributes({ messages: JSON.parse(content.messages) as Array<GenAiMessage>, system: JSON.parse(content.system) as Array<Part> }, attributes)
+    contentAttributes(contentOfJson(content), attributes)
     return
   }
   attributes[GEN_AI.inputMessages] = content.messages
