@@ -13,6 +13,9 @@
  * requests, `--instr=off`, `--dump`, and the dump's total divided by the
  * requests.
  *
+ * The ref `hop` is the bare Node hop (bench/node-hop.ts, Node's default flags): the
+ * floor issue 29's goals are ratios to, counted the same way.
+ *
  * A ref ending in `+keys` runs with a gateway key (`[keys]`) sent with every
  * request; `+limits` gives that key rate limits counted in the Redis of
  * `--limits REDIS_URL` (far above the load, so every request is admitted and
@@ -135,6 +138,12 @@ const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: ()
   }
 }
 
+/** The bare hop under `wrap`, as `startGateway` gives a gateway (its url, child and log). */
+const startHop = async (dir: string, index: number, upstream: string, cpu: string | undefined, wrap: ReadonlyArray<string>) => {
+  const hop = await startProcess(["bench/node-hop.ts", upstream], cpu ?? "0", dir, `hop-${index}`, { wrap })
+  return { url: `http://127.0.0.1:${JSON.parse(hop.line).port as number}`, child: hop.child, log: hop.log }
+}
+
 const requests = async (url: string, pools: Pools, stream: boolean, count: number, headers: Readonly<Record<string, string>>, concurrency: number): Promise<number> => {
   let done = 0
   for (let slice = 0; slice < 20 && done < count; slice++) {
@@ -173,7 +182,9 @@ const main = async (argv: ReadonlyArray<string>) => {
       const keys = keyOptions(spec, limitsUrl, receiverUrl)
       const { ref } = keys
       let entry = built.get(ref)
-      if (entry === undefined) {
+      if (ref === "hop") {
+        // The bare Node hop (bench/node-hop.ts), the floor issue 29's goals are ratios to.
+      } else if (entry === undefined) {
         const refDir = join(dir, `ref-${index}`)
         mkdirSync(refDir)
         const tree = ref === "." ? root : checkoutRef(ref, refDir)
@@ -182,14 +193,15 @@ const main = async (argv: ReadonlyArray<string>) => {
       }
       const out = join(dir, `cg-${index}`)
       mkdirSync(out)
-      const gateway = await startGateway(dir, `gateway-${index}`, upstream, {
+      const wrap = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", ...(keys.workers === undefined ? [] : ["--trace-children=yes"]), `--callgrind-out-file=${out}/cg.%p`]
+      const gateway = ref === "hop" ? await startHop(dir, index, upstream, cpu, wrap) : await startGateway(dir, `gateway-${index}`, upstream, {
         entry,
         extra: keys.extra,
         ...(keys.telemetry === undefined ? {} : { telemetry: keys.telemetry }),
         env: keys.env,
         ...(keys.workers === undefined ? {} : { server: `workers = ${keys.workers}` }),
         cpu,
-        wrap: ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", ...(keys.workers === undefined ? [] : ["--trace-children=yes"]), `--callgrind-out-file=${out}/cg.%p`]
+        wrap
       })
       try {
         if (keys.workers !== undefined) await waitForWorkers(gateway.log, keys.workers)
