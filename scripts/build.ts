@@ -44,6 +44,29 @@ const lazyHttp2: Plugin = {
   }
 }
 
+/**
+ * Effect's fiber makes a `node:async_hooks` `AsyncResource` every time it
+ * waits (a callback, a sleep) and resumes inside it, so that an
+ * `AsyncLocalStorage` value set before the fiber started is seen after the
+ * wait: a few objects and an async-id push and pop per wait, several waits per
+ * request. Nothing the gateway's server runs reads an `AsyncLocalStorage` (its
+ * own code, undici, ioredis: undici only captures the caller's, which is
+ * none), so the server's bundle leaves it out. The library (scripts/build-lib.ts)
+ * keeps it: its callers may rely on their own storage across a call. The build
+ * fails if Effect's code no longer has the line this replaces.
+ */
+const noFiberAsyncContext: Plugin = {
+  name: "no-fiber-async-context",
+  setup(build) {
+    build.onLoad({ filter: /effect[\\/]dist[\\/]internal[\\/]effect\.js$/ }, (args) => {
+      const source = readFileSync(args.path, "utf8")
+      const capture = "const captureAsyncContext = () => AsyncResource === undefined ? undefined : new AsyncResource(\"effect/Fiber\");"
+      if (!source.includes(capture)) throw new Error(`${args.path} no longer has \`${capture}\`: update the no-fiber-async-context plugin of scripts/build.ts`)
+      return { contents: source.replace(capture, "const captureAsyncContext = () => undefined;"), loader: "js" }
+    })
+  }
+}
+
 /** Builds kept besides the current one: a gateway still starting from one of them finds it whole. */
 const KEEP_BUILDS = 3
 /** A temporary build directory this old was left by a build that died. */
@@ -68,7 +91,7 @@ const result = await build({
   minifySyntax: true,
   legalComments: "none",
   logLevel: "warning",
-  plugins: [lazyHttp2],
+  plugins: [lazyHttp2, noFiberAsyncContext],
   // CommonJS dependencies call require(); an ESM bundle gives them one.
   banner: { js: "import { createRequire as __gatewayRequire } from \"node:module\"; const require = __gatewayRequire(import.meta.url);" }
 })
