@@ -117,13 +117,26 @@ export class JsonLog {
 
   private lastMillis = 0
   private lastIso = ""
+  private lastSecond = -1
+  /** `2026-11-27T20:43:47.`: the ISO time up to its milliseconds, of `lastSecond`. */
+  private secondPrefix = ""
 
-  /** ISO time, formatted at most once per millisecond. */
+  /**
+   * ISO time. `Date#toISOString` cost about 1 % of a request's CPU at full load (a
+   * new millisecond nearly every request): it runs once a second, and each
+   * millisecond appends its three digits.
+   */
   private now(): string {
     const millis = Date.now()
     if (millis !== this.lastMillis) {
       this.lastMillis = millis
-      this.lastIso = new Date(millis).toISOString()
+      const ms = millis % 1000
+      const second = millis - ms
+      if (second !== this.lastSecond) {
+        this.lastSecond = second
+        this.secondPrefix = new Date(second).toISOString().slice(0, 20)
+      }
+      this.lastIso = `${this.secondPrefix}${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z`
     }
     return this.lastIso
   }

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import { JsonLog } from "../../src/infra/log.ts"
 
 const turn = () => new Promise((resolve) => setImmediate(resolve))
@@ -21,6 +21,32 @@ describe("JsonLog", () => {
     expect(out.writes).toHaveLength(1)
     const lines = out.writes[0].trimEnd().split("\n").map((line) => JSON.parse(line))
     expect(lines.map((line) => [line.msg, line.status])).toEqual([["request", 200], ["request", 201]])
+  })
+
+  it("stamps each line with its ISO time to the millisecond, across seconds and with leading zeros", async () => {
+    const instants = [
+      Date.UTC(2026, 10, 27, 20, 43, 47, 5),
+      Date.UTC(2026, 10, 27, 20, 43, 47, 5),
+      Date.UTC(2026, 10, 27, 20, 43, 47, 42),
+      Date.UTC(2026, 10, 27, 20, 43, 47, 999),
+      Date.UTC(2026, 10, 27, 20, 43, 48, 0),
+      Date.UTC(2026, 10, 27, 23, 59, 59, 300),
+      Date.UTC(2026, 10, 28, 0, 0, 0, 70)
+    ]
+    const out = sink()
+    const log = new JsonLog("info", out)
+    const now = vi.spyOn(Date, "now")
+    try {
+      for (const instant of instants) {
+        now.mockReturnValueOnce(instant)
+        log.log("info", "tick")
+      }
+    } finally {
+      now.mockRestore()
+    }
+    await turn()
+    const times = out.writes.join("").trimEnd().split("\n").map((line) => JSON.parse(line).time)
+    expect(times).toEqual(instants.map((instant) => new Date(instant).toISOString()))
   })
 
   it("drops lines while the reader is behind by more than 16 MiB and says how many once it caught up", async () => {
