@@ -57,6 +57,8 @@ const namedHopByHop = (connection: string | ReadonlyArray<string> | undefined): 
   if (connection === undefined) return undefined
   let named: Set<string> | undefined
   // undici hands an upstream's repeated `Connection` lines over as a list (Node's server joins a caller's).
+  // What nearly every peer sends names nothing: no split, no lower-casing.
+  if (connection === "keep-alive" || connection === "close" || connection === "Keep-Alive") return undefined
   for (const token of (typeof connection === "string" ? connection : connection.join(",")).split(",")) {
     const name = token.trim().toLowerCase()
     if (name === "" || name === "keep-alive" || name === "close") continue
@@ -151,12 +153,35 @@ const BEARER = /^bearer\s+(\S+)\s*$/i
 export const callerKey = (incoming: IncomingHttpHeaders): Redacted.Redacted<string> | undefined => {
   const authorization = incoming.authorization
   if (authorization !== undefined) {
+    const known = recentKeys.get(authorization)
+    if (known !== undefined) return known
     const match = BEARER.exec(authorization)
-    if (match !== null) return Redacted.make(match[1])
+    if (match !== null) return remember(authorization, match[1])
   }
   const key = incoming["x-api-key"] ?? incoming["api-key"]
   const value = Array.isArray(key) ? key[0] : key
-  return value === undefined || value === "" ? undefined : Redacted.make(value)
+  if (value === undefined || value === "") return undefined
+  // Apart from the `Authorization` values (a key alone never matches one of those).
+  const header = `\0${value}`
+  return recentKeys.get(header) ?? remember(header, value)
+}
+
+/**
+ * The caller keys of recent requests, by the header value they came in, each
+ * held as one `Redacted`: a caller sends the same key with every request, and
+ * `Redacted.make` (it registers every value in a process-wide `WeakMap`) cost
+ * about 1 % of a request's CPU at full load when made anew per request. Only
+ * this process's memory holds them, as it holds every request in flight;
+ * bounded, the oldest forgotten first.
+ */
+const recentKeys = new Map<string, Redacted.Redacted<string>>()
+const RECENT_KEYS = 256
+
+const remember = (header: string, value: string): Redacted.Redacted<string> => {
+  if (recentKeys.size >= RECENT_KEYS) recentKeys.delete(recentKeys.keys().next().value!)
+  const key = Redacted.make(value)
+  recentKeys.set(header, key)
+  return key
 }
 
 /**
