@@ -257,7 +257,8 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamBody, Watched {
       this.errorSize += chunk.byteLength
       return
     }
-    this.touch()
+    // The chunks of one turn arrive together: the first one's time is every one's.
+    if (this.turn === undefined) this.touch()
     if (this.decompressor !== undefined) this.decompressor.write(chunk)
     else this.deliver(chunk)
   }
