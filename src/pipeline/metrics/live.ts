@@ -21,8 +21,15 @@ interface Series {
   firstToken: HistogramCell | undefined
   /** By `TOKEN_TYPES` index. */
   readonly tokens: Array<CounterCell | undefined>
-  /** By caller format, route, status and error class. */
-  readonly requests: Map<string, CounterCell>
+  /** By caller format, route, status and error class: lookups of values the request holds, no key made per request. */
+  readonly requests: Map<string, Map<string, Map<number, Map<string, CounterCell>>>>
+}
+
+/** The map under `key` in `map`, made on first use. */
+const branch = <K, M extends Map<unknown, unknown>>(map: Map<K, M>, key: K): M => {
+  let found = map.get(key)
+  if (found === undefined) map.set(key, found = new Map() as M)
+  return found
 }
 
 /** The caller format of a request: the Responses API by its path, else the caller's wire family. */
@@ -113,12 +120,12 @@ const makeRecorder = (registry: Registry) => {
     const errorClass = fields.error_code ?? NONE
     const format = callerFormatOf(endpoint, caller)
     const cells = seriesOf(endpoint, provider, model)
-    const requestKey = `${format}\0${route}\0${status}\0${errorClass}`
-    let requested = cells.requests.get(requestKey)
+    const byError = branch(branch(branch(cells.requests, format), route), status)
+    let requested = byError.get(errorClass)
     if (requested === undefined) {
-      const key = `${endpoint}\0${provider}\0${model}\0${requestKey}`
+      const key = `${endpoint}\0${provider}\0${model}\0${format}\0${route}\0${status}\0${errorClass}`
       requested = requests.at(key) ?? requests.create(key, [endpoint, format, provider, model, route, String(status), errorClass])
-      cells.requests.set(requestKey, requested)
+      byError.set(errorClass, requested)
     }
     requested.value++
     duration.observe(cells.duration, durationMs / 1000)
