@@ -77,13 +77,13 @@ export const executePlan = <A, R>(
         if (onAttempt === undefined) return attempt(info)
         const started = performance.now()
         return attempt(info).pipe(
-          Effect.onExit((exit) =>
-            Effect.sync(() => {
-              if (Exit.isSuccess(exit)) onAttempt(info, "ok", performance.now() - started)
-              else if (exit.cause.reasons[0]?._tag === "Fail") onAttempt(info, exit.cause.reasons[0].error, performance.now() - started)
-              else if (race?.answered === true) onAttempt(info, "lost", performance.now() - started)
-            })
-          )
+          // Told as the exit is known (no effect of its own to run: one runtime step fewer per attempt).
+          Effect.onExit((exit) => {
+            if (Exit.isSuccess(exit)) onAttempt(info, "ok", performance.now() - started)
+            else if (exit.cause.reasons[0]?._tag === "Fail") onAttempt(info, exit.cause.reasons[0].error, performance.now() - started)
+            else if (race?.answered === true) onAttempt(info, "lost", performance.now() - started)
+            return Effect.void
+          })
         )
       })
 
