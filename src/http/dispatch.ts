@@ -150,13 +150,15 @@ export const routeProgram = <R>(router: Router<R>, ctx: EdgeContext, log: JsonLo
     Effect.flatMap((reply) => writeReply(ctx, reply)),
     // The request's scope: an attempt's upstream lives in it until the reply that reads it is written (or never is).
     Effect.scoped,
-    Effect.ensuring(Effect.sync(() => {
+    // However it ended (told in the exit's own callback: no effect to run for it).
+    Effect.onExit(() => {
       // The request's limits are settled with what its log line now says it used (over HTTP or in memory).
       if (ctx.settle !== undefined) ctx.settle(res.statusCode)
       if (!res.headersSent && !res.destroyed) {
         writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE))
       }
-    }))
+      return Effect.void
+    })
   )
   // A traced request's fiber is run in its server span by the edge (server.ts, `startServerSpan`): nothing wraps the program.
   if (match._tag === "Found" && sampleRequest(ctx, tracing)) ctx.endpoint = match.route

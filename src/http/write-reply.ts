@@ -190,8 +190,14 @@ const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.
   )
 }
 
-/** Writes a reply to the caller; a stream body as it comes. */
+/**
+ * Writes a reply to the caller; a stream body as it comes. A whole body is
+ * written as this is called: call it where the reply is had (a `flatMap`'s
+ * continuation), not ahead of time.
+ */
 export const writeReply = (ctx: EdgeContext, reply: Reply): Effect.Effect<void> => {
   const { body } = reply
-  return isValueBody(body) ? Effect.sync(() => writeWhole(ctx, reply as Reply<string | Uint8Array>)) : writeStream(ctx, reply, body)
+  if (!isValueBody(body)) return writeStream(ctx, reply, body)
+  writeWhole(ctx, reply as Reply<string | Uint8Array>)
+  return Effect.void
 }

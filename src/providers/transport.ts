@@ -505,7 +505,11 @@ export class ProviderClient extends Context.Service<ProviderClient, {
       const open = (call: UpstreamCall) =>
         Effect.flatMap(Effect.scope, (scope) => {
           const exchange = new Exchange(call, watch)
-          return Effect.andThen(Scope.addFinalizer(scope, Effect.sync(exchange.abort)), exchange.start(agent))
+          const release = () => {
+            exchange.abort()
+            return Effect.void
+          }
+          return Effect.andThen(Scope.addFinalizerExit(scope, release), exchange.start(agent))
         })
       return ProviderClient.of({
         // The exchange is the attempt's resource: its release (registered before the
