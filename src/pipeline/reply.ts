@@ -4,7 +4,7 @@
  * HTTP edge's writer (`src/http/write-reply.ts`) puts one on a socket, so the
  * same program can answer a library call or a batch line.
  */
-import { Cause, Effect, Exit, Scope, Stream } from "effect"
+import { Cause, Context, Effect, Exit, Scope, Stream } from "effect"
 import type { Array as Arr } from "effect"
 import { renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, ChatStreamEvent, RenderedError } from "../domain/index.ts"
@@ -270,13 +270,15 @@ export const failureReply = (ctx: RequestContext, failure: AnyGatewayFailure): R
 export const attemptScoped = <B extends string | Uint8Array | ReplyStream, E, R>(
   attempt: Effect.Effect<Reply<B>, E, R>
 ): Effect.Effect<Reply<B>, E, Exclude<R, Scope.Scope> | Scope.Scope> =>
-  Effect.flatMap(Effect.scope, (request) =>
-    Effect.flatMap(Scope.fork(request), (scope) =>
-      Scope.provide(attempt, scope).pipe(
-        Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : Scope.close(scope, exit))),
-        Effect.map((answer) => {
-          const { body } = answer
-          if (isValueBody(body)) return answer
-          return reply(answer.status, answer.headers, ensuringBody(body, Scope.close(scope, Exit.void)) as B, answer.events)
-        })
-      )))
+  // The request's scope read and forked in one step (`Effect.scope` and `Scope.fork` took four).
+  Effect.contextWith((context: Context.Context<Scope.Scope>) => {
+    const scope = Scope.forkUnsafe(Context.get(context, Scope.Scope))
+    return Scope.provide(attempt, scope).pipe(
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : Scope.close(scope, exit))),
+      Effect.map((answer) => {
+        const { body } = answer
+        if (isValueBody(body)) return answer
+        return reply(answer.status, answer.headers, ensuringBody(body, Scope.close(scope, Exit.void)) as B, answer.events)
+      })
+    )
+  })

@@ -503,7 +503,9 @@ export class ProviderClient extends Context.Service<ProviderClient, {
       const watch = new Watch(yield* Effect.clockWith(Effect.succeed))
       yield* Effect.forkScoped(watch.run)
       const open = (call: UpstreamCall) =>
-        Effect.flatMap(Effect.scope, (scope) => {
+        // The attempt's scope read in the step that uses it (`Effect.scope` is two).
+        Effect.contextWith((context: Context.Context<Scope.Scope>) => {
+          const scope = Context.get(context, Scope.Scope)
           const exchange = new Exchange(call, watch)
           const release = () => {
             exchange.abort()
