@@ -102,12 +102,16 @@ const drained = (res: ServerResponse): Effect.Effect<void> =>
 /** How a stream body ends on the socket: `end` after the last byte; a failure cuts the connection. */
 const finishStream = (ctx: EdgeContext) =>
   Effect.matchEffect({
-    onFailure: (failure: AnyGatewayFailure) =>
-      Effect.sync(() => {
-        logFailure(ctx, failure)
-        ctx.res.destroy()
-      }),
-    onSuccess: () => Effect.sync(() => ctx.res.end())
+    // Done as the outcome is known: no effect of its own to run.
+    onFailure: (failure: AnyGatewayFailure) => {
+      logFailure(ctx, failure)
+      ctx.res.destroy()
+      return Effect.void
+    },
+    onSuccess: () => {
+      ctx.res.end()
+      return Effect.void
+    }
   })
 
 /** Bytes of one turn a push body gathers before it asks its source to wait for the socket. */

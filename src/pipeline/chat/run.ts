@@ -433,12 +433,11 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     if (!isValueBody(body)) {
       if (splice !== undefined) body = continueAfter(body, continuation(splice, collector))
       // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
-      const recordOutput = guard.output
-        ? Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector))))
-        : Effect.void
+      const recordOutput = Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector))))
       const { tapped } = collector
       const events = tapped === undefined ? undefined : { take: () => tapped.splice(0) }
-      return reply(forwarded.status, forwarded.headers, ensuringBody(body, Effect.andThen(recordOutput, Effect.suspend(() => finish(Exit.void)))), events)
+      const finished = Effect.suspend(() => finish(Exit.void))
+      return reply(forwarded.status, forwarded.headers, ensuringBody(body, guard.output ? Effect.andThen(recordOutput, finished) : finished), events)
     }
     if (guard.output) {
       // A held answer is withheld when its text violates the guardrail.
