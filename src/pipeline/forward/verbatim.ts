@@ -348,13 +348,23 @@ export const forwardHeld = (
   extraHeaders: Readonly<Record<string, string>>,
   inspect?: (json: unknown) => string | undefined
 ): Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError> =>
-  Effect.flatMap(holdBody(undefined, response.body, heldStage(HOLD_LIMIT), (error) => inBandFailure(source, error)), (body): Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError> => {
+  Effect.flatMap(heldWhole(source, response), (body): Effect.Effect<Reply<Uint8Array | ReplyStream>, UpstreamError> => {
     const head: ReplyHeaders = { ...responseHeaders(response.headers, "verbatim"), ...extraHeaders }
     if (!(body instanceof Uint8Array)) return Effect.succeed(reply(response.status, head, body))
     const problem = checkBody(response, body, inspect)
     if (problem !== undefined) return Effect.fail(UpstreamError.fault(source, problem, { status: response.status }))
     return Effect.succeed(reply(response.status, head, body))
   })
+
+/**
+ * The body held whole up to `HOLD_LIMIT`, streamed past it. A body whose
+ * length the upstream declared within the limit is simply read whole (no
+ * stage, no commit machinery: most JSON answers).
+ */
+const heldWhole = (source: FailureSource, response: UpstreamResponse): Effect.Effect<Uint8Array | ReplyStream, UpstreamError> =>
+  Number(response.headers["content-length"]) <= HOLD_LIMIT
+    ? response.body.readAll(HOLD_LIMIT)
+    : holdBody(undefined, response.body, heldStage(HOLD_LIMIT), (error) => inBandFailure(source, error))
 
 /**
  * The stage of a body held until `limit` bytes: below it nothing commits (the
