@@ -15,16 +15,20 @@
  *   started are dropped.
  * - `[DONE]` (or EOF) without a prior `finish_reason` means the stream was cut
  *   off: an `error` event, never a normal stop.
- * - Hot path: `JSON.parse` and property checks only; after the first text
- *   chunk, a chunk of the same shape (`TextChunkTemplate`: the same JSON but
- *   for its text and `obfuscation` pad) is read without parsing.
+ * - Hot path: no `JSON.parse` for a chunk of a shape learnt from an earlier
+ *   stream (`JsonShape`: the same JSON but for its id, creation time, text,
+ *   arguments, token counts and `obfuscation` pad), property checks on the
+ *   object it gives; after the first text chunk, a chunk of the same shape
+ *   (`TextChunkTemplate`: the same JSON but for its text and pad) is read
+ *   straight to its text.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import { pushInto } from "../contract.ts"
 import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
+import { JsonShapes } from "../json-shape.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
 import type { Hole } from "../text-chunk-template.ts"
-import { eventObject, trimmed } from "../event-data.ts"
+import { trimmed } from "../event-data.ts"
 import { statusOfOpenAiError } from "./error.ts"
 import { decodeUsage, isRecord, messageStartOf, stopReasonOfFinish } from "./mapping.ts"
 
@@ -38,6 +42,49 @@ const TRUNCATED: StreamError = {
 
 /** Shapes learnt per stream at most: a stream whose text chunks keep changing shape is parsed. */
 const MAX_TEMPLATES = 4
+
+/** String values that differ from chunk to chunk of a stream (a delta's text, a tool call's arguments). */
+const DELTA_STRINGS = ["content", "refusal", "reasoning_content", "reasoning"]
+
+/** The integers of a `usage` object (its details too). */
+const usageHoles = (usage: Record<string, unknown>, holes: Array<Hole>): void => {
+  for (const key of Object.keys(usage)) {
+    const value = usage[key]
+    if (Number.isSafeInteger(value)) holes.push({ owner: usage, key, kind: "integer" })
+    else if (isRecord(value)) usageHoles(value, holes)
+  }
+}
+
+/**
+ * The values of a chunk that differ from chunk to chunk and stream to stream
+ * (its id and creation time, its text, tool-call arguments, token counts, the
+ * obfuscation pad): the rest of a chunk repeats. An error is not learnt.
+ */
+const holesOfChunk = (chunk: Record<string, unknown>): ReadonlyArray<Hole> | undefined => {
+  if (chunk.error !== undefined) return undefined
+  const holes: Array<Hole> = []
+  if (typeof chunk.id === "string") holes.push({ owner: chunk, key: "id", kind: "string" })
+  if (Number.isSafeInteger(chunk.created)) holes.push({ owner: chunk, key: "created", kind: "integer" })
+  if (typeof chunk.obfuscation === "string") holes.push({ owner: chunk, key: "obfuscation", kind: "string" })
+  if (Array.isArray(chunk.choices)) {
+    for (const choice of chunk.choices) {
+      if (!isRecord(choice) || !isRecord(choice.delta)) continue
+      const delta = choice.delta
+      for (const key of DELTA_STRINGS) if (typeof delta[key] === "string") holes.push({ owner: delta, key, kind: "string" })
+      if (!Array.isArray(delta.tool_calls)) continue
+      for (const call of delta.tool_calls) {
+        if (isRecord(call) && isRecord(call.function) && typeof call.function.arguments === "string") {
+          holes.push({ owner: call.function, key: "arguments", kind: "string" })
+        }
+      }
+    }
+  }
+  if (isRecord(chunk.usage)) usageHoles(chunk.usage, holes)
+  return holes
+}
+
+/** The chunk shapes of the last streams (a model's role, text and finish chunks, its usage chunk, a few models). */
+const SHAPES = new JsonShapes(16, holesOfChunk)
 
 export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
   let started = false
@@ -89,6 +136,9 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     }
   }
 
+  /** This stream's reading of its chunks: most match a shape learnt earlier (see JsonShape) and are not parsed. */
+  const reader = SHAPES.reader()
+
   /** The shape of this stream's text chunks, once one was seen (see TextChunkTemplate). */
   let textChunk: TextChunkTemplate | undefined
   let learnt = 0
@@ -97,7 +147,8 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
    * Learns the shape of `chunk` when it is text only: after the first chunk,
    * one of its shape decodes to its text and nothing else whatever its text
    * and obfuscation pad (the id, model and the rest are read from the first
-   * chunk only).
+   * chunk only). Read by a shape, the chunk's template is cut from its text
+   * where the shape's holes were; parsed, it is learnt from the chunk.
    */
   const learn = (data: string, chunk: Record<string, unknown>): void => {
     if (learnt >= MAX_TEMPLATES) return
@@ -111,7 +162,7 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     learnt++
     const holes: Array<Hole> = [{ owner: delta, key: "content", kind: "text" }]
     if (typeof chunk.obfuscation === "string") holes.push({ owner: chunk, key: "obfuscation", kind: "string" })
-    textChunk = TextChunkTemplate.learn(data, chunk, holes)
+    textChunk = reader.matched?.textTemplate(data, holes) ?? TextChunkTemplate.learn(data, chunk, holes)
     // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
     if (textChunk === undefined) learnt = MAX_TEMPLATES
   }
@@ -129,7 +180,7 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
       out.push(terminal())
       return
     }
-    const chunk = eventObject(data)
+    const chunk = reader.read(data)
     if (chunk === undefined) return fail(MALFORMED, out)
     if (chunk.error !== undefined && chunk.error !== null) return fail(streamError(chunk.error), out)
     if (!started) {
