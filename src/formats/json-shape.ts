@@ -25,7 +25,7 @@
  */
 
 import { eventObject } from "./event-data.ts"
-import { escapedString, integerEnd, scanned, splitAtHoles, stringEnd } from "./json-holes.ts"
+import { escapedString, integerEnd, MAX_HOLES, scanned, splitAtHoles, stringEnd } from "./json-holes.ts"
 import type { Hole } from "./json-holes.ts"
 import { TextChunkTemplate } from "./text-chunk-template.ts"
 import type { HoleSpan } from "./text-chunk-template.ts"
@@ -115,6 +115,36 @@ export class JsonShape {
 /** Shapes a stream may learn: one whose events keep changing shape is parsed, as before. */
 const LEARNT_PER_STREAM = 4
 
+/** The holes of a family's events: its strings that vary, by key; its integers but those of some keys. */
+export interface HoleRule {
+  /** Keys whose string values differ from event to event (a text, an id, arguments). */
+  readonly strings: ReadonlySet<string>
+  /** Keys whose integers stay in the shape (an index, mostly 0: a hole costs each match more than the rare shape it saves). */
+  readonly fixedIntegers: ReadonlySet<string>
+  /** Whether an event's shape is worth keeping (an error's is not). */
+  readonly learns: (object: Record<string, unknown>) => boolean
+}
+
+/** The holes of `value` under `rule`, added to `holes`; false when there are more than a shape can have. */
+const collectHoles = (value: Record<string, unknown> | Array<unknown>, rule: HoleRule, holes: Array<Hole>): boolean => {
+  const keys = Array.isArray(value) ? undefined : Object.keys(value)
+  const count = keys === undefined ? (value as Array<unknown>).length : keys.length
+  for (let i = 0; i < count; i++) {
+    const key = keys === undefined ? String(i) : keys[i]
+    const item = (value as Record<string, unknown>)[key]
+    if (typeof item === "string") {
+      if (keys !== undefined && rule.strings.has(key)) holes.push({ owner: value as Record<string, unknown>, key, kind: "string" })
+    } else if (Number.isSafeInteger(item)) {
+      if (keys !== undefined && rule.fixedIntegers.has(key)) continue
+      holes.push({ owner: value as Record<string, unknown>, key, kind: "integer" })
+    } else if (typeof item === "object" && item !== null && !collectHoles(item as Record<string, unknown>, rule, holes)) {
+      return false
+    }
+    if (holes.length > MAX_HOLES) return false
+  }
+  return true
+}
+
 /**
  * The shapes of one wire family's events, shared by its streams: the last
  * `size` learnt (a stream of a model seen lately parses nothing).
@@ -123,12 +153,18 @@ export class JsonShapes {
   readonly learnt: Array<JsonShape> = []
   private next = 0
   private readonly size: number
-  /** The holes of a parsed event worth learning the shape of; undefined when it is not. */
-  readonly holesOf: (object: Record<string, unknown>) => ReadonlyArray<Hole> | undefined
+  private readonly rule: HoleRule
 
-  constructor(size: number, holesOf: (object: Record<string, unknown>) => ReadonlyArray<Hole> | undefined) {
+  constructor(size: number, rule: HoleRule) {
     this.size = size
-    this.holesOf = holesOf
+    this.rule = rule
+  }
+
+  /** The holes of a parsed event worth learning the shape of; undefined when it is not. */
+  holesOf(object: Record<string, unknown>): ReadonlyArray<Hole> | undefined {
+    if (!this.rule.learns(object)) return undefined
+    const holes: Array<Hole> = []
+    return collectHoles(object, this.rule, holes) ? holes : undefined
   }
 
   add(shape: JsonShape): void {

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it, vi } from "vitest"
 import type { ChatStreamEvent } from "../../src/domain/chat.ts"
-import { OpenAiChat } from "../../src/formats/index.ts"
+import { Anthropic, OpenAiChat } from "../../src/formats/index.ts"
 import type { SseEvent } from "../../src/formats/index.ts"
 import { JsonShape } from "../../src/formats/json-shape.ts"
 import type { Hole } from "../../src/formats/json-holes.ts"
@@ -220,5 +220,52 @@ describe("OpenAI Chat streams read by shapes", () => {
     for (let at = 1; at < whole.length; at += 7) {
       expect(outcome([whole.subarray(0, at), whole.subarray(at)]), `split at ${at}`).toEqual(expected)
     }
+  })
+})
+
+/** An Anthropic stream: its own message id and counts, a text block, a tool block, the finish, `message_stop`. */
+const anthropicStream = (n: number, texts: ReadonlyArray<string>): Array<SseEvent> =>
+  [
+    { type: "message_start", message: { id: `msg_${n}${"x".repeat(n % 4)}`, type: "message", role: "assistant", model: "claude-x", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 20 + n, cache_read_input_tokens: n, output_tokens: 1 } } },
+    { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+    { type: "ping" },
+    ...texts.map((text) => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })),
+    { type: "content_block_stop", index: 0 },
+    { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: `toolu_${n}`, name: "lookup", input: {} } },
+    { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: `{"q":${n}` } },
+    { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: "}" } },
+    { type: "content_block_stop", index: 1 },
+    { type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { output_tokens: 5 + n } },
+    { type: "message_stop" }
+  ].map((json) => ({ event: json.type, data: JSON.stringify(json) }))
+
+const decodeAnthropic = (events: ReadonlyArray<SseEvent>): Array<ChatStreamEvent> => {
+  const decoder = Anthropic.makeAnthropicStreamDecoder({ created: 1 })
+  return [...events.flatMap((event) => decoder.push(event)), ...decoder.end()]
+}
+
+describe("Anthropic Messages streams read by shapes", () => {
+  it("decode as the same streams parsed: each its own id, text, tool call, finish and usage", () => {
+    const next = random(11)
+    const words = ["Hi", " \"there\"", "\n", " 日本", " 😀", "\\", " end"]
+    for (let n = 0; n < 30; n++) {
+      const texts = Array.from({ length: 1 + Math.floor(next() * 5) }, () => words[Math.floor(next() * words.length)])
+      const stream = anthropicStream(n, texts)
+      expect(decodeAnthropic(stream), `stream ${n}`).toEqual(decodeAnthropic(stream.map(pretty)))
+    }
+  })
+
+  it("a stream of a shape seen before parses none of its events, and still reports its own id and usage", () => {
+    decodeAnthropic(anthropicStream(1, ["a", "b"]))
+    const stream = anthropicStream(2, ["c", "d"])
+    const parse = vi.spyOn(JSON, "parse")
+    const events = decodeAnthropic(stream)
+    // Only the string tokens with escapes in them (the tool call's partial JSON), never an event.
+    expect(parse.mock.calls.map(([text]) => text)).toEqual(["\"{\\\"q\\\":2\""])
+    parse.mockRestore()
+    expect(events).toEqual(decodeAnthropic(stream.map(pretty)))
+    expect(events[0]).toMatchObject({ type: "message_start", id: "msg_2xx", usage: { inputTokens: 24, cacheReadTokens: 2 } })
+    expect(events).toContainEqual({ type: "tool_call_start", index: 0, id: "toolu_2", name: "lookup" })
+    expect(events).toContainEqual({ type: "tool_call_delta", index: 0, argumentsDelta: "{\"q\":2" })
   })
 })

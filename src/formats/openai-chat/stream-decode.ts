@@ -43,48 +43,18 @@ const TRUNCATED: StreamError = {
 /** Shapes learnt per stream at most: a stream whose text chunks keep changing shape is parsed. */
 const MAX_TEMPLATES = 4
 
-/** String values that differ from chunk to chunk of a stream (a delta's text, a tool call's arguments). */
-const DELTA_STRINGS = ["content", "refusal", "reasoning_content", "reasoning"]
-
-/** The integers of a `usage` object (its details too). */
-const usageHoles = (usage: Record<string, unknown>, holes: Array<Hole>): void => {
-  for (const key of Object.keys(usage)) {
-    const value = usage[key]
-    if (Number.isSafeInteger(value)) holes.push({ owner: usage, key, kind: "integer" })
-    else if (isRecord(value)) usageHoles(value, holes)
-  }
-}
-
 /**
- * The values of a chunk that differ from chunk to chunk and stream to stream
- * (its id and creation time, its text, tool-call arguments, token counts, the
- * obfuscation pad): the rest of a chunk repeats. An error is not learnt.
+ * The chunk shapes of the last streams (a model's role, text and finish
+ * chunks, its usage chunk, a few models): cut at the values that differ from
+ * chunk to chunk and stream to stream (the id, a delta's text, tool-call
+ * arguments, the obfuscation pad, and the integers: creation time, token
+ * counts; a choice's or tool call's index stays). An error is not kept.
  */
-const holesOfChunk = (chunk: Record<string, unknown>): ReadonlyArray<Hole> | undefined => {
-  if (chunk.error !== undefined) return undefined
-  const holes: Array<Hole> = []
-  if (typeof chunk.id === "string") holes.push({ owner: chunk, key: "id", kind: "string" })
-  if (Number.isSafeInteger(chunk.created)) holes.push({ owner: chunk, key: "created", kind: "integer" })
-  if (typeof chunk.obfuscation === "string") holes.push({ owner: chunk, key: "obfuscation", kind: "string" })
-  if (Array.isArray(chunk.choices)) {
-    for (const choice of chunk.choices) {
-      if (!isRecord(choice) || !isRecord(choice.delta)) continue
-      const delta = choice.delta
-      for (const key of DELTA_STRINGS) if (typeof delta[key] === "string") holes.push({ owner: delta, key, kind: "string" })
-      if (!Array.isArray(delta.tool_calls)) continue
-      for (const call of delta.tool_calls) {
-        if (isRecord(call) && isRecord(call.function) && typeof call.function.arguments === "string") {
-          holes.push({ owner: call.function, key: "arguments", kind: "string" })
-        }
-      }
-    }
-  }
-  if (isRecord(chunk.usage)) usageHoles(chunk.usage, holes)
-  return holes
-}
-
-/** The chunk shapes of the last streams (a model's role, text and finish chunks, its usage chunk, a few models). */
-const SHAPES = new JsonShapes(16, holesOfChunk)
+const SHAPES = new JsonShapes(16, {
+  strings: new Set(["id", "content", "refusal", "reasoning_content", "reasoning", "arguments", "obfuscation"]),
+  fixedIntegers: new Set(["index"]),
+  learns: (chunk) => chunk.error === undefined
+})
 
 export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
   let started = false
