@@ -71,8 +71,12 @@ export class TextChunkTemplate {
     return new TextChunkTemplate(literals, spans.map((span) => span.kind))
   }
 
-  /** The text of `data` when it is a chunk of this shape; undefined when it is not (parse it). */
-  match(data: string): string | undefined {
+  /**
+   * The text of `data` when it is a chunk of this shape; undefined when it is
+   * not (parse it). With `read` false, "" for a chunk of this shape: its text
+   * is checked, not made.
+   */
+  match(data: string, read = true): string | undefined {
     const literals = this.literals
     const kinds = this.kinds
     let at = 0
@@ -99,6 +103,7 @@ export class TextChunkTemplate {
     }
     const last = literals[literals.length - 1]
     if (data.length !== at + last.length || data.substring(at) !== last) return undefined
+    if (!read) return escaped && escapedString(data, textStart, textEnd) === undefined ? undefined : ""
     return escaped ? escapedString(data, textStart, textEnd) : data.slice(textStart, textEnd)
   }
 }

@@ -147,7 +147,7 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
 
   const decodeInto = (data: string, name: string | undefined, out: ChatEventSink): void => {
     if (done) return
-    const text = textDelta?.match(data)
+    const text = textDelta?.match(data, out.textRead !== false)
     if (text !== undefined) {
       if (text !== "") out.push({ type: "text_delta", text })
       return

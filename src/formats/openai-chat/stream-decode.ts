@@ -141,7 +141,7 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     if (done) return
     const data = trimmed(raw)
     if (data === "") return
-    const text = textChunk?.match(data)
+    const text = textChunk?.match(data, out.textRead !== false)
     if (text !== undefined) {
       if (text !== "") out.push({ type: "text_delta", text })
       return
