@@ -9,7 +9,7 @@ import { describe, expect, it, vi } from "vitest"
 import type { ChatStreamEvent } from "../../src/domain/chat.ts"
 import { Anthropic, OpenAiChat } from "../../src/formats/index.ts"
 import type { SseEvent } from "../../src/formats/index.ts"
-import { JsonShape } from "../../src/formats/json-shape.ts"
+import { JsonShape, JsonShapes } from "../../src/formats/json-shape.ts"
 import type { Hole } from "../../src/formats/json-holes.ts"
 import { ResponseCollector } from "../../src/pipeline/chat/collector.ts"
 import { chatStreamGate } from "../../src/pipeline/chat/fast.ts"
@@ -112,6 +112,16 @@ describe("an event read by a learnt shape", () => {
       expect(Object.is((shape.match(variant) as { created: number }).created, (JSON.parse(variant) as { created: number }).created)).toBe(true)
       expect(structuredClone(shape.match(variant))).toEqual(JSON.parse(variant))
     }
+  })
+
+  it("writes a `__proto__` member into the own property JSON.parse made, not the prototype", () => {
+    const shapes = new JsonShapes(4, { strings: new Set(), fixedIntegers: new Set(), learns: () => true })
+    const reader = shapes.reader()
+    const data = "{\"usage\":{\"__proto__\":1,\"n\":2}}"
+    reader.read(data)
+    const other = data.replace(":1,", ":7,").replace(":2}", ":3}")
+    expect(structuredClone(reader.read(other))).toEqual(JSON.parse(other))
+    expect(Object.keys((reader.read(other) as { usage: object }).usage)).toEqual(["__proto__", "n"])
   })
 
   it("is not learnt from an event its serializer spaced otherwise", () => {
