@@ -65,6 +65,12 @@ export interface StreamDecoder {
 /** Where a decoder puts canonical events, in order (an array is one). */
 export interface ChatEventSink {
   push(event: ChatStreamEvent): unknown
+  /**
+   * False once nobody reads a text delta (the fast path's gate, when the
+   * answer committed, its first token was timed, and no guardrail, cache, tap
+   * or splice reads text): a decoder may then check a text chunk and drop it.
+   */
+  readonly textRead?: boolean | undefined
 }
 
 /**

@@ -12,6 +12,8 @@
  *   the chunk re-serialized with a marker in each hole, split at the markers;
  *   it is kept only if the chunk itself matches it (a compact serializer
  *   upstream: any spacing or escaping that differs and there is no template).
+ *   A chunk a `JsonShape` read (json-shape.ts) needs neither: its template is
+ *   cut from its own text where the shape's holes were (`within`).
  * - A chunk matches when it is the template's literal text with a valid JSON
  *   string (or integer) in each hole: then it parses, token for token, to the
  *   learnt chunk with other values in the holes, so it decodes to a text
@@ -19,65 +21,16 @@
  *   error, a tool call, a malformed chunk) does not match and is parsed.
  */
 
-/** What a hole holds: the chunk's text, or a string or integer nobody reads. */
-export type HoleKind = "text" | "string" | "integer"
+import { escapedString, integerEnd, scanned, splitAtHoles, stringEnd } from "./json-holes.ts"
+import type { Hole, HoleKind } from "./json-holes.ts"
 
-/** A value of the learnt chunk that differs from chunk to chunk: `owner[key]`. */
-export interface Hole {
-  readonly owner: Record<string, unknown>
-  readonly key: string
+export type { Hole, HoleKind } from "./json-holes.ts"
+
+/** A hole's place in an event's text: `[start, end)` (a string's text, its quotes outside). */
+export interface HoleSpan {
+  readonly start: number
+  readonly end: number
   readonly kind: HoleKind
-}
-
-/** Hole markers: strings no upstream sends, serialized as `"\u0001"`…; at most 7 holes. */
-const MARKERS = ["\u0001", "\u0002", "\u0003", "\u0004", "\u0005", "\u0006", "\u0007"]
-const MARKS = MARKERS.map((marker) => JSON.stringify(marker))
-
-const QUOTE = 34
-const BACKSLASH = 92
-
-/** Whether the string token `stringEnd` last read had an escape in it (its validity is then JSON.parse's to judge). */
-let escapeSeen = false
-
-/** End (its closing quote) of the string token whose text starts at `from`; -1 when there is none. */
-const stringEnd = (data: string, from: number): number => {
-  escapeSeen = false
-  for (let i = from; i < data.length; i++) {
-    const c = data.charCodeAt(i)
-    if (c === QUOTE) return i
-    if (c === BACKSLASH) {
-      escapeSeen = true
-      i++
-    } else if (c < 32) {
-      return -1
-    }
-  }
-  return -1
-}
-
-/** End of the integer token (`-?(0|[1-9][0-9]*)`) at `from`; -1 when there is none. */
-const integerEnd = (data: string, from: number): number => {
-  let i = data.charCodeAt(from) === 45 ? from + 1 : from
-  const first = data.charCodeAt(i)
-  if (first === 48) return i + 1
-  if (!(first >= 49 && first <= 57)) return -1
-  i++
-  while (i < data.length) {
-    const c = data.charCodeAt(i)
-    if (c < 48 || c > 57) break
-    i++
-  }
-  return i
-}
-
-/** Whether `data[from, to)`, a string token's text with an escape in it, is a valid one. */
-const validEscapes = (data: string, from: number, to: number): boolean => {
-  try {
-    JSON.parse(data.slice(from - 1, to + 1))
-    return true
-  } catch {
-    return false
-  }
 }
 
 export class TextChunkTemplate {
@@ -95,44 +48,35 @@ export class TextChunkTemplate {
    * text); undefined when `data` is not the chunk's compact serialization.
    */
   static learn(data: string, chunk: Record<string, unknown>, holes: ReadonlyArray<Hole>): TextChunkTemplate | undefined {
-    if (holes.length > MARKERS.length) return undefined
-    const saved = holes.map((hole) => hole.owner[hole.key])
-    let serialized: string
-    try {
-      holes.forEach((hole, i) => {
-        hole.owner[hole.key] = MARKERS[i]
-      })
-      serialized = JSON.stringify(chunk)
-    } finally {
-      holes.forEach((hole, i) => {
-        hole.owner[hole.key] = saved[i]
-      })
-    }
-    const at: Array<number> = []
-    for (let i = 0; i < holes.length; i++) {
-      const position = serialized.indexOf(MARKS[i])
-      // A marker found twice: some value holds it too, and the holes are not known.
-      if (position === -1 || serialized.indexOf(MARKS[i], position + 1) !== -1) return undefined
-      at.push(position)
-    }
-    const order = holes.map((_, i) => i).sort((a, b) => at[a] - at[b])
-    const literals: Array<string> = []
-    const kinds: Array<HoleKind> = []
-    let from = 0
-    for (const i of order) {
-      // A string hole keeps its quotes in the literals; an integer's marker is replaced whole.
-      const quoted = holes[i].kind !== "integer"
-      literals.push(serialized.slice(from, quoted ? at[i] + 1 : at[i]))
-      from = quoted ? at[i] + MARKS[i].length - 1 : at[i] + MARKS[i].length
-      kinds.push(holes[i].kind)
-    }
-    literals.push(serialized.slice(from))
-    const template = new TextChunkTemplate(literals, kinds)
+    const split = splitAtHoles(chunk, holes)
+    if (split === undefined) return undefined
+    const template = new TextChunkTemplate(split.literals, split.holes.map((hole) => hole.kind))
     return template.match(data) === undefined ? undefined : template
   }
 
-  /** The text of `data` when it is a chunk of this shape; undefined when it is not (parse it). */
-  match(data: string): string | undefined {
+  /**
+   * The template of a text chunk `data` whose holes are at `spans` (in order,
+   * one of them the text), known without a parse: `data` matched a shape
+   * (json-shape.ts) whose other holes are fixed here to their values in
+   * `data`.
+   */
+  static within(data: string, spans: ReadonlyArray<HoleSpan>): TextChunkTemplate {
+    const literals: Array<string> = []
+    let from = 0
+    for (const span of spans) {
+      literals.push(data.slice(from, span.start))
+      from = span.end
+    }
+    literals.push(data.slice(from))
+    return new TextChunkTemplate(literals, spans.map((span) => span.kind))
+  }
+
+  /**
+   * The text of `data` when it is a chunk of this shape; undefined when it is
+   * not (parse it). With `read` false, "" for a chunk of this shape: its text
+   * is checked, not made.
+   */
+  match(data: string, read = true): string | undefined {
     const literals = this.literals
     const kinds = this.kinds
     let at = 0
@@ -147,9 +91,9 @@ export class TextChunkTemplate {
       const kind = kinds[i]
       const end = kind === "integer" ? integerEnd(data, at) : stringEnd(data, at)
       if (end === -1) return undefined
-      if (kind !== "integer" && escapeSeen) {
+      if (kind !== "integer" && scanned.escaped) {
         if (kind === "text") escaped = true
-        else if (!validEscapes(data, at, end)) return undefined
+        else if (escapedString(data, at, end) === undefined) return undefined
       }
       if (kind === "text") {
         textStart = at
@@ -159,11 +103,7 @@ export class TextChunkTemplate {
     }
     const last = literals[literals.length - 1]
     if (data.length !== at + last.length || data.substring(at) !== last) return undefined
-    if (!escaped) return data.slice(textStart, textEnd)
-    try {
-      return JSON.parse(data.slice(textStart - 1, textEnd + 1)) as string
-    } catch {
-      return undefined
-    }
+    if (!read) return escaped && escapedString(data, textStart, textEnd) === undefined ? undefined : ""
+    return escaped ? escapedString(data, textStart, textEnd) : data.slice(textStart, textEnd)
   }
 }

@@ -9,14 +9,7 @@ import { afterEach, describe, expect, it, vi } from "vitest"
 import type { ChatStreamEvent } from "../../src/domain/chat.ts"
 import { Anthropic, OpenAiChat, OpenAiResponses } from "../../src/formats/index.ts"
 import type { SinkStreamDecoder, SseEvent } from "../../src/formats/index.ts"
-
-/** A small deterministic generator (mulberry32), so a failure repeats. */
-const random = (seed: number) => () => {
-  seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
+import { random, randomMutations, textMutations } from "./mutations.ts"
 
 interface Wire {
   readonly name: string
@@ -83,14 +76,7 @@ const variants = (wire: Wire, next: () => number): Array<string> => {
     JSON.stringify(wire.text("a \"quoted\" \\ back\nslash\t\u00e9 \ud83d\ude00 日本", 4).json),
     JSON.stringify(wire.text("", 5).json),
     JSON.stringify(wire.text("</script>\u2028", 6).json),
-    base.replace("hello", "he\u0001llo"),
-    base.replace("hello", "he\\xllo"),
-    base.replace("hello", "he\\u12"),
-    base.replace("hello", "hello\\"),
-    base.replace("\"hello\"", "\"hello\",\"extra\":1"),
-    base.replace("\"hello\"", "\"hello\" "),
-    base.replace("\"hello\"", "12"),
-    base.replace("\"hello\"", "null"),
+    ...textMutations(base),
     base.replace("null}]", "\"stop\"}]"),
     base.replace("\"delta\":{", "\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}],"),
     base.replace("\"text_delta\"", "\"thinking_delta\""),
@@ -101,17 +87,8 @@ const variants = (wire: Wire, next: () => number): Array<string> => {
     base.replace(/"obfuscation":"[^"]*"/, "\"obfuscation\":\"a\\\"b\""),
     base.replace(/"obfuscation":"[^"]*"/, "\"obfuscation\":\"a\\qb\""),
     base.replace(/"obfuscation":"[^"]*"/, "\"obfuscation\":7"),
-    base.slice(0, -1),
-    `${base} `,
-    `${base}x`
   ]
-  const alphabet = ["\"", "\\", "}", "]", "{", ",", ":", " ", "a", "1", "\n", "\u0000", "é"]
-  const mutated = Array.from({ length: 400 }, () => {
-    const at = Math.floor(next() * base.length)
-    const char = alphabet[Math.floor(next() * alphabet.length)]
-    const how = next()
-    return how < 0.4 ? base.slice(0, at) + char + base.slice(at + 1) : how < 0.8 ? base.slice(0, at) + char + base.slice(at) : base.slice(0, at) + base.slice(at + 1)
-  })
+  const mutated = randomMutations(base, next, 400)
   return [...crafted, ...mutated]
 }
 

@@ -19,15 +19,18 @@
  *   before `message_stop`, the stream was cut off: an `error` event.
  *
  * The event type is read from the JSON `type`, falling back to the `event:`
- * name. Hot path: `JSON.parse` and property checks only; after a text delta,
- * one of the same shape (`TextChunkTemplate`: the same JSON but for its
- * text) is read without parsing.
+ * name. Hot path: no `JSON.parse` for an event of a shape learnt from an
+ * earlier stream (`JsonShape`), property checks on the object it gives;
+ * after a text delta, one of the same shape (`TextChunkTemplate`: the same
+ * JSON but for its text) is read straight to its text.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import { pushInto } from "../contract.ts"
 import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
+import { JsonShapes } from "../json-shape.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
-import { eventObject, trimmed } from "../event-data.ts"
+import type { Hole } from "../text-chunk-template.ts"
+import { trimmed } from "../event-data.ts"
 import { statusOfAnthropicError } from "./error.ts"
 import { isRecord, readUsageCounts, stopReasonOfWire, type UsageCounts, usageOfCounts } from "./mapping.ts"
 
@@ -41,6 +44,19 @@ const TRUNCATED: StreamError = { type: "api_error", message: "upstream stream en
 
 /** Shapes learnt per stream at most: a stream whose text deltas keep changing shape is parsed. */
 const MAX_TEMPLATES = 4
+
+/**
+ * The event shapes of the last streams (a model's message start, block
+ * starts and stops, message delta and stop, pings): cut at the values that
+ * differ from event to event and stream to stream (the message or tool id, a
+ * delta's text, thinking, signature or partial JSON, and the integers: token
+ * counts; a block's index stays). An error is not kept.
+ */
+const SHAPES = new JsonShapes(16, {
+  strings: new Set(["id", "text", "thinking", "signature", "partial_json"]),
+  fixedIntegers: new Set(["index"]),
+  learns: (event) => event.type !== "error"
+})
 
 export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions = {}): SinkStreamDecoder => {
   const created = options.created ?? Math.floor(Date.now() / 1000)
@@ -122,19 +138,22 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
     }
   }
 
+  /** This stream's reading of its events: most match a shape learnt earlier (see JsonShape) and are not parsed. */
+  const reader = SHAPES.reader()
+
   /** The shape of this stream's text deltas, once one was seen (see TextChunkTemplate). */
   let textDelta: TextChunkTemplate | undefined
   let learnt = 0
 
   const decodeInto = (data: string, name: string | undefined, out: ChatEventSink): void => {
     if (done) return
-    const text = textDelta?.match(data)
+    const text = textDelta?.match(data, out.textRead !== false)
     if (text !== undefined) {
       if (text !== "") out.push({ type: "text_delta", text })
       return
     }
     if (trimmed(data) === "") return
-    const message = eventObject(data)
+    const message = reader.read(data)
     if (message === undefined) return stop({ type: "error", error: MALFORMED }, out)
     switch (typeof message.type === "string" ? message.type : name) {
       case "message_start": {
@@ -158,7 +177,8 @@ export const makeAnthropicStreamDecoder = (options: AnthropicStreamDecodeOptions
         // A text delta's shape, learnt: one of its shape is a text delta whatever its text.
         if (message.type === "content_block_delta" && message.delta.type === "text_delta" && typeof message.delta.text === "string" && learnt < MAX_TEMPLATES) {
           learnt++
-          textDelta = TextChunkTemplate.learn(data, message, [{ owner: message.delta, key: "text", kind: "text" }])
+          const holes: ReadonlyArray<Hole> = [{ owner: message.delta, key: "text", kind: "text" }]
+          textDelta = reader.matched?.textTemplate(data, holes) ?? TextChunkTemplate.learn(data, message, holes)
           // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
           if (textDelta === undefined) learnt = MAX_TEMPLATES
         }

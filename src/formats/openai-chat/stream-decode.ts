@@ -15,16 +15,20 @@
  *   started are dropped.
  * - `[DONE]` (or EOF) without a prior `finish_reason` means the stream was cut
  *   off: an `error` event, never a normal stop.
- * - Hot path: `JSON.parse` and property checks only; after the first text
- *   chunk, a chunk of the same shape (`TextChunkTemplate`: the same JSON but
- *   for its text and `obfuscation` pad) is read without parsing.
+ * - Hot path: no `JSON.parse` for a chunk of a shape learnt from an earlier
+ *   stream (`JsonShape`: the same JSON but for its id, creation time, text,
+ *   arguments, token counts and `obfuscation` pad), property checks on the
+ *   object it gives; after the first text chunk, a chunk of the same shape
+ *   (`TextChunkTemplate`: the same JSON but for its text and pad) is read
+ *   straight to its text.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import { pushInto } from "../contract.ts"
 import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
+import { JsonShapes } from "../json-shape.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
 import type { Hole } from "../text-chunk-template.ts"
-import { eventObject, trimmed } from "../event-data.ts"
+import { trimmed } from "../event-data.ts"
 import { statusOfOpenAiError } from "./error.ts"
 import { decodeUsage, isRecord, messageStartOf, stopReasonOfFinish } from "./mapping.ts"
 
@@ -38,6 +42,19 @@ const TRUNCATED: StreamError = {
 
 /** Shapes learnt per stream at most: a stream whose text chunks keep changing shape is parsed. */
 const MAX_TEMPLATES = 4
+
+/**
+ * The chunk shapes of the last streams (a model's role, text and finish
+ * chunks, its usage chunk, a few models): cut at the values that differ from
+ * chunk to chunk and stream to stream (the id, a delta's text, tool-call
+ * arguments, the obfuscation pad, and the integers: creation time, token
+ * counts; a choice's or tool call's index stays). An error is not kept.
+ */
+const SHAPES = new JsonShapes(16, {
+  strings: new Set(["id", "content", "refusal", "reasoning_content", "reasoning", "arguments", "obfuscation"]),
+  fixedIntegers: new Set(["index"]),
+  learns: (chunk) => chunk.error === undefined
+})
 
 export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
   let started = false
@@ -89,6 +106,9 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     }
   }
 
+  /** This stream's reading of its chunks: most match a shape learnt earlier (see JsonShape) and are not parsed. */
+  const reader = SHAPES.reader()
+
   /** The shape of this stream's text chunks, once one was seen (see TextChunkTemplate). */
   let textChunk: TextChunkTemplate | undefined
   let learnt = 0
@@ -97,7 +117,8 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
    * Learns the shape of `chunk` when it is text only: after the first chunk,
    * one of its shape decodes to its text and nothing else whatever its text
    * and obfuscation pad (the id, model and the rest are read from the first
-   * chunk only).
+   * chunk only). Read by a shape, the chunk's template is cut from its text
+   * where the shape's holes were; parsed, it is learnt from the chunk.
    */
   const learn = (data: string, chunk: Record<string, unknown>): void => {
     if (learnt >= MAX_TEMPLATES) return
@@ -111,7 +132,7 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     learnt++
     const holes: Array<Hole> = [{ owner: delta, key: "content", kind: "text" }]
     if (typeof chunk.obfuscation === "string") holes.push({ owner: chunk, key: "obfuscation", kind: "string" })
-    textChunk = TextChunkTemplate.learn(data, chunk, holes)
+    textChunk = reader.matched?.textTemplate(data, holes) ?? TextChunkTemplate.learn(data, chunk, holes)
     // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
     if (textChunk === undefined) learnt = MAX_TEMPLATES
   }
@@ -120,7 +141,7 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
     if (done) return
     const data = trimmed(raw)
     if (data === "") return
-    const text = textChunk?.match(data)
+    const text = textChunk?.match(data, out.textRead !== false)
     if (text !== undefined) {
       if (text !== "") out.push({ type: "text_delta", text })
       return
@@ -129,7 +150,7 @@ export const makeOpenAiChatStreamDecoder = (): SinkStreamDecoder => {
       out.push(terminal())
       return
     }
-    const chunk = eventObject(data)
+    const chunk = reader.read(data)
     if (chunk === undefined) return fail(MALFORMED, out)
     if (chunk.error !== undefined && chunk.error !== null) return fail(streamError(chunk.error), out)
     if (!started) {

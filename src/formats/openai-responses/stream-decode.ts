@@ -93,7 +93,7 @@ export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
   const decodeInto = (raw: string, name: string | undefined, out: ChatEventSink): void => {
     if (done) return
     const data = trimmed(raw)
-    const text = textDelta?.match(data)
+    const text = textDelta?.match(data, out.textRead !== false)
     if (text !== undefined) {
       if (text !== "") out.push({ type: "text_delta", text })
       return

@@ -86,6 +86,11 @@ export class ResponseCollector {
     this.onComplete = onComplete
   }
 
+  /** Whether a text delta changes anything but the first token's time: its text is kept, the answer assembled, or the events tapped. */
+  get readsText(): boolean {
+    return this.keepText || this.assembler !== undefined || this.tapped !== undefined
+  }
+
   /** Whether the whole answer is wanted (the cache will keep it). */
   get keeping(): boolean {
     return this.assembler !== undefined

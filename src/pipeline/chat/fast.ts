@@ -8,7 +8,7 @@
 import { Result } from "effect"
 import { commitsResponse } from "../../domain/index.ts"
 import type { CallerFormat, ChatResponse, ChatStreamEvent, StreamError } from "../../domain/index.ts"
-import type { ChatEventSink, DecodeFailure, SinkStreamDecoder } from "../../formats/index.ts"
+import type { DecodeFailure, SinkStreamDecoder } from "../../formats/index.ts"
 import { Anthropic, OpenAiChat, OpenAiResponses, PROVIDER_CODECS } from "../../formats/index.ts"
 import { summarizeChatJson } from "../../formats/summary.ts"
 import { SseParser } from "../../providers/sse.ts"
@@ -30,7 +30,9 @@ const STREAM_DECODERS: Readonly<Record<CallerFormat, () => SinkStreamDecoder>> =
  *
  * Per chunk the parser hands each event to the decoder and the decoder each
  * canonical event to the collector, through sinks made once per stream: no
- * array and no `SseEvent` per chunk.
+ * array and no `SseEvent` per chunk. When nothing reads the answer's text (no
+ * output guardrail, content capture, cache, tap or splice), text chunks after
+ * the commit and the first token are checked, not decoded (`textRead`).
  */
 export const chatStreamGate = (format: CallerFormat, collector: ResponseCollector, splice?: StreamSplice): StreamGate => {
   const parser = new SseParser()
@@ -46,7 +48,10 @@ export const chatStreamGate = (format: CallerFormat, collector: ResponseCollecto
     collector.event({ type: "error", error })
     return { error, eventsBefore, committed }
   }
-  const canonical: ChatEventSink = {
+  /** Text deltas read by nothing once the answer committed and its first token was timed. */
+  const textUnread = splice === undefined && !collector.readsText
+  const canonical: { push: (event: ChatStreamEvent) => void; textRead: boolean } = {
+    textRead: true,
     push: (event: ChatStreamEvent): void => {
       if (cut !== undefined) return
       if (event.type === "error") {
@@ -56,6 +61,7 @@ export const chatStreamGate = (format: CallerFormat, collector: ResponseCollecto
       collector.event(event)
       splice?.forwarded(event)
       if (!committed && commitsResponse(event)) committed = true
+      if (textUnread && committed && collector.firstTokenAt !== undefined) canonical.textRead = false
     }
   }
   const upstream: SseSink = (data, event) => {
