@@ -22,6 +22,18 @@
  * settled). `node bench/instructions.ts . .+keys .+limits --limits URL`: the
  * differences are the cost of the key check, and of the key check and limits.
  *
+ * The stages of issue 29's table ("What each stage costs" in README.md), each the least
+ * configuration that turns it on for the chat request: `+guardrails` (`[security]` with output
+ * guardrails and a three-term blocklist the prompt does not hit), `+cache-hit` (`[cache]` in
+ * database 9 of the Redis of `--limits`, or 127.0.0.1:6379, `default_mode = "always"`: every
+ * request the same, all hits after the first), `+cache-miss` (the same, a distinct prompt per
+ * request), `+metrics-off` (`[metrics] enabled = false`: the metrics are on by default, so the
+ * base row pays them), `+route` (a fallback route for `gpt-4o` over two targets on the one
+ * upstream), `+continuation` and `+hedging` (that route with `on_stream_break = "continue"`, or
+ * `hedge_after_ms` that never fires: both armed, never used; read them over `+route`),
+ * `+responses-unstored` (the prompt on `/v1/responses` with `store: false`, no `[responses]`)
+ * and `+responses` (`[responses]` on in database 9, `store: true`: every answer kept).
+ *
  * A ref ending in `+telemetry` runs with the specification's telemetry
  * defaults (application traces on at `sample_ratio = 0.1`, GenAI off), and
  * `+telemetry-all` with everything at 1.0 (application traces and GenAI spans
@@ -53,7 +65,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { buildTree, checkoutRef } from "./compare.ts"
 import { closedLoop, Pools, root, sleep, startProcess, stopProcess } from "./lib.ts"
-import { chatScenario, requestsByWorker, startGateway, telemetrySections, workerPids } from "./performance.ts"
+import type { Scenario } from "./lib.ts"
+import { chatScenario, requestsByWorker, startGateway, telemetrySections, twentyWords, workerPids } from "./performance.ts"
 
 const CONCURRENCY = 32
 /** Under valgrind a request takes far longer than the load generator's usual deadline: loop in slices. */
@@ -97,6 +110,8 @@ const waitForWorkers = async (log: string, count: number): Promise<void> => {
 }
 
 const BENCH_KEY = "bench-gateway-key-0123456789abcdef"
+/** The Redis of the cache and Responses stages when `--limits` names none. */
+const DEFAULT_REDIS = "redis://127.0.0.1:6379"
 
 /**
  * `-batched`: spans wait for a full batch (512) instead of 1 s. Under callgrind the gateway serves
@@ -107,15 +122,68 @@ const BENCH_KEY = "bench-gateway-key-0123456789abcdef"
  */
 const BATCHED_DELAY_MS = 3_600_000
 
-/** A ref and the configuration, environment and headers of its `+keys` / `+limits` / `+telemetry` / `+telemetry-all` suffix (nothing without). */
-const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: () => string): {
+/** A ref and the configuration, environment, headers and request of its suffix (nothing without). */
+interface RefOptions {
   readonly ref: string
   readonly extra: string | undefined
   readonly telemetry?: string | undefined
   readonly env: Readonly<Record<string, string>> | undefined
   readonly headers: Readonly<Record<string, string>>
   readonly workers?: number
-} => {
+  /** The request of each kind (`chatScenario` when not given). */
+  readonly scenario?: (url: string, stream: boolean, headers: Readonly<Record<string, string>>) => Scenario
+}
+
+/** The chat request with a distinct prompt per request (a cache miss every time). */
+const distinctChat = (url: string, stream: boolean, headers: Readonly<Record<string, string>>): Scenario => {
+  const run = `${process.pid}-${Date.now()}`
+  const base = chatScenario("gateway", url, stream, headers)
+  return { ...base, bodyFor: (n) => JSON.stringify({ model: "gpt-4o", stream, messages: [{ role: "user", content: `${stream ? twentyWords : "hello"} ${run} ${n}` }] }) }
+}
+
+/** The chat request's prompt on `/v1/responses`, stored or not. */
+const responsesRequest = (store: boolean) => (url: string, stream: boolean, headers: Readonly<Record<string, string>>): Scenario => ({
+  ...chatScenario("gateway", url, stream, headers),
+  path: "/v1/responses",
+  body: JSON.stringify({ model: "gpt-4o", stream, store, input: stream ? twentyWords : "hello" })
+})
+
+/** A fallback route for the chat request's model over two targets on the one upstream; `armed` adds to the route. */
+const twoTargets = (armed: string): string =>
+  `[targets.first]\nmodel = "gpt-4o"\n\n[targets.second]\nmodel = "gpt-4o"\n\n[routes.bench]\nendpoint = "chat"\nmodels = ["gpt-4o"]\nstrategy = "fallback"\ntargets = ["first", "second"]\n${armed}`
+
+/**
+ * The stages of issue 29's table: each the least configuration that turns the stage on for the
+ * chat request (`redis` for the cache and the Responses store, its database 9).
+ */
+const stageOptions = (suffix: string, redis: string): Omit<RefOptions, "ref"> | undefined => {
+  const plain = { env: undefined, headers: {} }
+  const cache = `[cache]\nenabled = true\nurl = "${redis}/9"\ndefault_mode = "always"\nencrypt_salt = "bench"\nttl_seconds = 120\n`
+  switch (suffix) {
+    case "guardrails":
+      return { ...plain, extra: `[security]\nenabled = true\noutput_guardrails = true\nblocklist = ["forbidden-one", "forbidden-two", "forbidden-three"]\n` }
+    case "cache-miss":
+      return { ...plain, extra: cache, scenario: distinctChat }
+    case "cache-hit":
+      return { ...plain, extra: cache }
+    case "metrics-off":
+      return { ...plain, extra: `[metrics]\nenabled = false\n` }
+    case "route":
+      return { ...plain, extra: twoTargets("") }
+    case "continuation":
+      return { ...plain, extra: twoTargets(`on_stream_break = "continue"\n`) }
+    case "hedging":
+      return { ...plain, extra: twoTargets(`hedge_after_ms = 600000\n`) }
+    case "responses-unstored":
+      return { ...plain, extra: undefined, scenario: responsesRequest(false) }
+    case "responses":
+      return { ...plain, extra: `[responses]\nenabled = true\nurl = "${redis}/9"\nencrypt_salt = "bench"\nstore_ttl_seconds = 120\n`, scenario: responsesRequest(true) }
+    default:
+      return undefined
+  }
+}
+
+const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: () => string): RefOptions => {
   const [ref, suffix] = spec.split("+")
   if (suffix === undefined) return { ref, extra: undefined, env: undefined, headers: {} }
   if (suffix === "workers") return { ref, extra: undefined, env: undefined, headers: {}, workers: 2 }
@@ -125,6 +193,8 @@ const keyOptions = (spec: string, limitsUrl: string | undefined, receiverUrl: ()
     const sections = telemetrySections(which, receiverUrl(), telemetry[2] === undefined ? undefined : BATCHED_DELAY_MS)
     return { ref, extra: undefined, telemetry: sections, env: undefined, headers: {} }
   }
+  const stage = stageOptions(suffix, limitsUrl ?? DEFAULT_REDIS)
+  if (stage !== undefined) return { ref, ...stage }
   if (suffix !== "keys" && suffix !== "limits") throw new Error(`unknown suffix +${suffix}`)
   if (suffix === "limits" && limitsUrl === undefined) throw new Error("+limits needs --limits REDIS_URL")
   const limited = suffix !== "limits"
@@ -144,10 +214,11 @@ const startHop = async (dir: string, index: number, upstream: string, cpu: strin
   return { url: `http://127.0.0.1:${JSON.parse(hop.line).port as number}`, child: hop.child, log: hop.log }
 }
 
-const requests = async (url: string, pools: Pools, stream: boolean, count: number, headers: Readonly<Record<string, string>>, concurrency: number): Promise<number> => {
+const requests = async (url: string, pools: Pools, stream: boolean, count: number, keys: RefOptions, concurrency: number): Promise<number> => {
+  const scenario = keys.scenario?.(url, stream, keys.headers) ?? chatScenario("gateway", url, stream, keys.headers)
   let done = 0
   for (let slice = 0; slice < 20 && done < count; slice++) {
-    done += (await closedLoop(pools.for(url), chatScenario("gateway", url, stream, headers), count - done, concurrency, SLICE_SECONDS)).requests
+    done += (await closedLoop(pools.for(url), scenario, count - done, concurrency, SLICE_SECONDS)).requests
   }
   return done
 }
@@ -207,8 +278,8 @@ const main = async (argv: ReadonlyArray<string>) => {
         if (keys.workers !== undefined) await waitForWorkers(gateway.log, keys.workers)
         // A single process is counted as worker 0 over every request; a cluster's workers each over its own.
         const pids = keys.workers === undefined ? new Map([[0, gateway.child.pid!]]) : workerPids(gateway.log)
-        if (kinds.includes("json")) await requests(gateway.url, pools, false, warmup, keys.headers, concurrency)
-        if (kinds.includes("stream")) await requests(gateway.url, pools, true, warmup, keys.headers, concurrency)
+        if (kinds.includes("json")) await requests(gateway.url, pools, false, warmup, keys, concurrency)
+        if (kinds.includes("stream")) await requests(gateway.url, pools, true, warmup, keys, concurrency)
         const row: Record<string, unknown> = { build: spec, concurrency }
         let dump = 0
         for (const stream of [false, true]) {
@@ -217,7 +288,7 @@ const main = async (argv: ReadonlyArray<string>) => {
           await sleep(1_000) // the warm-up's log lines are written
           const from = statSync(gateway.log).size
           for (const pid of pids.values()) callgrind(pid, "--instr=on")
-          const done = await requests(gateway.url, pools, stream, count, keys.headers, concurrency)
+          const done = await requests(gateway.url, pools, stream, count, keys, concurrency)
           for (const pid of pids.values()) callgrind(pid, "--instr=off")
           for (const pid of pids.values()) callgrind(pid, "--dump")
           await sleep(2_000)
