@@ -432,12 +432,14 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     let { body } = forwarded
     if (!isValueBody(body)) {
       if (splice !== undefined) body = continueAfter(body, continuation(splice, collector))
-      // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
-      const recordOutput = Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector))))
       const { tapped } = collector
       const events = tapped === undefined ? undefined : { take: () => tapped.splice(0) }
       const finished = Effect.suspend(() => finish(Exit.void))
-      return reply(forwarded.status, forwarded.headers, ensuringBody(body, guard.output ? Effect.andThen(recordOutput, finished) : finished), events)
+      // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
+      const ended = guard.output
+        ? Effect.andThen(Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector)))), finished)
+        : finished
+      return reply(forwarded.status, forwarded.headers, ensuringBody(body, ended), events)
     }
     if (guard.output) {
       // A held answer is withheld when its text violates the guardrail.
