@@ -10,8 +10,7 @@
  *   routes by the last one while an upstream reading the raw bytes may take
  *   the first, serving a model the gateway never resolved.
  *
- * The walk visits values, not bytes (string contents are never scanned), with
- * an explicit stack. The duplicate scan runs only when the key's text occurs
+ * The walk visits values, not bytes (string contents are never scanned). The duplicate scan runs only when the key's text occurs
  * twice in the raw body, which a normal body never does.
  */
 
@@ -20,27 +19,37 @@ export const MAX_JSON_DEPTH = 128
 /** Keys whose value decides routing: given twice at the top level, the body is ambiguous. */
 const ROUTING_KEYS = ["model", "stream"] as const
 
+const OUT_OF_RANGE = "a number in the body is out of range (it does not fit a 64-bit float)"
+const TOO_DEEP = `the body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`
+
 /** Why a parsed body cannot be accepted, or undefined. */
-export const jsonProblem = (json: unknown): string | undefined => {
-  const stack: Array<unknown> = [json]
-  const depths: Array<number> = [1]
-  while (stack.length > 0) {
-    const value = stack.pop()
-    const depth = depths.pop()!
-    if (typeof value === "number") {
-      if (!Number.isFinite(value)) return "a number in the body is out of range (it does not fit a 64-bit float)"
-      continue
-    }
-    if (typeof value !== "object" || value === null) continue
-    if (depth > MAX_JSON_DEPTH) return `the body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`
-    const children = Array.isArray(value) ? value : Object.values(value)
-    for (const child of children) {
-      if (typeof child === "object" && child !== null) {
-        stack.push(child)
-        depths.push(depth + 1)
-      } else if (typeof child === "number" && !Number.isFinite(child)) {
-        return "a number in the body is out of range (it does not fit a 64-bit float)"
+export const jsonProblem = (json: unknown): string | undefined => problemIn(json, 1)
+
+/**
+ * The walk, depth first: recursion is bounded by `MAX_JSON_DEPTH` (a deeper
+ * value is refused before it is entered), and no array of children is made
+ * per object (a request's messages and parts are many small objects).
+ */
+const problemIn = (value: unknown, depth: number): string | undefined => {
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : OUT_OF_RANGE
+  if (typeof value !== "object" || value === null) return undefined
+  if (depth > MAX_JSON_DEPTH) return TOO_DEEP
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const child: unknown = value[i]
+      if (typeof child === "object" || typeof child === "number") {
+        const problem = problemIn(child, depth + 1)
+        if (problem !== undefined) return problem
       }
+    }
+    return undefined
+  }
+  const record = value as Record<string, unknown>
+  for (const key in record) {
+    const child = record[key]
+    if (typeof child === "object" || typeof child === "number") {
+      const problem = problemIn(child, depth + 1)
+      if (problem !== undefined) return problem
     }
   }
   return undefined
