@@ -20,7 +20,7 @@
  * the other fiber is interrupted; one failing leaves the other running. With
  * no target hedged the engine runs them one at a time, as above.
  */
-import { Effect, Exit, Pull, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Pull, Schedule } from "effect"
 import type { Cause } from "effect"
 import { dispositionOf } from "../domain/index.ts"
 import type { UpstreamError } from "../domain/index.ts"
@@ -154,23 +154,21 @@ export const executePlan = <A, R>(
             return !started || hedgeFailed ? Effect.fail(error) : Effect.never
           })
         )
-        const hedge = Effect.sleep(after).pipe(
-          Effect.andThen(Effect.suspend(() => {
-            if (hedges >= (target.maxHedges ?? 1)) return Effect.never
-            hedges++
-            started = true
-            race.hedged.push(index + 1)
-            race.reached = Math.max(race.reached, index + 1)
-            return hedged(targets, index + 1, "hedge", race, hedging).pipe(
-              Effect.catch((error) => {
-                hedgeFailed = true
-                return ownFailed ? Effect.fail(error) : Effect.never
-              })
-            )
-          }))
-        )
+        const hedge = (): Effect.Effect<A, UpstreamError, R> | undefined => {
+          if (hedges >= (target.maxHedges ?? 1)) return undefined
+          hedges++
+          started = true
+          race.hedged.push(index + 1)
+          race.reached = Math.max(race.reached, index + 1)
+          return hedged(targets, index + 1, "hedge", race, hedging).pipe(
+            Effect.catch((error) => {
+              hedgeFailed = true
+              return ownFailed ? Effect.fail(error) : Effect.never
+            })
+          )
+        }
         // The first to settle: an answer, or the failure of whichever of the two failed last.
-        return Effect.raceAllFirst([own, hedge])
+        return raceLater(own, after, hedge)
       })
     }
 
@@ -209,6 +207,71 @@ const retried = <A, R>(attempt: Effect.Effect<A, UpstreamError, R>, schedule: Sc
       return Pull.catchDone(Effect.andThen(step(first), again), () => Effect.fail(last))
     })
   })
+
+/**
+ * `Effect.raceAllFirst([primary, Effect.sleep(afterMs).pipe(andThen(later))])`, with the second
+ * fiber made only when the timer fires (a plain timer until then): a hedge armed on every
+ * request but seldom started costs one fiber and a timer, not two fibers, a sleep and an
+ * interruption (+10 % of a JSON request's instructions, bench/README.md's stage table). As with
+ * `raceAllFirst`, the first fiber to exit settles the race, the other is interrupted and
+ * awaited before the race answers, and interrupting the race interrupts both. `later` may
+ * decline (`undefined`): `primary` then runs alone.
+ */
+const raceLater = <A, E, R>(
+  primary: Effect.Effect<A, E, R>,
+  afterMs: number,
+  later: () => Effect.Effect<A, E, R> | undefined
+): Effect.Effect<A, E, R> =>
+  Effect.withFiber((parent) =>
+    Effect.callback<A, E>((resume) => {
+      const context = parent.context as Context.Context<R>
+      let settled = false
+      let second: Fiber.Fiber<A, E> | undefined
+      const settle = (exit: Exit.Exit<A, E>, loser: Fiber.Fiber<A, E> | undefined): void => {
+        if (settled) return
+        settled = true
+        cancel()
+        if (loser === undefined || loser.pollUnsafe() !== undefined) return resume(exit)
+        loser.addObserver(() => resume(exit))
+        loser.interruptUnsafe(parent.id)
+      }
+      const fire = (): void => {
+        if (settled) return
+        const effect = later()
+        if (effect === undefined) return
+        second = Effect.runForkWith(context)(effect)
+        second.addObserver((exit) => settle(exit, first))
+      }
+      const first = Effect.runForkWith(context)(primary)
+      const cancel = timer(parent, afterMs, fire)
+      first.addObserver((exit) => settle(exit, second))
+      // Interrupted from outside: both stop, and the race ends once both have.
+      return Effect.suspend(() => {
+        settled = true
+        cancel()
+        return second === undefined ? Fiber.interrupt(first) : Fiber.interruptAll([first, second])
+      })
+    })
+  )
+
+/** The clock every fiber reads unless another is provided (a `TestClock`, say). */
+const systemClock = Context.get(Context.empty(), Clock.Clock)
+/** The longest delay `setTimeout` keeps (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * Calls `fire` after `ms` on `fiber`'s clock; the result cancels it. On the system clock a plain
+ * timer; on another (a `TestClock`) a fiber sleeping on it, so virtual time drives it.
+ */
+const timer = (fiber: Fiber.Fiber<unknown, unknown>, ms: number, fire: () => void): () => void => {
+  const clock = fiber.getRef(Clock.Clock)
+  if (clock === systemClock && ms <= MAX_TIMER_MS) {
+    const handle = setTimeout(fire, ms)
+    return () => clearTimeout(handle)
+  }
+  const sleeper = Effect.runForkWith(fiber.context)(Effect.andThen(clock.sleep(Duration.millis(ms)), Effect.sync(fire)))
+  return () => sleeper.interruptUnsafe(fiber.id)
+}
 
 /** One hedged race's state, shared by its attempts. */
 interface HedgeRace {
