@@ -8,7 +8,7 @@
 import { Cause, Effect } from "effect"
 import type * as Http from "node:http"
 import { randomUUID } from "node:crypto"
-import { clip } from "../domain/index.ts"
+import { clip, onExitInPlace } from "../domain/index.ts"
 import type { Scope } from "effect"
 import { bodyReply, failureReply, JSON_CONTENT_TYPE, withServerSpan } from "../pipeline/index.ts"
 import type { JsonLog, Reply, RequestContext, TelemetryShape } from "../pipeline/index.ts"
@@ -150,17 +150,17 @@ export const routeProgram = <R>(router: Router<R>, ctx: EdgeContext, log: JsonLo
     Effect.flatMap((reply) => writeReply(ctx, reply)),
     // The request's scope: an attempt's upstream lives in it until the reply that reads it is written (or never is).
     Effect.scoped,
-    // However it ended (told in the exit's own callback: no effect to run for it).
-    Effect.onExit(() => {
-      // The request's limits are settled with what its log line now says it used (over HTTP or in memory).
-      if (ctx.settle !== undefined) ctx.settle(res.statusCode)
-      if (!res.headersSent && !res.destroyed) {
-        writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE))
-      }
-      return Effect.void
-    })
   )
+  // However it ended, told in place: nothing left to run.
+  const settled = onExitInPlace(program, () => {
+    // The request's limits are settled with what its log line now says it used (over HTTP or in memory).
+    if (ctx.settle !== undefined) ctx.settle(res.statusCode)
+    if (!res.headersSent && !res.destroyed) {
+      writeWhole(ctx, bodyReply(ctx, 500, errorBody(ctx, 500, "internal_error", "handler produced no response"), JSON_CONTENT_TYPE))
+    }
+    return undefined
+  })
   // A traced request's fiber is run in its server span by the edge (server.ts, `startServerSpan`): nothing wraps the program.
   if (match._tag === "Found" && sampleRequest(ctx, tracing)) ctx.endpoint = match.route
-  return program
+  return settled
 }

@@ -17,6 +17,7 @@
 import { Effect, Stream } from "effect"
 import type { Socket } from "node:net"
 import { isValueBody, logFailure, pushHeaders, pushSourceOf } from "../pipeline/index.ts"
+import { onExitInPlace } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
 import type { PushSource, Reply, ReplyStream } from "../pipeline/index.ts"
 import type { ServerResponse } from "node:http"
@@ -181,7 +182,7 @@ const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.
   const push = pushSourceOf(body)
   if (push !== undefined) {
     const { onExit } = push
-    return finishStream(ctx)(onExit === undefined ? pushToSocket(res, push.source) : Effect.onExit(pushToSocket(res, push.source), onExit))
+    return finishStream(ctx)(onExit === undefined ? pushToSocket(res, push.source) : onExitInPlace(pushToSocket(res, push.source), onExit))
   }
   return body.pipe(
     // Whole arrays of chunks at a time: one Effect per pull, not per chunk.

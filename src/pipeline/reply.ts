@@ -6,7 +6,7 @@
  */
 import { Cause, Context, Effect, Exit, Scope, Stream } from "effect"
 import type { Array as Arr } from "effect"
-import { renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
+import { nothingLeft, onExitInPlace, renderGatewayError, renderInfraError, renderUpstreamError } from "../domain/index.ts"
 import type { AnyGatewayFailure, ChatStreamEvent, RenderedError } from "../domain/index.ts"
 import type { ByteSink } from "../providers/transport.ts"
 import type { RequestContext } from "./context.ts"
@@ -79,8 +79,14 @@ export interface PushSource {
   readonly stop: () => void
 }
 
-/** What runs once a body is done with, told how it ended. */
-export type BodyExit = (exit: Exit.Exit<unknown, AnyGatewayFailure>) => Effect.Effect<void>
+/**
+ * What runs once a body is done with, told how it ended: called then, it does its work in place
+ * and returns undefined, or returns an effect for what is left to run (`onExitInPlace`).
+ */
+export type BodyExit = (exit: Exit.Exit<unknown, AnyGatewayFailure>) => Effect.Effect<void> | undefined
+
+/** A `BodyExit` as an exit hook that always returns an effect (for `Stream.onExit`). */
+const asEffect = (onExit: BodyExit): (exit: Exit.Exit<unknown, AnyGatewayFailure>) => Effect.Effect<void> => (exit) => onExit(exit) ?? Effect.void
 
 /** Chunks a `Stream` reader of a push source lets pile up before the source is paused. */
 const VIEW_HIGH_WATER = 16
@@ -163,7 +169,7 @@ class PushBody {
   get channel(): ReplyStream["channel"] {
     if (this.#channel === undefined) {
       const view = viewOf(this.source)
-      this.#channel = (this.onExit === undefined ? view : Stream.onExit(view, this.onExit)).channel
+      this.#channel = (this.onExit === undefined ? view : Stream.onExit(view, asEffect(this.onExit))).channel
     }
     return this.#channel
   }
@@ -192,14 +198,21 @@ export const discardReply = (answer: Reply): Effect.Effect<void> => {
   const push = pushSourceOf(answer.body)
   if (push === undefined) return Effect.void
   push.source.stop()
-  return push.onExit === undefined ? Effect.void : push.onExit(Exit.void)
+  return push.onExit?.(Exit.void) ?? Effect.void
 }
 
-/** `body`, running `onExit` once it is done with, told how it ended (its fast lane kept). */
+/**
+ * `body`, running `onExit` once it is done with, told how it ended (its fast lane kept), after
+ * what ran there before: a hook done in place leaves the next to be called at once, else the
+ * next is called once the effect left by the one before has run.
+ */
 export const onBodyExit = (body: ReplyStream, onExit: BodyExit): ReplyStream => {
-  if (!(body instanceof PushBody)) return Stream.onExit(body, onExit)
+  if (!(body instanceof PushBody)) return Stream.onExit(body, asEffect(onExit))
   const before = body.onExit
-  return new PushBody(body.source, before === undefined ? onExit : (exit) => Effect.andThen(before(exit), onExit(exit))) as unknown as ReplyStream
+  return new PushBody(body.source, before === undefined ? onExit : (exit) => {
+    const left = before(exit)
+    return left === undefined ? onExit(exit) : Effect.andThen(left, Effect.suspend(() => onExit(exit) ?? Effect.void))
+  }) as unknown as ReplyStream
 }
 
 /** `body`, running `release` once it is done with, however it ended (its fast lane kept). */
@@ -273,12 +286,15 @@ export const attemptScoped = <B extends string | Uint8Array | ReplyStream, E, R>
   // The request's scope read and forked in one step (`Effect.scope` and `Scope.fork` took four).
   Effect.contextWith((context: Context.Context<Scope.Scope>) => {
     const scope = Scope.forkUnsafe(Context.get(context, Scope.Scope))
-    return Scope.provide(attempt, scope).pipe(
-      Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : Scope.close(scope, exit))),
+    // Closed in the exit's hook (uninterruptible there, as `Scope.close` would make it): a finalizer that
+    // did its work in place (an exchange's release) leaves nothing to run.
+    const closed = onExitInPlace(Scope.provide(attempt, scope), (exit) =>
+      Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? undefined : nothingLeft(Scope.closeUnsafe(scope, exit)))
+    return closed.pipe(
       Effect.map((answer) => {
         const { body } = answer
         if (isValueBody(body)) return answer
-        return reply(answer.status, answer.headers, ensuringBody(body, Scope.close(scope, Exit.void)) as B, answer.events)
+        return reply(answer.status, answer.headers, onBodyExit(body, () => nothingLeft(Scope.closeUnsafe(scope, Exit.void))) as B, answer.events)
       })
     )
   })

@@ -22,7 +22,7 @@
  */
 import { Clock, Context, Duration, Effect, Exit, Fiber, Pull, Schedule } from "effect"
 import type { Cause } from "effect"
-import { dispositionOf } from "../domain/index.ts"
+import { dispositionOf, onExitInPlace } from "../domain/index.ts"
 import type { UpstreamError } from "../domain/index.ts"
 import type { Plan, PlanStep, PlanTarget } from "./plan.ts"
 import { isRetryable } from "./retry.ts"
@@ -76,15 +76,13 @@ export const executePlan = <A, R>(
         const info: AttemptInfo = race === undefined ? { attempt: ++count, target } : { attempt: ++count, target, hedge: role }
         if (onAttempt === undefined) return attempt(info)
         const started = performance.now()
-        return attempt(info).pipe(
-          // Told as the exit is known (no effect of its own to run: one runtime step fewer per attempt).
-          Effect.onExit((exit) => {
-            if (Exit.isSuccess(exit)) onAttempt(info, "ok", performance.now() - started)
-            else if (exit.cause.reasons[0]?._tag === "Fail") onAttempt(info, exit.cause.reasons[0].error, performance.now() - started)
-            else if (race?.answered === true) onAttempt(info, "lost", performance.now() - started)
-            return Effect.void
-          })
-        )
+        // Told as the exit is known, in place: nothing left to run.
+        return onExitInPlace(attempt(info), (exit) => {
+          if (Exit.isSuccess(exit)) onAttempt(info, "ok", performance.now() - started)
+          else if (exit.cause.reasons[0]?._tag === "Fail") onAttempt(info, exit.cause.reasons[0].error, performance.now() - started)
+          else if (race?.answered === true) onAttempt(info, "lost", performance.now() - started)
+          return undefined
+        })
       })
 
     const onTarget = (target: PlanTarget, race?: HedgeRace, role?: "primary" | "hedge") => retried(once(target, race, role), schedule)

@@ -10,7 +10,7 @@
  */
 import { Effect, Exit, Result } from "effect"
 import type { Scope } from "effect"
-import { ECHO_LIMIT, GatewayError } from "../../domain/index.ts"
+import { ECHO_LIMIT, GatewayError, nothingLeft, onExitInPlace } from "../../domain/index.ts"
 import type { CallerFormat, ChatRequest, UpstreamError, WireFamily } from "../../domain/index.ts"
 import { CALLER_CODECS, OpenAiChat, PROVIDER_CODECS } from "../../formats/index.ts"
 import type { DecodeFailure } from "../../formats/index.ts"
@@ -28,7 +28,7 @@ import type { CacheScope, ResponseCache } from "../cache/index.ts"
 import { choosePlan } from "../choose-plan.ts"
 import type { ChosenPlan } from "../choose-plan.ts"
 import { header } from "../context.ts"
-import { attemptScoped, discardReply, ensuringBody, isValueBody, JSON_CONTENT_TYPE, reply } from "../reply.ts"
+import { attemptScoped, discardReply, ensuringBody, isValueBody, JSON_CONTENT_TYPE, onBodyExit, reply } from "../reply.ts"
 import type { Reply } from "../reply.ts"
 import { replayChat } from "./replay.ts"
 import { outputViolationError } from "../security/Guardrail.ts"
@@ -425,21 +425,24 @@ export const makeChatProgram = (deps: ChatDependencies) => {
         costUsd: spend.costUsd
       }), collector.firstTokenAt)
     }
-    const forwarded = yield* executePlan(plan, steps, attempt, attemptLogger(ctx, log), HEDGING).pipe(
+    const forwarded = yield* onExitInPlace(
+      executePlan(plan, steps, attempt, attemptLogger(ctx, log), HEDGING),
       // A stream's answer is over when its body ends: it is finished there.
-      Effect.onExit((exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? Effect.void : finish(exit)))
+      (exit) => (Exit.isSuccess(exit) && !isValueBody(exit.value.body) ? undefined : nothingLeft(finish(exit)))
     )
     let { body } = forwarded
     if (!isValueBody(body)) {
       if (splice !== undefined) body = continueAfter(body, continuation(splice, collector))
       const { tapped } = collector
       const events = tapped === undefined ? undefined : { take: () => tapped.splice(0) }
-      const finished = Effect.suspend(() => finish(Exit.void))
       // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
       const ended = guard.output
-        ? Effect.andThen(Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector)))), finished)
-        : finished
-      return reply(forwarded.status, forwarded.headers, ensuringBody(body, ended), events)
+        ? ensuringBody(body, Effect.andThen(
+          Effect.suspend(() => collector.text === "" ? Effect.void : Effect.asVoid(trace.guardrail("output", () => outputViolation(collector)))),
+          Effect.suspend(() => finish(Exit.void))
+        ))
+        : onBodyExit(body, () => nothingLeft(finish(Exit.void)))
+      return reply(forwarded.status, forwarded.headers, ended, events)
     }
     if (guard.output) {
       // A held answer is withheld when its text violates the guardrail.

@@ -17,6 +17,7 @@
  */
 import { Context, Effect, Exit, LogLevel, Option, References, Tracer } from "effect"
 import type { Cause } from "effect"
+import { onExitInPlace } from "../../domain/index.ts"
 import type { ProviderKind } from "../../domain/index.ts"
 import { providerNameOf, serverOf } from "./genai/attributes.ts"
 import { ATTR, HTTP, SPAN } from "./names.ts"
@@ -162,10 +163,10 @@ const inLeafSpan = <A, E, R>(
         : Effect.useSpan(name, { kind }, (span) => Effect.onExit(evaluate(span), (exit) => Effect.sync(() => onEnd(span, exit))))
     }
     const span = cache.tracer.span({ name, parent: Option.some(parent), annotations: NO_ANNOTATIONS, links: [], startTime: 0n, kind, root: false, sampled: true })
-    return Effect.onExit(evaluate(span), (exit) => {
+    return onExitInPlace(evaluate(span), (exit) => {
       onEnd?.(span, exit)
       span.end(0n, exit)
-      return Effect.void
+      return undefined
     })
   })
 
