@@ -14,6 +14,10 @@
  *   it is still being made wait for it (the caller bounds that wait), so the
  *   first requests after a start are not failures.
  * - Connections are used round robin, skipping any that is not ready.
+ * - `send` writes a command to one server's connection itself: the commands
+ *   of one event-loop turn are corked and leave in one write at the end of
+ *   the turn (`setImmediate`, where ioredis's auto-pipelining flushes), without
+ *   the pipeline object, promises and ticks ioredis builds per batch to do it.
  * - Reconnection backs off exponentially to 2 s with jitter, so the pools of
  *   many processes do not reconnect in step while the store is down.
  * - On a cluster each pooled client is a `Cluster` (its own connection to
@@ -24,6 +28,8 @@
  * - A URL's password must never reach a log: use `redisLogTarget`
  *   (src/config/redis-url.ts) for the URL and for any error text before logging it.
  */
+import { Command } from "ioredis"
+import type { Redis } from "ioredis"
 import { connectRedis, isCluster, pingAny } from "./redis-client.ts"
 import type { RedisClient, RedisEndpoint } from "./redis-client.ts"
 
@@ -57,6 +63,8 @@ export class RedisPool {
   private next = 0
   /** Until the pool's first connection is ready (or the first attempt failed): what commands wait for. */
   private firstConnect: Promise<void> | undefined
+  /** The sockets `send` wrote to in this turn, uncorked together at its end. */
+  private readonly corked: Array<Redis["stream"]> = []
 
   constructor(options: RedisPoolOptions) {
     let settle: () => void = () => {}
@@ -98,6 +106,37 @@ export class RedisPool {
     const pending = this.firstConnect
     if (pending === undefined) return Promise.reject(new RedisNotConnected())
     return pending.then(() => this.readyClient() ?? Promise.reject(new RedisNotConnected()))
+  }
+
+  /**
+   * Sends one command (`name` as Redis spells it, lower case) and answers its
+   * reply: strings, or Buffers with `buffers`. A cluster's client routes it
+   * itself (its slot, MOVED and ASK), one write per command.
+   */
+  send(name: string, args: ReadonlyArray<string | number | Buffer>, buffers = false): Promise<unknown> {
+    const ready = this.readyClient()
+    if (ready !== undefined) return this.sendOn(ready, name, args, buffers)
+    return this.acquire().then((client) => this.sendOn(client, name, args, buffers))
+  }
+
+  private sendOn(client: RedisClient, name: string, args: ReadonlyArray<string | number | Buffer>, buffers: boolean): Promise<unknown> {
+    const command = new Command(name, args as Array<string | number | Buffer>, { replyEncoding: buffers ? null : "utf8" })
+    // A cluster's client writes to the node of the command's slot, itself.
+    if (!isCluster(client)) this.cork(client)
+    client.sendCommand(command)
+    return command.promise
+  }
+
+  private cork(client: Redis): void {
+    const { stream } = client
+    if (stream === undefined || stream === null || this.corked.includes(stream)) return
+    stream.cork()
+    if (this.corked.push(stream) === 1) setImmediate(this.uncork)
+  }
+
+  private readonly uncork = (): void => {
+    for (const stream of this.corked) stream.uncork()
+    this.corked.length = 0
   }
 
   /** PING for a readiness report: the server, or any master of a cluster, answers. */

@@ -255,14 +255,12 @@ export const hasLimits = (limits: CallerLimits): boolean =>
   limits.budget_usd_per_day !== undefined || limits.budget_usd_per_month !== undefined
 
 /** Runs a script by its SHA, loading it once when the store does not know it. */
-const redisRunner = (poolOf: () => RedisPool): RunScript => async (script, keys, args) => {
-  const client = await poolOf().acquire()
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args)
-  } catch (error) {
+const redisRunner = (poolOf: () => RedisPool): RunScript => (script, keys, args) => {
+  const pool = poolOf()
+  return pool.send("evalsha", [script.sha, keys.length, ...keys, ...args]).catch((error: unknown) => {
     if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error
-    return await client.eval(script.lua, keys.length, ...keys, ...args)
-  }
+    return pool.send("eval", [script.lua, keys.length, ...keys, ...args])
+  })
 }
 
 export class Limits extends Context.Service<Limits, LimitsShape>()("gateway/pipeline/limits/Limits") {
