@@ -15,9 +15,10 @@
  *   first requests after a start are not failures.
  * - Connections are used round robin, skipping any that is not ready.
  * - `send` writes a command to one server's connection itself: the commands
- *   of one event-loop turn are corked and leave in one write at the end of
- *   the turn (`setImmediate`, where ioredis's auto-pipelining flushes), without
- *   the pipeline object, promises and ticks ioredis builds per batch to do it.
+ *   of one event-loop turn go on one connection, corked, and leave in one
+ *   write at the end of the turn (`setImmediate`, where ioredis's
+ *   auto-pipelining flushes), without the pipeline object, promises and ticks
+ *   ioredis builds per batch to do it. The next turn takes the next connection.
  * - Reconnection backs off exponentially to 2 s with jitter, so the pools of
  *   many processes do not reconnect in step while the store is down.
  * - On a cluster each pooled client is a `Cluster` (its own connection to
@@ -65,6 +66,8 @@ export class RedisPool {
   private firstConnect: Promise<void> | undefined
   /** The sockets `send` wrote to in this turn, uncorked together at its end. */
   private readonly corked: Array<Redis["stream"]> = []
+  /** The connection of this turn's commands (the last one corked). */
+  private corkedClient: Redis | undefined
 
   constructor(options: RedisPoolOptions) {
     let settle: () => void = () => {}
@@ -114,7 +117,8 @@ export class RedisPool {
    * itself (its slot, MOVED and ASK), one write per command.
    */
   send(name: string, args: ReadonlyArray<string | number | Buffer>, buffers = false): Promise<unknown> {
-    const ready = this.readyClient()
+    // The turn's commands go on the connection its first one corked: one write, one read of the replies.
+    const ready = this.corkedClient?.status === "ready" ? this.corkedClient : this.readyClient()
     if (ready !== undefined) return this.sendOn(ready, name, args, buffers)
     return this.acquire().then((client) => this.sendOn(client, name, args, buffers))
   }
@@ -128,15 +132,18 @@ export class RedisPool {
   }
 
   private cork(client: Redis): void {
+    if (client === this.corkedClient) return
     const { stream } = client
-    if (stream === undefined || stream === null || this.corked.includes(stream)) return
+    if (stream === undefined || stream === null) return
     stream.cork()
     if (this.corked.push(stream) === 1) setImmediate(this.uncork)
+    this.corkedClient = client
   }
 
   private readonly uncork = (): void => {
     for (const stream of this.corked) stream.uncork()
     this.corked.length = 0
+    this.corkedClient = undefined
   }
 
   /** PING for a readiness report: the server, or any master of a cluster, answers. */
