@@ -51,6 +51,20 @@ export class RedisNotConnected extends Error {
   }
 }
 
+/** A command its sender wrote in RESP: written as it is (ioredis would encode every argument again). */
+class WrittenCommand extends Command {
+  private readonly resp: string
+
+  constructor(name: string, resp: string) {
+    super(name, [], { replyEncoding: "utf8" })
+    this.resp = resp
+  }
+
+  override toWritable(): string {
+    return this.resp
+  }
+}
+
 const CONNECT_TIMEOUT_MS = 1_000
 /** How long `close` lets QUIT flush before the sockets are cut. */
 const CLOSE_WAIT_MS = 500
@@ -121,6 +135,27 @@ export class RedisPool {
     const ready = this.corkedClient?.status === "ready" ? this.corkedClient : this.readyClient()
     if (ready !== undefined) return this.sendOn(ready, name, args, buffers)
     return this.acquire().then((client) => this.sendOn(client, name, args, buffers))
+  }
+
+  /**
+   * `send` of a command its caller wrote in RESP (`resp`: `*<count>`, then
+   * each of `name` and its arguments as a `bulkString`, resp.ts), for a command sent
+   * often with mostly the same arguments (a script over a subject's keys):
+   * one server gets `resp` as it is; a cluster's client is sent `args()`
+   * (it finds the command's slot in them). Answers strings.
+   */
+  sendWritten(name: string, resp: string, args: () => ReadonlyArray<string | number>): Promise<unknown> {
+    const ready = this.corkedClient?.status === "ready" ? this.corkedClient : this.readyClient()
+    if (ready === undefined) return this.acquire().then((client) => this.sendWrittenOn(client, name, resp, args))
+    return this.sendWrittenOn(ready, name, resp, args)
+  }
+
+  private sendWrittenOn(client: RedisClient, name: string, resp: string, args: () => ReadonlyArray<string | number>): Promise<unknown> {
+    if (isCluster(client)) return this.sendOn(client, name, args(), false)
+    const command = new WrittenCommand(name, resp)
+    this.cork(client)
+    client.sendCommand(command)
+    return command.promise
   }
 
   private sendOn(client: RedisClient, name: string, args: ReadonlyArray<string | number | Buffer>, buffers: boolean): Promise<unknown> {

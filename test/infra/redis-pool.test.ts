@@ -1,5 +1,5 @@
 /**
- * The Redis pool's own sending (`RedisPool.send`), on the shared test Redis:
+ * The Redis pool's own sending (`RedisPool.send`, `sendWritten`), on the shared test Redis:
  * the commands of one event-loop turn go on one connection (one write, one
  * read of the replies), answered in order with strings or Buffers, errors as
  * rejections; the next turn takes the next connection.
@@ -8,6 +8,7 @@ import { Redis } from "ioredis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { redisEndpoint } from "../../src/config/index.ts"
 import { RedisPool } from "../../src/infra/redis-pool.ts"
+import { bulkString } from "../../src/infra/resp.ts"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const NAME = `pool-test-${process.pid}`
@@ -48,6 +49,14 @@ describe("RedisPool.send", () => {
       { status: "fulfilled", value: "text" }
     ])
     expect(answers[3].status === "rejected" && String(answers[3].reason)).toMatch(/NOSCRIPT/)
+  })
+
+  it("sends a command written in RESP as it is, and answers as for its arguments", async () => {
+    const args = ["return {KEYS[1], ARGV[1], ARGV[2]}", 1, "kéy", 42] as const
+    const resp = `*${args.length + 1}\r\n${bulkString("eval")}${args.map(bulkString).join("")}`
+    expect(await pool.sendWritten("eval", resp, () => args)).toEqual(["kéy", "42"])
+    const unknown = `*3\r\n${bulkString("evalsha")}${bulkString("0".repeat(40))}${bulkString(0)}`
+    await expect(pool.sendWritten("evalsha", unknown, () => ["0".repeat(40), 0])).rejects.toThrow(/NOSCRIPT/)
   })
 
   it("sends one turn's commands on one connection, and the next turn's on another", async () => {
