@@ -131,8 +131,7 @@ export class RedisPool {
    * itself (its slot, MOVED and ASK), one write per command.
    */
   send(name: string, args: ReadonlyArray<string | number | Buffer>, buffers = false): Promise<unknown> {
-    // The turn's commands go on the connection its first one corked: one write, one read of the replies.
-    const ready = this.corkedClient?.status === "ready" ? this.corkedClient : this.readyClient()
+    const ready = this.connection()
     if (ready !== undefined) return this.sendOn(ready, name, args, buffers)
     return this.acquire().then((client) => this.sendOn(client, name, args, buffers))
   }
@@ -145,9 +144,14 @@ export class RedisPool {
    * (it finds the command's slot in them). Answers strings.
    */
   sendWritten(name: string, resp: string, args: () => ReadonlyArray<string | number>): Promise<unknown> {
-    const ready = this.corkedClient?.status === "ready" ? this.corkedClient : this.readyClient()
+    const ready = this.connection()
     if (ready === undefined) return this.acquire().then((client) => this.sendWrittenOn(client, name, resp, args))
     return this.sendWrittenOn(ready, name, resp, args)
+  }
+
+  /** The connection of a command sent now: this turn's (one write, one read of the replies), else the next ready one. */
+  private connection(): RedisClient | undefined {
+    return this.corkedClient?.status === "ready" ? this.corkedClient : this.readyClient()
   }
 
   private sendWrittenOn(client: RedisClient, name: string, resp: string, args: () => ReadonlyArray<string | number>): Promise<unknown> {
