@@ -5,7 +5,7 @@
  * keys in the snapshot itself (`inline`) and never reads the environment.
  */
 import { Redacted } from "effect"
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 
 export type CredentialLocation =
   | { readonly kind: "env"; readonly variable: string; readonly convention: boolean }
@@ -40,7 +40,7 @@ export interface FingerprintedCredential {
 
 export const fingerprinted = (value: Redacted.Redacted<string> | undefined): FingerprintedCredential => ({
   value,
-  fingerprint: value === undefined ? undefined : createHash("sha256").update(Redacted.value(value)).digest("hex")
+  fingerprint: value === undefined ? undefined : hash("sha256", Redacted.value(value), "hex")
 })
 
 export interface ResolvedCredential extends FingerprintedCredential {

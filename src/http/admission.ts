@@ -89,7 +89,10 @@ export const targetsOf = ({ ctx, project, endpoint, model }: AdmissionRequest): 
   if (model === undefined) return []
   const plan = project.table.resolve(model, header(ctx, "x-genai-provider"), endpoint)
   if (Result.isFailure(plan)) return []
-  const steps = [...plan.success.steps, ...(plan.success.variants ?? []).flatMap((variant) => variant.steps)]
+  const { steps: planSteps, variants } = plan.success
+  // The common plan (one step, no experiment): its targets as they are, no copies.
+  if (variants === undefined && planSteps.length === 1) return planSteps[0].targets
+  const steps = [...planSteps, ...(variants ?? []).flatMap((variant) => variant.steps)]
   return steps.flatMap((step) => step.targets)
 }
 

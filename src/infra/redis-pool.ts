@@ -14,6 +14,11 @@
  *   it is still being made wait for it (the caller bounds that wait), so the
  *   first requests after a start are not failures.
  * - Connections are used round robin, skipping any that is not ready.
+ * - `send` writes a command to one server's connection itself: the commands
+ *   of one event-loop turn go on one connection, corked, and leave in one
+ *   write at the end of the turn (`setImmediate`, where ioredis's
+ *   auto-pipelining flushes), without the pipeline object, promises and ticks
+ *   ioredis builds per batch to do it. The next turn takes the next connection.
  * - Reconnection backs off exponentially to 2 s with jitter, so the pools of
  *   many processes do not reconnect in step while the store is down.
  * - On a cluster each pooled client is a `Cluster` (its own connection to
@@ -24,6 +29,8 @@
  * - A URL's password must never reach a log: use `redisLogTarget`
  *   (src/config/redis-url.ts) for the URL and for any error text before logging it.
  */
+import { Command } from "ioredis"
+import type { Redis } from "ioredis"
 import { connectRedis, isCluster, pingAny } from "./redis-client.ts"
 import type { RedisClient, RedisEndpoint } from "./redis-client.ts"
 
@@ -44,6 +51,20 @@ export class RedisNotConnected extends Error {
   }
 }
 
+/** A command its sender wrote in RESP: written as it is (ioredis would encode every argument again). */
+class WrittenCommand extends Command {
+  private readonly resp: string
+
+  constructor(name: string, resp: string) {
+    super(name, [], { replyEncoding: "utf8" })
+    this.resp = resp
+  }
+
+  override toWritable(): string {
+    return this.resp
+  }
+}
+
 const CONNECT_TIMEOUT_MS = 1_000
 /** How long `close` lets QUIT flush before the sockets are cut. */
 const CLOSE_WAIT_MS = 500
@@ -57,6 +78,10 @@ export class RedisPool {
   private next = 0
   /** Until the pool's first connection is ready (or the first attempt failed): what commands wait for. */
   private firstConnect: Promise<void> | undefined
+  /** The sockets `send` wrote to in this turn, uncorked together at its end. */
+  private readonly corked: Array<Redis["stream"]> = []
+  /** The connection of this turn's commands (the last one corked). */
+  private corkedClient: Redis | undefined
 
   constructor(options: RedisPoolOptions) {
     let settle: () => void = () => {}
@@ -98,6 +123,66 @@ export class RedisPool {
     const pending = this.firstConnect
     if (pending === undefined) return Promise.reject(new RedisNotConnected())
     return pending.then(() => this.readyClient() ?? Promise.reject(new RedisNotConnected()))
+  }
+
+  /**
+   * Sends one command (`name` as Redis spells it, lower case) and answers its
+   * reply: strings, or Buffers with `buffers`. A cluster's client routes it
+   * itself (its slot, MOVED and ASK), one write per command.
+   */
+  send(name: string, args: ReadonlyArray<string | number | Buffer>, buffers = false): Promise<unknown> {
+    const ready = this.connection()
+    if (ready !== undefined) return this.sendOn(ready, name, args, buffers)
+    return this.acquire().then((client) => this.sendOn(client, name, args, buffers))
+  }
+
+  /**
+   * `send` of a command its caller wrote in RESP (`resp`: `*<count>`, then
+   * each of `name` and its arguments as a `bulkString`, resp.ts), for a command sent
+   * often with mostly the same arguments (a script over a subject's keys):
+   * one server gets `resp` as it is; a cluster's client is sent `args()`
+   * (it finds the command's slot in them). Answers strings.
+   */
+  sendWritten(name: string, resp: string, args: () => ReadonlyArray<string | number>): Promise<unknown> {
+    const ready = this.connection()
+    if (ready === undefined) return this.acquire().then((client) => this.sendWrittenOn(client, name, resp, args))
+    return this.sendWrittenOn(ready, name, resp, args)
+  }
+
+  /** The connection of a command sent now: this turn's (one write, one read of the replies), else the next ready one. */
+  private connection(): RedisClient | undefined {
+    return this.corkedClient?.status === "ready" ? this.corkedClient : this.readyClient()
+  }
+
+  private sendWrittenOn(client: RedisClient, name: string, resp: string, args: () => ReadonlyArray<string | number>): Promise<unknown> {
+    if (isCluster(client)) return this.sendOn(client, name, args(), false)
+    const command = new WrittenCommand(name, resp)
+    this.cork(client)
+    client.sendCommand(command)
+    return command.promise
+  }
+
+  private sendOn(client: RedisClient, name: string, args: ReadonlyArray<string | number | Buffer>, buffers: boolean): Promise<unknown> {
+    const command = new Command(name, args as Array<string | number | Buffer>, { replyEncoding: buffers ? null : "utf8" })
+    // A cluster's client writes to the node of the command's slot, itself.
+    if (!isCluster(client)) this.cork(client)
+    client.sendCommand(command)
+    return command.promise
+  }
+
+  private cork(client: Redis): void {
+    if (client === this.corkedClient) return
+    const { stream } = client
+    if (stream === undefined || stream === null) return
+    stream.cork()
+    if (this.corked.push(stream) === 1) setImmediate(this.uncork)
+    this.corkedClient = client
+  }
+
+  private readonly uncork = (): void => {
+    for (const stream of this.corked) stream.uncork()
+    this.corked.length = 0
+    this.corkedClient = undefined
   }
 
   /** PING for a readiness report: the server, or any master of a cluster, answers. */

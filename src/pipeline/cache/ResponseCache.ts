@@ -173,9 +173,9 @@ export class ResponseCache extends Context.Service<ResponseCache, {
       // One pool per distinct url, opened on first use, shared by every project naming that url.
       const poolFor = yield* scopedPools<CacheSection>("gateway-cache", () => COMMAND_TIMEOUT_MS, report)
       return makeCache({
-        get: (section, name) => poolFor(section).acquire().then((client) => client.getBuffer(name)),
+        get: (section, name) => poolFor(section).send("get", [name], true) as Promise<Buffer | null>,
         set: (section, name, value, ttlSeconds) =>
-          poolFor(section).acquire().then((client) => client.set(name, Buffer.from(value.buffer, value.byteOffset, value.byteLength), "EX", ttlSeconds)),
+          poolFor(section).send("set", [name, Buffer.from(value.buffer, value.byteOffset, value.byteLength), "EX", ttlSeconds]),
         ping: (section) => poolFor(section).ping()
       }, report)
     })

@@ -15,7 +15,7 @@
  * salt alone.
  */
 import { Redacted } from "effect"
-import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes } from "node:crypto"
+import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomFillSync } from "node:crypto"
 import type { KeyObject } from "node:crypto"
 import type { FingerprintedCredential } from "../../config/index.ts"
 import { credentialFingerprint } from "./key.ts"
@@ -30,15 +30,22 @@ const MAX_KEYS = 1024
 /** Key objects, not raw bytes: a cipher made from bytes builds a key object each time. */
 const derived = new Map<string, KeyObject>()
 
+/** The id last asked for: already the most recently used, it is not moved. */
+let newest: string | undefined
+
 const keyFor = (credential: FingerprintedCredential, salt: string, projectId: string): KeyObject => {
   const id = `${credentialFingerprint(credential)}\n${salt}\n${projectId}`
   const known = derived.get(id)
   if (known !== undefined) {
     // Most recently used last.
-    derived.delete(id)
-    derived.set(id, known)
+    if (id !== newest) {
+      derived.delete(id)
+      derived.set(id, known)
+      newest = id
+    }
     return known
   }
+  newest = id
   const key = createSecretKey(Buffer.from(hkdfSync("sha256", credential.value === undefined ? "" : Redacted.value(credential.value), salt, `gateway-cache/v1|${projectId}`, 32)))
   derived.set(id, key)
   if (derived.size > MAX_KEYS) derived.delete(derived.keys().next().value!)
@@ -54,15 +61,37 @@ export interface SealOptions {
   readonly entryKey: string
 }
 
+/**
+ * Random bytes drawn from the CSPRNG a few kilobytes at a time (one call into
+ * OpenSSL per 256 nonces instead of per entry, as Node's `randomUUID` does);
+ * each byte is handed out once.
+ */
+const randomPool = Buffer.alloc(NONCE * 256)
+let randomAt = randomPool.length
+
+/** A fresh random nonce written into `out` at `at`. */
+const writeNonce = (out: Buffer, at: number): void => {
+  if (randomAt + NONCE > randomPool.length) {
+    randomFillSync(randomPool)
+    randomAt = 0
+  }
+  randomPool.copy(out, at, randomAt, randomAt + NONCE)
+  randomAt += NONCE
+}
+
 /** The value to store: sealed (version, nonce, ciphertext, tag) or, with `encrypt = false`, marked plain. */
 export const seal = (plaintext: Uint8Array, options: SealOptions): Buffer => {
   if (!options.encrypt) return Buffer.concat([Buffer.of(PLAIN), plaintext])
-  const nonce = randomBytes(NONCE)
-  const cipher = createCipheriv("aes-256-gcm", keyFor(options.credential, options.salt, options.projectId), nonce)
+  // One buffer for the sealed value; GCM's ciphertext is as long as the plaintext.
+  const out = Buffer.allocUnsafe(1 + NONCE + plaintext.byteLength + TAG)
+  out[0] = SEALED
+  writeNonce(out, 1)
+  const cipher = createCipheriv("aes-256-gcm", keyFor(options.credential, options.salt, options.projectId), out.subarray(1, 1 + NONCE))
   cipher.setAAD(Buffer.from(options.entryKey))
-  const body = cipher.update(plaintext)
-  cipher.final()
-  return Buffer.concat([Buffer.of(SEALED), nonce, body, cipher.getAuthTag()])
+  let at = 1 + NONCE + cipher.update(plaintext).copy(out, 1 + NONCE)
+  at += cipher.final().copy(out, at)
+  cipher.getAuthTag().copy(out, at)
+  return out
 }
 
 /** The plaintext of a stored value, or undefined when it does not open (another credential or key, tampered, garbage). */

@@ -9,7 +9,7 @@
  * configured credential do. A streaming and a non-streaming request for the
  * same thing share one (a stream is stored as its final answer).
  */
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import type { FingerprintedCredential } from "../../config/index.ts"
 
 export interface CacheKeyParts {
@@ -27,24 +27,34 @@ export interface CacheKeyParts {
 const DELIVERY_FIELDS = new Set(["stream", "stream_options", "user"])
 
 /** JSON with object keys sorted at every level. */
-export const canonicalJson = (value: unknown): string => {
+export const canonicalJson = (value: unknown): string => canonicalOf(value, undefined)
+
+/** `canonicalJson`, leaving out the object's own keys in `without` (one level). */
+const canonicalOf = (value: unknown, without: ReadonlySet<string> | undefined): string => {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
+  if (Array.isArray(value)) {
+    let out = "["
+    for (let i = 0; i < value.length; i++) out += i === 0 ? canonicalJson(value[i]) : `,${canonicalJson(value[i])}`
+    return `${out}]`
+  }
   const record = value as Record<string, unknown>
-  const keys = Object.keys(record).filter((key) => record[key] !== undefined).sort()
-  return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(",")}}`
+  const keys = Object.keys(record).sort()
+  let out = "{"
+  for (const key of keys) {
+    const field = record[key]
+    if (field === undefined || without?.has(key) === true) continue
+    out += `${out.length === 1 ? "" : ","}${JSON.stringify(key)}:${canonicalJson(field)}`
+  }
+  return `${out}}`
 }
 
 /** A credential's fingerprint (its SHA-256, computed when it was read), never the credential itself. */
 export const credentialFingerprint = (credential: FingerprintedCredential): string => credential.fingerprint ?? "none"
 
-/** The request's cache key: 64 hex characters. */
-export const cacheKey = (parts: CacheKeyParts): string => {
-  const body: Record<string, unknown> = {}
-  for (const key of Object.keys(parts.body)) if (!DELIVERY_FIELDS.has(key)) body[key] = parts.body[key]
-  return createHash("sha256")
-    .update(`gateway-cache/v1\n${parts.projectId}\n${credentialFingerprint(parts.credential)}\n${parts.plan}\n`)
-    .update(`${canonicalJson(parts.overrides ?? {})}\n${parts.format}\n`)
-    .update(canonicalJson(body))
-    .digest("hex")
-}
+/** The request's cache key: 64 hex characters (one SHA-256 over one string, no hash object). */
+export const cacheKey = (parts: CacheKeyParts): string =>
+  hash(
+    "sha256",
+    `gateway-cache/v1\n${parts.projectId}\n${credentialFingerprint(parts.credential)}\n${parts.plan}\n${canonicalJson(parts.overrides ?? {})}\n${parts.format}\n${canonicalOf(parts.body, DELIVERY_FIELDS)}`,
+    "hex"
+  )

@@ -193,10 +193,19 @@ export const requestCredential = (
   key: Redacted.Redacted<string> | undefined,
   steps: ReadonlyArray<PlanStep>
 ): FingerprintedCredential => {
-  // A caller's key is a new object each request: fingerprinted here, once, for both the key and the seal.
-  if (key !== undefined) return fingerprinted(key)
+  if (key !== undefined) {
+    // A recent caller's key is one object (`recentKeys`): fingerprinted once, not per request.
+    let credential = fingerprints.get(key)
+    if (credential === undefined) {
+      credential = fingerprinted(key)
+      fingerprints.set(key, credential)
+    }
+    return credential
+  }
   return steps[0]?.targets[0]?.provider.credential ?? NO_KEY
 }
+
+const fingerprints = new WeakMap<Redacted.Redacted<string>, FingerprintedCredential>()
 
 const NO_KEY = fingerprinted(undefined)
 

@@ -27,6 +27,7 @@ import type { CallerLimits, ConfigFile } from "../../config/index.ts"
 import { GatewayError, InfraError } from "../../domain/index.ts"
 import { Log } from "../../infra/log.ts"
 import type { JsonLog } from "../../infra/log.ts"
+import { bulkString } from "../../infra/resp.ts"
 import type { RedisPool } from "../../infra/redis-pool.ts"
 import { redisEndpoint, redisLogTarget } from "../../config/index.ts"
 import { ADMIT, SETTLE } from "./scripts.ts"
@@ -254,15 +255,28 @@ export const hasLimits = (limits: CallerLimits): boolean =>
   limits.requests_per_minute !== undefined || limits.tokens_per_minute !== undefined || limits.concurrent_requests !== undefined ||
   limits.budget_usd_per_day !== undefined || limits.budget_usd_per_month !== undefined
 
-/** Runs a script by its SHA, loading it once when the store does not know it. */
-const redisRunner = (poolOf: () => RedisPool): RunScript => async (script, keys, args) => {
-  const client = await poolOf().acquire()
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args)
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error
-    return await client.eval(script.lua, keys.length, ...keys, ...args)
+/** A subject's keys in RESP (`keysOf` gives one array per subject and day): encoded once, not per command. */
+const writtenKeys = new WeakMap<ReadonlyArray<string>, string>()
+
+/** `EVALSHA sha numkeys key… arg…` in RESP, the keys' part encoded once. */
+const evalshaCommand = (script: Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string | number>): string => {
+  let written = writtenKeys.get(keys)
+  if (written === undefined) {
+    written = keys.map(bulkString).join("")
+    writtenKeys.set(keys, written)
   }
+  let resp = `*${3 + keys.length + args.length}\r\n$7\r\nevalsha\r\n${bulkString(script.sha)}${bulkString(keys.length)}${written}`
+  for (const arg of args) resp += bulkString(arg)
+  return resp
+}
+
+/** Runs a script by its SHA, loading it once when the store does not know it. */
+const redisRunner = (poolOf: () => RedisPool): RunScript => (script, keys, args) => {
+  const pool = poolOf()
+  return pool.sendWritten("evalsha", evalshaCommand(script, keys, args), () => [script.sha, keys.length, ...keys, ...args]).catch((error: unknown) => {
+    if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error
+    return pool.send("eval", [script.lua, keys.length, ...keys, ...args])
+  })
 }
 
 export class Limits extends Context.Service<Limits, LimitsShape>()("gateway/pipeline/limits/Limits") {

@@ -36,6 +36,21 @@ describe("cache key", () => {
   it("is 64 hex characters: nothing of the request in it", () => {
     expect(cacheKey(parts)).toMatch(/^[0-9a-f]{64}$/)
   })
+  it("is the key earlier builds derived: entries stored before an upgrade are still found", () => {
+    expect(cacheKey(parts)).toBe("483a2e0265c7ad35053aadedd3a4c48bc32b34a3c56b5925ae2e6845cd9a011f")
+    const nested = {
+      ...parts,
+      overrides: { top_p: 0.5, seed: 7 },
+      body: {
+        ...parts.body,
+        stream: true,
+        user: "u",
+        tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { b: { type: "string" }, a: { type: "number" } } } } }],
+        metadata: { "é": "☃", e: null }
+      }
+    }
+    expect(cacheKey(nested)).toBe("3c8cf832e79adb5374e346507b008d63ad9fd3f90fb3cb93226a2f8dfe828c40")
+  })
 })
 
 describe("encryption at rest", () => {
@@ -47,6 +62,15 @@ describe("encryption at rest", () => {
     expect(first.equals(second)).toBe(false)
     expect(first.toString("latin1")).not.toContain("secret answer")
     expect(open(first, options)?.equals(plaintext)).toBe(true)
+  })
+  it("never repeats a nonce, over many values in a row", () => {
+    const nonces = new Set<string>()
+    for (let i = 0; i < 1000; i++) {
+      const sealed = seal(plaintext, options)
+      nonces.add(sealed.subarray(1, 13).toString("hex"))
+      expect(open(sealed, options)?.equals(plaintext)).toBe(true)
+    }
+    expect(nonces.size).toBe(1000)
   })
   it("does not open with another credential, another project, another salt, or tampered bytes", () => {
     const sealed = seal(plaintext, options)
