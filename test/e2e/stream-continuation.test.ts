@@ -310,6 +310,19 @@ describe("what is not continued ends with the error frame, as before", () => {
     expect(request.error_code).toBe("upstream")
   })
 
+  it("a break after the finish (the connection reset before [DONE]) is not continued", async () => {
+    fakes.openai.script({ kind: "sse", events: openAiStream({ content: BEFORE, done: false }), thenError: "close" })
+    const text = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "oo", stream: true, messages: [{ role: "user", content: "tell me" }] })
+    }).then((response) => response.text())
+    expect(text).toContain("\"finish_reason\":\"stop\"")
+    expect(text).not.toContain("[DONE]")
+    expect(fakes.openai.requests).toHaveLength(1)
+    expect((await lastRequest()).continued).toBeUndefined()
+  })
+
   it("with no other target the stream ends with the error frame", async () => {
     openAiBreaks()
     await expect(openai.chat.completions.stream({ model: "alone", messages: [{ role: "user", content: "tell me" }] }).finalChatCompletion()).rejects.toThrow()

@@ -69,6 +69,8 @@ export class StreamSplice {
   private lastUsage: Usage | undefined
   private toolStarted = false
   private finished = false
+  /** The fast path forwarded a tool call's start or the finish: no break will be taken. */
+  private spent = false
 
   constructor(encoderFor: () => StreamEncoder | undefined) {
     this.encoderFor = encoderFor
@@ -122,8 +124,18 @@ export class StreamSplice {
     }
   }
 
-  /** An event the fast path forwarded verbatim: kept, read and encoded only at a break. */
+  /**
+   * An event the fast path forwarded verbatim: kept, read and encoded only at
+   * a break. Once a tool call started or the finish came no break is taken:
+   * nothing more is kept, and what was is let go.
+   */
   forwarded(event: ChatStreamEvent): void {
+    if (this.spent) return
+    if (event.type === "tool_call_start" || event.type === "message_delta") {
+      this.spent = true
+      this.kept = []
+      return
+    }
     this.kept.push(event)
   }
 
@@ -134,7 +146,7 @@ export class StreamSplice {
 
   /** Whether the break `reason` is continued (it is then recorded); a shutdown never is. */
   takes(reason: StreamStop | StreamError): boolean {
-    if (reason === "shutdown") return false
+    if (reason === "shutdown" || this.spent) return false
     if (this.kept.length > 0) this.catchUp()
     if (this.toolStarted || this.finished || this.encoder === undefined) return false
     this.broke = reason
