@@ -63,8 +63,8 @@ export class StreamSplice {
   private readonly encoderFor: () => StreamEncoder | undefined
   private made: StreamEncoder | undefined
   private asked = false
-  /** Events the fast path forwarded verbatim, not yet read nor encoded. */
-  private kept: Array<ChatStreamEvent> = []
+  /** Events the fast path forwarded verbatim, not yet read nor encoded; a plain text delta as its text alone. */
+  private kept: Array<ChatStreamEvent | string> = []
   private sent = ""
   private lastUsage: Usage | undefined
   private toolStarted = false
@@ -136,7 +136,8 @@ export class StreamSplice {
       this.kept = []
       return
     }
-    this.kept.push(event)
+    // (The text alone: the event itself dies young, the text lives on in the answer anyway.)
+    this.kept.push(event.type === "text_delta" && event.refusal === undefined ? event.text : event)
   }
 
   /** `event` in the caller's format, once a break was taken (the request can be continued). */
@@ -158,7 +159,8 @@ export class StreamSplice {
     const events = this.kept
     this.kept = []
     const encoder = this.encoder
-    for (const event of events) {
+    for (const kept of events) {
+      const event: ChatStreamEvent = typeof kept === "string" ? { type: "text_delta", text: kept } : kept
       this.observe(event)
       encoder?.push(event)
     }
