@@ -271,14 +271,18 @@ describe("the seam on the wire", () => {
 })
 
 describe("what is not continued ends with the error frame, as before", () => {
-  it("without on_stream_break the helper sees the stream's error", async () => {
-    openAiBreaks()
-    const stream = openai.chat.completions.stream({ model: "plain", messages: [{ role: "user", content: "tell me" }] })
+  /** The helper sees the stream's error; the log line says it failed, not continued. */
+  const endsWithError = async (stream: { finalChatCompletion: () => Promise<unknown> }) => {
     await expect(stream.finalChatCompletion()).rejects.toThrow()
-    expect(fakes.anthropic.requests).toHaveLength(0)
     const request = await lastRequest()
     expect(request.continued).toBeUndefined()
     expect(request.error_code).toBe("upstream")
+  }
+
+  it("without on_stream_break the helper sees the stream's error", async () => {
+    openAiBreaks()
+    await endsWithError(openai.chat.completions.stream({ model: "plain", messages: [{ role: "user", content: "tell me" }] }))
+    expect(fakes.anthropic.requests).toHaveLength(0)
   })
 
   it("a target's on_stream_break = \"error\" wins over its route's \"continue\"", async () => {
@@ -302,12 +306,8 @@ describe("what is not continued ends with the error frame, as before", () => {
 
   it("a request the other targets cannot be asked (a field no other family carries) is not continued", async () => {
     openAiBreaks()
-    const stream = openai.chat.completions.stream({ model: "oo", web_search_options: {}, messages: [{ role: "user", content: "tell me" }] })
-    await expect(stream.finalChatCompletion()).rejects.toThrow()
+    await endsWithError(openai.chat.completions.stream({ model: "oo", web_search_options: {}, messages: [{ role: "user", content: "tell me" }] }))
     expect(fakes.openai.requests).toHaveLength(1)
-    const request = await lastRequest()
-    expect(request.continued).toBeUndefined()
-    expect(request.error_code).toBe("upstream")
   })
 
   it("a break after the finish (the connection reset before [DONE]) is not continued", async () => {
