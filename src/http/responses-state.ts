@@ -21,13 +21,13 @@
  *   fast lane kept).
  * - With the store off this module is not on the path at all.
  */
-import { Effect, Exit, Redacted, Result, Stream } from "effect"
+import { Effect, Exit, Redacted, Result } from "effect"
 import type { Scope } from "effect"
 import { fingerprinted } from "../config/index.ts"
 import type { ResponsesSection } from "../config/index.ts"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import { callerKey, inputItemsOf, isValueBody, onBodyExit, pushSourceOf, pushStream, reply, resolveRequest, stateNeeds, storedResponseOf } from "../pipeline/index.ts"
+import { callerKey, inputItemsOf, isValueBody, onBodyExit, reply, resolveRequest, stateNeeds, storedResponseOf, tapChunks } from "../pipeline/index.ts"
 import type { Answer, CallerRequest, ChatInput, ReplyStream, RequestLogFields, ResponseScope, ResponseStore, ResolvedRequest } from "../pipeline/index.ts"
 
 export interface ResponsesState {
@@ -151,28 +151,7 @@ const storedStream = (turn: Turn, body: ReplyStream): ReplyStream => {
   const { state, scope, request, conversation } = turn
   // The whole stream is a few times the stored entry (deltas, then the final object).
   const copy = new StreamCopy(state.section.max_entry_size_bytes * 4)
-  const pushed = pushSourceOf(body)
-  const copied = pushed === undefined
-    ? Stream.map(body, (chunk) => {
-      copy.add(chunk)
-      return chunk
-    })
-    : onBodyExit(
-      pushStream({
-        start: (sink) =>
-          pushed.source.start({
-            write: (chunk) => {
-              copy.add(chunk)
-              return sink.write(chunk)
-            },
-            onDrain: (resume) => sink.onDrain(resume),
-            end: () => sink.end(),
-            fail: (error) => sink.fail(error)
-          }),
-        stop: () => pushed.source.stop()
-      }),
-      pushed.onExit ?? (() => Effect.void)
-    )
+  const copied = tapChunks(body, (chunk) => copy.add(chunk))
   return onBodyExit(copied, (exit) => {
     if (Exit.isFailure(exit)) return Effect.void
     const response = copy.finalResponse()

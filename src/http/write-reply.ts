@@ -175,24 +175,30 @@ const pushToSocket = (res: ServerResponse, source: PushSource): Effect.Effect<vo
     return Effect.sync(source.stop)
   })
 
-const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.Effect<void> => {
-  const { res } = ctx
-  if (!writeHead(ctx, reply, [])) return Effect.void
-  ctx.streaming = true
+/** Writes a stream body's bytes with backpressure: a push body's on its fast lane, then what follows them. */
+const sendBody = (res: ServerResponse, body: ReplyStream): Effect.Effect<void, AnyGatewayFailure> => {
   const push = pushSourceOf(body)
-  if (push !== undefined) {
-    const { onExit } = push
-    return finishStream(ctx)(onExit === undefined ? pushToSocket(res, push.source) : onExitInPlace(pushToSocket(res, push.source), onExit))
-  }
-  return body.pipe(
+  if (push === undefined) {
     // Whole arrays of chunks at a time: one Effect per pull, not per chunk.
-    Stream.runForEachArray((chunks) => {
+    return Stream.runForEachArray(body, (chunks) => {
       let room = true
       for (const chunk of chunks) room = res.write(chunk)
       return room || res.destroyed ? Effect.void : drained(res)
-    }),
-    finishStream(ctx)
-  )
+    })
+  }
+  const { onExit, next } = push
+  const pushed = pushToSocket(res, push.source)
+  const sent = next === undefined ? pushed : Effect.andThen(pushed, Effect.suspend(() => {
+    const tail = next()
+    return tail === undefined ? Effect.void : sendBody(res, tail)
+  }))
+  return onExit === undefined ? sent : onExitInPlace(sent, onExit)
+}
+
+const writeStream = (ctx: EdgeContext, reply: Reply, body: ReplyStream): Effect.Effect<void> => {
+  if (!writeHead(ctx, reply, [])) return Effect.void
+  ctx.streaming = true
+  return finishStream(ctx)(sendBody(ctx.res, body))
 }
 
 /**

@@ -13,7 +13,7 @@ export type { CallerRequest, RequestContext, RequestLogFields } from "./context.
 export * from "./forward/index.ts"
 export { jsonBody, makeProxyProgram } from "./proxy.ts"
 export type { ProxyBody, ProxyDependencies, ProxyInput } from "./proxy.ts"
-export { attemptScoped, bodyReply, ensuringBody, failureReply, onBodyExit, isValueBody, JSON_CONTENT_TYPE, jsonReply, logFailure, pushHeaders, pushSourceOf, pushStream, renderFailure, reply } from "./reply.ts"
+export { attemptScoped, bodyReply, ensuringBody, failureReply, followedBy, onBodyExit, isValueBody, JSON_CONTENT_TYPE, jsonReply, logFailure, pushHeaders, pushSourceOf, pushStream, renderFailure, reply, tapChunks } from "./reply.ts"
 export type { Answer, BodyExit, EventTap, PushSource, Reply, ReplyHeaders, ReplyStream } from "./reply.ts"
 export * from "./cache/index.ts"
 export * from "./metrics/index.ts"

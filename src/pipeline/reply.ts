@@ -88,6 +88,9 @@ export type BodyExit = (exit: Exit.Exit<unknown, AnyGatewayFailure>) => Effect.E
 /** A `BodyExit` as an exit hook that always returns an effect (for `Stream.onExit`). */
 const asEffect = (onExit: BodyExit): (exit: Exit.Exit<unknown, AnyGatewayFailure>) => Effect.Effect<void> => (exit) => onExit(exit) ?? Effect.void
 
+/** What follows a push body's bytes, asked once its source ended well: another body, or nothing (it ends there). */
+export type BodyNext = () => ReplyStream | undefined
+
 /** Chunks a `Stream` reader of a push source lets pile up before the source is paused. */
 const VIEW_HIGH_WATER = 16
 
@@ -161,15 +164,19 @@ const StreamPrototype: object = Object.getPrototypeOf(Stream.empty)
 class PushBody {
   readonly source: PushSource
   readonly onExit: BodyExit | undefined
+  readonly next: BodyNext | undefined
   #channel: ReplyStream["channel"] | undefined
-  constructor(source: PushSource, onExit: BodyExit | undefined) {
+  constructor(source: PushSource, onExit: BodyExit | undefined, next: BodyNext | undefined) {
     this.source = source
     this.onExit = onExit
+    this.next = next
   }
   get channel(): ReplyStream["channel"] {
     if (this.#channel === undefined) {
+      const { next } = this
       const view = viewOf(this.source)
-      this.#channel = (this.onExit === undefined ? view : Stream.onExit(view, asEffect(this.onExit))).channel
+      const whole = next === undefined ? view : Stream.concat(view, Stream.suspend(() => next() ?? Stream.empty))
+      this.#channel = (this.onExit === undefined ? whole : Stream.onExit(whole, asEffect(this.onExit))).channel
     }
     return this.#channel
   }
@@ -182,11 +189,42 @@ Object.setPrototypeOf(PushBody.prototype, StreamPrototype)
  * (the library, a batch job, a test) reads it as the ordinary `Stream` it is.
  * A transformed copy (`Stream.map`…) is an ordinary stream.
  */
-export const pushStream = (source: PushSource): ReplyStream => new PushBody(source, undefined) as unknown as ReplyStream
+export const pushStream = (source: PushSource): ReplyStream => new PushBody(source, undefined, undefined) as unknown as ReplyStream
 
-/** The push source of a `pushStream` body, with what runs when it is done; undefined for any other stream. */
-export const pushSourceOf = (body: ReplyStream): { readonly source: PushSource; readonly onExit: BodyExit | undefined } | undefined =>
+/**
+ * The push source of a `pushStream` body, with what follows its bytes and
+ * what runs when all of it is done; undefined for any other stream.
+ */
+export const pushSourceOf = (
+  body: ReplyStream
+): { readonly source: PushSource; readonly onExit: BodyExit | undefined; readonly next: BodyNext | undefined } | undefined =>
   body instanceof PushBody ? body : undefined
+
+/**
+ * `body`, followed by what `next` gives once it ended well (nothing: it ends
+ * there), asked only then. A push body keeps its fast lane: the writer pushes
+ * its bytes, then writes what follows; its own exit (`onBodyExit`) runs when
+ * `body` ended, before `next` is asked, as it would in `Stream.concat`.
+ */
+export const followedBy = (body: ReplyStream, next: BodyNext): ReplyStream => {
+  // (A body followed already is followed as any stream: no reply has two continuations.)
+  if (!(body instanceof PushBody) || body.next !== undefined) return Stream.concat(body, Stream.suspend(() => next() ?? Stream.empty))
+  const { source, onExit } = body
+  if (onExit === undefined) return new PushBody(source, undefined, next) as unknown as ReplyStream
+  // `body`'s exit runs once: ahead of what follows when something does, else when all is done.
+  let exited = false
+  const exitOnce: BodyExit = (exit) => {
+    if (exited) return undefined
+    exited = true
+    return onExit(exit)
+  }
+  return new PushBody(source, exitOnce, () => {
+    const tail = next()
+    if (tail === undefined) return undefined
+    const left = exitOnce(Exit.void)
+    return left === undefined ? tail : Stream.concat(Stream.fromEffectDrain(left), tail)
+  }) as unknown as ReplyStream
+}
 
 /**
  * Releases an answer nobody will read (a hedged race's second answer): a
@@ -201,6 +239,35 @@ export const discardReply = (answer: Reply): Effect.Effect<void> => {
   return push.onExit?.(Exit.void) ?? Effect.void
 }
 
+/** `body`, `tap` told of each chunk as it goes out (its fast lane kept, what follows it tapped too). */
+export const tapChunks = (body: ReplyStream, tap: (chunk: Uint8Array) => void): ReplyStream => {
+  if (!(body instanceof PushBody)) {
+    return Stream.map(body, (chunk) => {
+      tap(chunk)
+      return chunk
+    })
+  }
+  const { source, next } = body
+  const tapped: PushSource = {
+    start: (sink) =>
+      source.start({
+        write: (chunk) => {
+          tap(chunk)
+          return sink.write(chunk)
+        },
+        onDrain: (resume) => sink.onDrain(resume),
+        end: () => sink.end(),
+        fail: (error) => sink.fail(error)
+      }),
+    stop: () => source.stop()
+  }
+  const tappedNext: BodyNext | undefined = next === undefined ? undefined : () => {
+    const tail = next()
+    return tail === undefined ? undefined : tapChunks(tail, tap)
+  }
+  return new PushBody(tapped, body.onExit, tappedNext) as unknown as ReplyStream
+}
+
 /**
  * `body`, running `onExit` once it is done with, told how it ended (its fast lane kept), after
  * what ran there before: a hook done in place leaves the next to be called at once, else the
@@ -212,7 +279,7 @@ export const onBodyExit = (body: ReplyStream, onExit: BodyExit): ReplyStream => 
   return new PushBody(body.source, before === undefined ? onExit : (exit) => {
     const left = before(exit)
     return left === undefined ? onExit(exit) : Effect.andThen(left, Effect.suspend(() => onExit(exit) ?? Effect.void))
-  }) as unknown as ReplyStream
+  }, body.next) as unknown as ReplyStream
 }
 
 /** `body`, running `release` once it is done with, however it ended (its fast lane kept). */

@@ -87,6 +87,41 @@ const openAiContinues = (pieces = AFTER, usage?: object) => fakes.openai.script(
 const anthropicContinues = (pieces = AFTER) =>
   fakes.anthropic.script({ kind: "sse", events: anthropicStream({ blocks: [{ type: "text", pieces }], usage: { input_tokens: 20, output_tokens: 4 } }) })
 
+/** A Responses stream (OpenAI's `/responses`) of `pieces` in one message, then the connection reset. */
+const responsesBreaks = (id: string, pieces: ReadonlyArray<string>) => {
+  const pending = { id, object: "response", created_at: 0, status: "in_progress", model: "gpt-4o", output: [], usage: null }
+  const item = { id: "msg_1", type: "message", status: "in_progress", role: "assistant", content: [] }
+  fakes.openai.script({
+    kind: "sse",
+    path: "/responses",
+    events: [
+      sseEvent("response.created", { type: "response.created", sequence_number: 0, response: pending }),
+      sseEvent("response.in_progress", { type: "response.in_progress", sequence_number: 1, response: pending }),
+      sseEvent("response.output_item.added", { type: "response.output_item.added", sequence_number: 2, output_index: 0, item }),
+      sseEvent("response.content_part.added", {
+        type: "response.content_part.added",
+        sequence_number: 3,
+        item_id: "msg_1",
+        output_index: 0,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [] }
+      }),
+      ...pieces.map((delta, i) =>
+        sseEvent("response.output_text.delta", {
+          type: "response.output_text.delta",
+          sequence_number: 4 + i,
+          item_id: "msg_1",
+          output_index: 0,
+          content_index: 0,
+          delta,
+          logprobs: []
+        })
+      )
+    ],
+    thenError: "close"
+  })
+}
+
 const messagesOf = (json: unknown) => (json as { messages: Array<{ role: string; content: unknown }> }).messages
 
 /** The request line of the last request. */
@@ -175,37 +210,7 @@ describe("a broken stream is continued on the next target", () => {
   })
 
   it("Responses caller: a Responses stream reset mid-answer is continued on the next target (chat completions)", async () => {
-    const pending = { id: "resp_cont", object: "response", created_at: 0, status: "in_progress", model: "gpt-4o", output: [], usage: null }
-    const item = { id: "msg_1", type: "message", status: "in_progress", role: "assistant", content: [] }
-    fakes.openai.script({
-      kind: "sse",
-      path: "/responses",
-      events: [
-        sseEvent("response.created", { type: "response.created", sequence_number: 0, response: pending }),
-        sseEvent("response.in_progress", { type: "response.in_progress", sequence_number: 1, response: pending }),
-        sseEvent("response.output_item.added", { type: "response.output_item.added", sequence_number: 2, output_index: 0, item }),
-        sseEvent("response.content_part.added", {
-          type: "response.content_part.added",
-          sequence_number: 3,
-          item_id: "msg_1",
-          output_index: 0,
-          content_index: 0,
-          part: { type: "output_text", text: "", annotations: [] }
-        }),
-        ...BEFORE.map((delta, i) =>
-          sseEvent("response.output_text.delta", {
-            type: "response.output_text.delta",
-            sequence_number: 4 + i,
-            item_id: "msg_1",
-            output_index: 0,
-            content_index: 0,
-            delta,
-            logprobs: []
-          })
-        )
-      ],
-      thenError: "close"
-    })
+    responsesBreaks("resp_cont", BEFORE)
     openAiContinues()
     const final = await openai.responses.stream({ model: "oo", input: "tell me" }).finalResponse()
     expect(final.output_text).toBe(WHOLE)
@@ -235,6 +240,21 @@ describe("the seam on the wire", () => {
     expect(text).not.toContain("error")
   })
 
+  it("Responses, a break after many events: the continuation's sequence numbers go on from the last the caller saw", async () => {
+    // 300 deltas forwarded verbatim before the break: what the continuation writes follows all of them.
+    const pieces = Array.from({ length: 300 }, (_, i) => `w${i} `)
+    responsesBreaks("resp_many", pieces)
+    openAiContinues()
+    const text = await raw("/v1/responses", { model: "oo", stream: true, input: "tell me" })
+    const events = text.split("\n\n").filter((frame) => frame.includes("data: {")).map((frame) => JSON.parse(frame.split("data: ")[1]))
+    expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, i) => i))
+    expect(events.filter((event) => event.type === "response.output_item.added")).toHaveLength(1)
+    const completed = events.at(-1)
+    expect(completed.type).toBe("response.completed")
+    expect(completed.response.id).toBe("resp_many")
+    expect(completed.response.output[0].content[0].text).toBe(pieces.join("") + AFTER.join(""))
+  })
+
   it("Anthropic: one message_start, the text in one block (index 0), one message_delta and message_stop", async () => {
     anthropicBreaks()
     anthropicContinues()
@@ -251,14 +271,18 @@ describe("the seam on the wire", () => {
 })
 
 describe("what is not continued ends with the error frame, as before", () => {
-  it("without on_stream_break the helper sees the stream's error", async () => {
-    openAiBreaks()
-    const stream = openai.chat.completions.stream({ model: "plain", messages: [{ role: "user", content: "tell me" }] })
+  /** The helper sees the stream's error; the log line says it failed, not continued. */
+  const endsWithError = async (stream: { finalChatCompletion: () => Promise<unknown> }) => {
     await expect(stream.finalChatCompletion()).rejects.toThrow()
-    expect(fakes.anthropic.requests).toHaveLength(0)
     const request = await lastRequest()
     expect(request.continued).toBeUndefined()
     expect(request.error_code).toBe("upstream")
+  }
+
+  it("without on_stream_break the helper sees the stream's error", async () => {
+    openAiBreaks()
+    await endsWithError(openai.chat.completions.stream({ model: "plain", messages: [{ role: "user", content: "tell me" }] }))
+    expect(fakes.anthropic.requests).toHaveLength(0)
   })
 
   it("a target's on_stream_break = \"error\" wins over its route's \"continue\"", async () => {
@@ -278,6 +302,25 @@ describe("what is not continued ends with the error frame, as before", () => {
       }).finalChatCompletion()
     ).rejects.toThrow()
     expect(fakes.openai.requests).toHaveLength(1)
+  })
+
+  it("a request the other targets cannot be asked (a field no other family carries) is not continued", async () => {
+    openAiBreaks()
+    await endsWithError(openai.chat.completions.stream({ model: "oo", web_search_options: {}, messages: [{ role: "user", content: "tell me" }] }))
+    expect(fakes.openai.requests).toHaveLength(1)
+  })
+
+  it("a break after the finish (the connection reset before [DONE]) is not continued", async () => {
+    fakes.openai.script({ kind: "sse", events: openAiStream({ content: BEFORE, done: false }), thenError: "close" })
+    const text = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "oo", stream: true, messages: [{ role: "user", content: "tell me" }] })
+    }).then((response) => response.text())
+    expect(text).toContain("\"finish_reason\":\"stop\"")
+    expect(text).not.toContain("[DONE]")
+    expect(fakes.openai.requests).toHaveLength(1)
+    expect((await lastRequest()).continued).toBeUndefined()
   })
 
   it("with no other target the stream ends with the error frame", async () => {
@@ -361,5 +404,33 @@ describe("with the cache and the output guardrail", () => {
     expect(final.choices[0].message.content).toBe("the forbidden-word, then more")
     const logs = await waitForRequestLogs(guarded, 3)
     expect(logs.at(-1)).toMatchObject({ continued: "ok", guardrail_output: "blocklist" })
+  })
+})
+
+describe("with the Responses API's store", () => {
+  const REDIS_URL = `${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/9`
+  let stored: RunningGateway
+  beforeAll(async () => {
+    stored = await startGateway({
+      providers: { openai: { base_url: `${fakes.openai.url}/v1`, models: ["gpt-4o", "gpt-4o-mini"], credential: "none" } },
+      targets: { gpt: { model: "gpt-4o" }, mini: { model: "gpt-4o-mini" } },
+      routes: { oo: route("oo", ["gpt", "mini"]) },
+      cache: { enabled: false, url: REDIS_URL, encrypt_salt: "continuation-store-salt" },
+      responses: { enabled: true }
+    })
+  })
+  afterAll(async () => {
+    await stored?.close()
+  })
+
+  it("a continued stream is stored whole: the stored response has the text from both sides of the seam", async () => {
+    responsesBreaks("resp_stored", BEFORE)
+    openAiContinues()
+    const client = new OpenAI({ baseURL: `${stored.url}/v1`, apiKey: "unused", maxRetries: 0, defaultHeaders: { authorization: null } })
+    const final = await client.responses.stream({ model: "oo", input: "keep it" }).finalResponse()
+    expect(final.output_text).toBe(WHOLE)
+    const logs = await waitForRequestLogs(stored, 1)
+    expect(logs.at(-1)).toMatchObject({ continued: "ok", responses_store: "stored" })
+    expect((await client.responses.retrieve(final.id)).output_text).toBe(WHOLE)
   })
 })

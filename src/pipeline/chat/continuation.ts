@@ -7,8 +7,10 @@
  * - The attempt's `StreamSplice` watches what of the answer reached the
  *   caller (its text, whether a tool call or the finish came) and holds the
  *   caller's stream encoder: the normalized path writes with it; the fast
- *   path, whose bytes go out verbatim, feeds it the events it forwards so its
- *   state (ids, block indices) matches what the caller saw.
+ *   path, whose bytes go out verbatim, keeps the events it forwards, and a
+ *   break replays them into the encoder so its state (ids, block indices)
+ *   matches what the caller saw. Armed and never used, it costs an array push
+ *   per event.
  * - At a break the stages ask the splice (`takes`) instead of writing their
  *   error frame; the body then ends quietly and `continueAfter` appends the
  *   continuation: the original request plus the text already sent, as a
@@ -31,6 +33,7 @@ import type { PlanTarget } from "../../routing/plan.ts"
 import type { RequestContext } from "../context.ts"
 import { commitStream, inBandFailure, stopFrame } from "../forward/index.ts"
 import type { ChunkOut, StreamStage, StreamStop } from "../forward/index.ts"
+import { followedBy } from "../reply.ts"
 import type { ReplyStream } from "../reply.ts"
 import type { ResponseCollector } from "./collector.ts"
 import { decodingStage } from "./decoding.ts"
@@ -39,28 +42,70 @@ import { decodingStage } from "./decoding.ts"
 export const CONTINUE_PROMPT =
   "Your previous message was cut off. Continue it exactly from where it stopped, without repeating any of it and without any preamble."
 
-/** What of a streamed answer reached the caller, and why it broke when it is to be continued. */
+/**
+ * What of a streamed answer reached the caller, and why it broke when it is to be continued.
+ *
+ * Details
+ * - Armed on every stream of a target that continues, used only by one that
+ *   breaks: what costs per event is left for the break. The fast path's
+ *   forwarded events are only kept (the decoder made them already); at a break
+ *   they are read (text, tool call, finish, usage) and replayed into the
+ *   caller's encoder, made then, so its state (ids, block indices, sequence
+ *   numbers) is what it would have been had it written them.
+ * - Whether the request can be continued at all (its canonical form decodes,
+ *   with nothing untranslatable) is asked with the encoder, at the first break:
+ *   a splice whose request cannot be continued takes no break.
+ */
 export class StreamSplice {
-  /** The caller's stream encoder (on the fast path a shadow fed the forwarded events). */
-  readonly encoder: StreamEncoder
-  /** The answer's text so far, whole. */
-  text = ""
-  /** The latest usage the upstreams reported, summed over the calls before this one. */
-  usage: Usage | undefined
   /** What cut the stream, once a break was taken for continuing. */
   broke: UpstreamError | StreamError | undefined
+  /** The caller's encoder for the request, or undefined when it cannot be continued. */
+  private readonly encoderFor: () => StreamEncoder | undefined
+  private made: StreamEncoder | undefined
+  private asked = false
+  /** Events the fast path forwarded verbatim, not yet read nor encoded; a plain text delta as its text alone. */
+  private kept: Array<ChatStreamEvent | string> = []
+  private sent = ""
+  private lastUsage: Usage | undefined
   private toolStarted = false
   private finished = false
+  /** The fast path forwarded a tool call's start or the finish: no break will be taken. */
+  private spent = false
 
-  constructor(encoder: StreamEncoder) {
-    this.encoder = encoder
+  constructor(encoderFor: () => StreamEncoder | undefined) {
+    this.encoderFor = encoderFor
   }
 
-  /** An event that reached the caller. */
+  /**
+   * The caller's encoder, up to date with every event that reached the caller
+   * (the normalized path writes with it); undefined when the request cannot be continued.
+   */
+  get encoder(): StreamEncoder | undefined {
+    if (!this.asked) {
+      this.asked = true
+      this.made = this.encoderFor()
+    }
+    if (this.kept.length > 0) this.catchUp()
+    return this.made
+  }
+
+  /** The answer's text so far, whole. */
+  get text(): string {
+    if (this.kept.length > 0) this.catchUp()
+    return this.sent
+  }
+
+  /** The latest usage the upstreams reported, summed over the calls before this one. */
+  get usage(): Usage | undefined {
+    if (this.kept.length > 0) this.catchUp()
+    return this.lastUsage
+  }
+
+  /** An event that reached the caller, written with `encoder` (or `encode`). */
   observe(event: ChatStreamEvent): void {
     switch (event.type) {
       case "text_delta":
-        this.text += event.text
+        this.sent += event.text
         return
       case "tool_call_start":
         this.toolStarted = true
@@ -69,27 +114,56 @@ export class StreamSplice {
         this.finished = true
         return
       case "message_start":
-        if (event.usage !== undefined) this.usage = event.usage
+        if (event.usage !== undefined) this.lastUsage = event.usage
         return
       case "usage":
-        this.usage = event.usage
+        this.lastUsage = event.usage
         return
       default:
         return
     }
   }
 
-  /** An event the fast path forwarded verbatim: seen, and fed to the shadow encoder. */
+  /**
+   * An event the fast path forwarded verbatim: kept, read and encoded only at
+   * a break. Once a tool call started or the finish came no break is taken:
+   * nothing more is kept, and what was is let go.
+   */
   forwarded(event: ChatStreamEvent): void {
-    this.observe(event)
-    this.encoder.push(event)
+    if (this.spent) return
+    if (event.type === "tool_call_start" || event.type === "message_delta") {
+      this.spent = true
+      this.kept = []
+      return
+    }
+    // (The text alone: the event itself dies young, the text lives on in the answer anyway.)
+    this.kept.push(event.type === "text_delta" && event.refusal === undefined ? event.text : event)
+  }
+
+  /** `event` in the caller's format, once a break was taken (the request can be continued). */
+  encode(event: ChatStreamEvent): string {
+    return this.encoder?.push(event) ?? ""
   }
 
   /** Whether the break `reason` is continued (it is then recorded); a shutdown never is. */
   takes(reason: StreamStop | StreamError): boolean {
-    if (reason === "shutdown" || this.toolStarted || this.finished) return false
+    if (reason === "shutdown" || this.spent) return false
+    if (this.kept.length > 0) this.catchUp()
+    if (this.toolStarted || this.finished || this.encoder === undefined) return false
     this.broke = reason
     return true
+  }
+
+  /** The kept events read, and replayed into the encoder (made now if it was not). */
+  private catchUp(): void {
+    const events = this.kept
+    this.kept = []
+    const encoder = this.encoder
+    for (const kept of events) {
+      const event: ChatStreamEvent = typeof kept === "string" ? { type: "text_delta", text: kept } : kept
+      this.observe(event)
+      encoder?.push(event)
+    }
   }
 }
 
@@ -233,7 +307,7 @@ const continuationStage = (c: Continuation, codec: ProviderCodec, trim: SeamTrim
       }
       collector.event(event)
       splice.observe(event)
-      frames += splice.encoder.push(event)
+      frames += splice.encode(event)
       if (!committed && commitsResponse(event)) committed = true
     }
     if (frames !== "") out.push(Buffer.from(frames))
@@ -256,7 +330,7 @@ const errorFrame = (c: Continuation, reason: StreamStop | StreamError): string =
   }
   c.collector.event({ type: "error", error })
   if (reason !== "shutdown") c.ctx.log.error_code = c.collector.error
-  return c.splice.encoder.push({ type: "error", error })
+  return c.splice.encode({ type: "error", error })
 }
 
 /** The continuation of a stream cut by `reason` on `targets[from]` or later, or the error frame when none commits. */
@@ -302,6 +376,9 @@ const continuationOf = (c: Continuation, from: number): ReplyStream => {
   return reason === undefined ? Stream.empty : continueFrom(c, from, reason)
 }
 
-/** `body`, followed by its continuation when it broke and the splice took the break. */
-export const continueAfter = (body: ReplyStream, c: Continuation): ReplyStream =>
-  Stream.concat(body, Stream.suspend(() => continuationOf(c, 0)))
+/**
+ * `body`, followed by its continuation when it broke and `splice` took the
+ * break (`continuation` asked only then). The body keeps its fast lane.
+ */
+export const continueAfter = (body: ReplyStream, splice: StreamSplice, continuation: () => Continuation): ReplyStream =>
+  followedBy(body, () => splice.broke === undefined ? undefined : continueFrom(continuation(), 0, splice.broke))

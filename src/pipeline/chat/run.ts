@@ -230,10 +230,12 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     /** The target of the latest attempt (the one a stream is continued from). */
     let latest: PlanTarget | undefined
     const spliceFor = (target: PlanTarget): StreamSplice | undefined => {
-      const request = canonicalRequest()
-      if (Result.isFailure(request) || request.success.untranslatable.length > 0) return undefined
       if (!steps.some((step) => step.targets.some((other) => other.id !== target.id))) return undefined
-      return new StreamSplice(callerCodec.streamEncoder(request.success))
+      // Asked at the first break (or by the normalized path, which decoded the request already).
+      return new StreamSplice(() => {
+        const request = canonicalRequest()
+        return Result.isFailure(request) || request.success.untranslatable.length > 0 ? undefined : callerCodec.streamEncoder(request.success)
+      })
     }
     /** A target's provider request body for the canonical `request`, and the caller's fields it could not carry. */
     const translatedBody = (target: PlanTarget, request: ChatRequest) =>
@@ -432,7 +434,11 @@ export const makeChatProgram = (deps: ChatDependencies) => {
     )
     let { body } = forwarded
     if (!isValueBody(body)) {
-      if (splice !== undefined) body = continueAfter(body, continuation(splice, collector))
+      if (splice !== undefined) {
+        const seam = splice
+        const answer = collector
+        body = continueAfter(body, seam, () => continuation(seam, answer))
+      }
       const { tapped } = collector
       const events = tapped === undefined ? undefined : { take: () => tapped.splice(0) }
       // The stream goes out as it comes: the output guardrail records its verdict once it ended (keepStreamed may have taken it already).
