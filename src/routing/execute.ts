@@ -16,7 +16,7 @@
  *
  * Hedging (`hedge_after_ms` on a target, for a caller that passes `Hedging`):
  * a target that has not answered by then gets the step's next target started
- * beside it, the two raced (`Effect.raceAllFirst`): the first answer wins and
+ * beside it, the two raced (`raceLater`, below): the first answer wins and
  * the other fiber is interrupted; one failing leaves the other running. With
  * no target hedged the engine runs them one at a time, as above.
  */
