@@ -1,9 +1,10 @@
 /**
  * Events read by a learnt shape instead of `JSON.parse`
  * (src/formats/json-shape.ts): a match must hand back exactly what a parse of
- * the event gives, and the OpenAI Chat decoder, reading its streams so, must
- * decode every stream as it decodes the same stream parsed (the reference: its
- * chunks pretty-printed, the same JSON, which no shape matches).
+ * the event gives, and the OpenAI Chat, Anthropic and Responses decoders,
+ * reading their streams so, must decode every stream as they decode the same
+ * stream parsed (the reference: its chunks pretty-printed, the same JSON,
+ * which no shape matches).
  */
 import { describe, expect, it, vi } from "vitest"
 import type { ChatStreamEvent } from "../../src/domain/chat.ts"
