@@ -250,20 +250,33 @@ const anthropicStream = (n: number, texts: ReadonlyArray<string>): Array<SseEven
     { type: "message_stop" }
   ].map((json) => ({ event: json.type, data: JSON.stringify(json) }))
 
-const decodeAnthropic = (events: ReadonlyArray<SseEvent>): Array<ChatStreamEvent> => {
-  const decoder = Anthropic.makeAnthropicStreamDecoder({ created: 1 })
+/** A stream's events through a fresh decoder, then its end. */
+const decodeWith = (make: () => { push: (event: SseEvent) => ReadonlyArray<ChatStreamEvent>; end: () => ReadonlyArray<ChatStreamEvent> }) =>
+(events: ReadonlyArray<SseEvent>): Array<ChatStreamEvent> => {
+  const decoder = make()
   return [...events.flatMap((event) => decoder.push(event)), ...decoder.end()]
 }
 
+/** Streams of random texts (from `seed`), each decoded as the same stream pretty-printed (parsed) is. */
+const expectDecodedAsParsed = (
+  decode: (events: ReadonlyArray<SseEvent>) => Array<ChatStreamEvent>,
+  streamOf: (n: number, texts: ReadonlyArray<string>) => Array<SseEvent>,
+  seed: number
+): void => {
+  const next = random(seed)
+  const words = ["Hi", " \"there\"", "\n", " 日本", " 😀", "\\", " end"]
+  for (let n = 0; n < 30; n++) {
+    const texts = Array.from({ length: 1 + Math.floor(next() * 5) }, () => words[Math.floor(next() * words.length)])
+    const stream = streamOf(n, texts)
+    expect(decode(stream), `stream ${n}`).toEqual(decode(stream.map(pretty)))
+  }
+}
+
+const decodeAnthropic = decodeWith(() => Anthropic.makeAnthropicStreamDecoder({ created: 1 }))
+
 describe("Anthropic Messages streams read by shapes", () => {
   it("decode as the same streams parsed: each its own id, text, tool call, finish and usage", () => {
-    const next = random(11)
-    const words = ["Hi", " \"there\"", "\n", " 日本", " 😀", "\\", " end"]
-    for (let n = 0; n < 30; n++) {
-      const texts = Array.from({ length: 1 + Math.floor(next() * 5) }, () => words[Math.floor(next() * words.length)])
-      const stream = anthropicStream(n, texts)
-      expect(decodeAnthropic(stream), `stream ${n}`).toEqual(decodeAnthropic(stream.map(pretty)))
-    }
+    expectDecodedAsParsed(decodeAnthropic, anthropicStream, 11)
   })
 
   it("a stream of a shape seen before parses none of its events, and still reports its own id and usage", () => {
@@ -319,20 +332,11 @@ const responsesStream = (n: number, texts: ReadonlyArray<string>): Array<SseEven
   return events.map((event, sequence) => ({ event: String(event.type), data: JSON.stringify({ type: event.type, sequence_number: sequence, ...event }) }))
 }
 
-const decodeResponses = (events: ReadonlyArray<SseEvent>): Array<ChatStreamEvent> => {
-  const decoder = OpenAiResponses.makeResponsesStreamDecoder()
-  return [...events.flatMap((event) => decoder.push(event)), ...decoder.end()]
-}
+const decodeResponses = decodeWith(OpenAiResponses.makeResponsesStreamDecoder)
 
 describe("Responses streams read by shapes", () => {
   it("decode as the same streams parsed: each its own id, time, text, tool call, finish and usage", () => {
-    const next = random(13)
-    const words = ["Hi", " \"there\"", "\n", " 日本", " 😀", "\\", " end"]
-    for (let n = 0; n < 30; n++) {
-      const texts = Array.from({ length: 1 + Math.floor(next() * 5) }, () => words[Math.floor(next() * words.length)])
-      const stream = responsesStream(n, texts)
-      expect(decodeResponses(stream), `stream ${n}`).toEqual(decodeResponses(stream.map(pretty)))
-    }
+    expectDecodedAsParsed(decodeResponses, responsesStream, 13)
   })
 
   it("a stream of a shape seen before parses none of its events, and still reports its own id, time, tool call and usage", () => {
