@@ -101,7 +101,8 @@ const needing = <A>(section: ResponsesSection, read: () => Promise<A>, report: R
 /** The store key of an item (an output item kept on its own, for `item_reference`). */
 const itemKey = (scope: ResponseScope, id: string): string => storeKey(scope, `item:${id}`)
 
-const toBuffer = (value: Uint8Array): Buffer => Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+/** The bytes as a `Buffer` (what ioredis writes as they are): a sealed value already is one. */
+const toBuffer = (value: Uint8Array): Buffer => Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)
 
 const makeStore = (raw: RawStore, report: ReportFailure) => {
   // Writes still on their way, by Redis key: a read of one waits for it, so a
