@@ -31,7 +31,10 @@
  * base row pays them), `+route` (a fallback route for `gpt-4o` over two targets on the one
  * upstream), `+continuation` and `+hedging` (that route with `on_stream_break = "continue"`, or
  * `hedge_after_ms` that never fires: both armed, never used; read them over `+route`),
- * `+responses-unstored` (the prompt on `/v1/responses` with `store: false`, no `[responses]`)
+ * `+responses-unstored` (the prompt on `/v1/responses` with `store: false`, no `[responses]`:
+ * the provider is named `openai`, so it serves the Responses API itself and the request takes the
+ * fast path to the upstream's `/responses`), `+responses-translated` (the same with the provider's
+ * `responses_api = false`: translated to Chat Completions and the answer back to Responses events)
  * and `+responses` (`[responses]` on in database 9, `store: true`: every answer kept).
  *
  * A ref ending in `+telemetry` runs with the specification's telemetry
@@ -126,6 +129,8 @@ const BATCHED_DELAY_MS = 3_600_000
 interface RefOptions {
   readonly ref: string
   readonly extra: string | undefined
+  /** Keys added to the provider's table. */
+  readonly provider?: string | undefined
   readonly telemetry?: string | undefined
   readonly env: Readonly<Record<string, string>> | undefined
   readonly headers: Readonly<Record<string, string>>
@@ -176,6 +181,8 @@ const stageOptions = (suffix: string, redis: string): Omit<RefOptions, "ref"> | 
       return { ...plain, extra: twoTargets(`hedge_after_ms = 600000\n`) }
     case "responses-unstored":
       return { ...plain, extra: undefined, scenario: responsesRequest(false) }
+    case "responses-translated":
+      return { ...plain, extra: undefined, provider: "responses_api = false\n", scenario: responsesRequest(false) }
     case "responses":
       return { ...plain, extra: `[responses]\nenabled = true\nurl = "${redis}/9"\nencrypt_salt = "bench"\nstore_ttl_seconds = 120\n`, scenario: responsesRequest(true) }
     default:
@@ -268,6 +275,7 @@ const main = async (argv: ReadonlyArray<string>) => {
       const gateway = ref === "hop" ? await startHop(dir, index, upstream, cpu, wrap) : await startGateway(dir, `gateway-${index}`, upstream, {
         entry,
         extra: keys.extra,
+        provider: keys.provider,
         ...(keys.telemetry === undefined ? {} : { telemetry: keys.telemetry }),
         env: keys.env,
         ...(keys.workers === undefined ? {} : { server: `workers = ${keys.workers}` }),

@@ -48,6 +48,8 @@ export interface Gateway {
 export interface GatewayOptions {
   /** TOML added to the configuration (after the provider). */
   readonly extra?: string | undefined
+  /** Keys added to the provider's table (`responses_api = false`: a Responses caller is translated to chat). */
+  readonly provider?: string | undefined
   /** Replaces the `[telemetry]` table (off, logs at info). */
   readonly telemetry?: string | undefined
   /** Keys added to the `[server]` table. */
@@ -80,6 +82,7 @@ ${options.server ?? ""}
 base_url = "${upstream}/v1"
 models = ["gpt-4o"]
 credential = "none"
+${options.provider ?? ""}
 
 ${options.telemetry ?? "[telemetry]\nenabled = false\nlog_level = \"info\""}
 ${options.extra ?? ""}`)

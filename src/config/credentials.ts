@@ -38,10 +38,20 @@ export interface FingerprintedCredential {
   readonly fingerprint: string | undefined
 }
 
-export const fingerprinted = (value: Redacted.Redacted<string> | undefined): FingerprintedCredential => ({
-  value,
-  fingerprint: value === undefined ? undefined : hash("sha256", Redacted.value(value), "hex")
-})
+const NOT_FINGERPRINTED: FingerprintedCredential = { value: undefined, fingerprint: undefined }
+
+/** Each key's fingerprint, made once per key object (a caller's recent key is one object, request after request). */
+const fingerprints = new WeakMap<Redacted.Redacted<string>, FingerprintedCredential>()
+
+export const fingerprinted = (value: Redacted.Redacted<string> | undefined): FingerprintedCredential => {
+  if (value === undefined) return NOT_FINGERPRINTED
+  let known = fingerprints.get(value)
+  if (known === undefined) {
+    known = { value, fingerprint: hash("sha256", Redacted.value(value), "hex") }
+    fingerprints.set(value, known)
+  }
+  return known
+}
 
 export interface ResolvedCredential extends FingerprintedCredential {
   readonly location: CredentialLocation

@@ -21,13 +21,13 @@
  *   fast lane kept).
  * - With the store off this module is not on the path at all.
  */
-import { Effect, Exit, Redacted, Result } from "effect"
+import { Effect, Exit, Result } from "effect"
 import type { Scope } from "effect"
 import { fingerprinted } from "../config/index.ts"
 import type { ResponsesSection } from "../config/index.ts"
 import { GatewayError } from "../domain/index.ts"
 import type { AnyGatewayFailure } from "../domain/index.ts"
-import { callerKey, inputItemsOf, isValueBody, onBodyExit, reply, resolveRequest, stateNeeds, storedResponseOf, tapChunks } from "../pipeline/index.ts"
+import { bearerKey, callerKey, inputItemsOf, isValueBody, onBodyExit, reply, resolveRequest, stateNeeds, storedResponseOf, tapChunks } from "../pipeline/index.ts"
 import type { Answer, CallerRequest, ChatInput, ReplyStream, RequestLogFields, ResponseScope, ResponseStore, ResolvedRequest } from "../pipeline/index.ts"
 
 export interface ResponsesState {
@@ -35,13 +35,10 @@ export interface ResponsesState {
   readonly section: ResponsesSection
 }
 
-const BEARER = /^bearer\s+(\S+)\s*$/i
-
 /** The caller's identity for its stored responses: its gateway or platform key, else its provider key, else none. */
 export const callerIdentity = (req: CallerRequest) => {
   const gateway = req.headers["x-gw-authorization"]
-  const match = typeof gateway === "string" ? BEARER.exec(gateway) : null
-  return fingerprinted(match !== null ? Redacted.make(match[1]) : callerKey(req.headers))
+  return fingerprinted((typeof gateway === "string" ? bearerKey(gateway) : undefined) ?? callerKey(req.headers))
 }
 
 export const responseScopeOf = (state: ResponsesState, input: Pick<ChatInput, "ctx" | "project">): ResponseScope => ({
@@ -97,6 +94,20 @@ const resolved = (
   })
 }
 
+const LF = 0x0a
+const DATA = Buffer.from("data:")
+const FINAL_EVENT = /"type":\s*"response\.(?:completed|incomplete)"/
+
+/** The `response` of a final event's data; undefined when it does not parse or has none. */
+const responseOf = (data: string): Record<string, unknown> | undefined => {
+  try {
+    const event = JSON.parse(data) as { response?: unknown }
+    return typeof event.response === "object" && event.response !== null ? event.response as Record<string, unknown> : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** A streamed answer's bytes kept while it flows, for the Response object its last event carries (bounded). */
 class StreamCopy {
   readonly #chunks: Array<Uint8Array> = []
@@ -114,20 +125,25 @@ class StreamCopy {
       this.#chunks.length = 0
     } else this.#chunks.push(chunk)
   }
-  /** The `response` of the stream's `response.completed` (or `.incomplete`) event; undefined when none or too large. */
+  /**
+   * The `response` of the stream's last `response.completed` (or `.incomplete`) event; undefined when
+   * none or too large. Its lines are read from the end, each decoded alone (a line feed is never part
+   * of a multi-byte character, so a line decodes as it does within the whole).
+   */
   finalResponse(): Record<string, unknown> | undefined {
     if (this.#over) return undefined
-    const text = Buffer.concat(this.#chunks).toString("utf8")
-    for (const line of text.split("\n").reverse()) {
-      if (!line.startsWith("data:") || !/"type":\s*"response\.(?:completed|incomplete)"/.test(line)) continue
-      try {
-        const event = JSON.parse(line.slice(5)) as { response?: unknown }
-        return typeof event.response === "object" && event.response !== null ? event.response as Record<string, unknown> : undefined
-      } catch {
-        return undefined
+    const bytes = Buffer.concat(this.#chunks)
+    let end = bytes.length
+    for (;;) {
+      const newline = end === 0 ? -1 : bytes.lastIndexOf(LF, end - 1)
+      const start = newline + 1
+      if (end - start >= DATA.length && bytes.compare(DATA, 0, DATA.length, start, start + DATA.length) === 0) {
+        const line = bytes.toString("utf8", start, end)
+        if (FINAL_EVENT.test(line)) return responseOf(line.slice(DATA.length))
       }
+      if (newline === -1) return undefined
+      end = newline
     }
-    return undefined
   }
 }
 

@@ -1,13 +1,14 @@
 /**
  * Events read by a learnt shape instead of `JSON.parse`
  * (src/formats/json-shape.ts): a match must hand back exactly what a parse of
- * the event gives, and the OpenAI Chat decoder, reading its streams so, must
- * decode every stream as it decodes the same stream parsed (the reference: its
- * chunks pretty-printed, the same JSON, which no shape matches).
+ * the event gives, and the OpenAI Chat, Anthropic and Responses decoders,
+ * reading their streams so, must decode every stream as they decode the same
+ * stream parsed (the reference: its chunks pretty-printed, the same JSON,
+ * which no shape matches).
  */
 import { describe, expect, it, vi } from "vitest"
 import type { ChatStreamEvent } from "../../src/domain/chat.ts"
-import { Anthropic, OpenAiChat } from "../../src/formats/index.ts"
+import { Anthropic, OpenAiChat, OpenAiResponses } from "../../src/formats/index.ts"
 import type { SseEvent } from "../../src/formats/index.ts"
 import { JsonShape, JsonShapes } from "../../src/formats/json-shape.ts"
 import type { Hole } from "../../src/formats/json-holes.ts"
@@ -249,20 +250,33 @@ const anthropicStream = (n: number, texts: ReadonlyArray<string>): Array<SseEven
     { type: "message_stop" }
   ].map((json) => ({ event: json.type, data: JSON.stringify(json) }))
 
-const decodeAnthropic = (events: ReadonlyArray<SseEvent>): Array<ChatStreamEvent> => {
-  const decoder = Anthropic.makeAnthropicStreamDecoder({ created: 1 })
+/** A stream's events through a fresh decoder, then its end. */
+const decodeWith = (make: () => { push: (event: SseEvent) => ReadonlyArray<ChatStreamEvent>; end: () => ReadonlyArray<ChatStreamEvent> }) =>
+(events: ReadonlyArray<SseEvent>): Array<ChatStreamEvent> => {
+  const decoder = make()
   return [...events.flatMap((event) => decoder.push(event)), ...decoder.end()]
 }
 
+/** Streams of random texts (from `seed`), each decoded as the same stream pretty-printed (parsed) is. */
+const expectDecodedAsParsed = (
+  decode: (events: ReadonlyArray<SseEvent>) => Array<ChatStreamEvent>,
+  streamOf: (n: number, texts: ReadonlyArray<string>) => Array<SseEvent>,
+  seed: number
+): void => {
+  const next = random(seed)
+  const words = ["Hi", " \"there\"", "\n", " 日本", " 😀", "\\", " end"]
+  for (let n = 0; n < 30; n++) {
+    const texts = Array.from({ length: 1 + Math.floor(next() * 5) }, () => words[Math.floor(next() * words.length)])
+    const stream = streamOf(n, texts)
+    expect(decode(stream), `stream ${n}`).toEqual(decode(stream.map(pretty)))
+  }
+}
+
+const decodeAnthropic = decodeWith(() => Anthropic.makeAnthropicStreamDecoder({ created: 1 }))
+
 describe("Anthropic Messages streams read by shapes", () => {
   it("decode as the same streams parsed: each its own id, text, tool call, finish and usage", () => {
-    const next = random(11)
-    const words = ["Hi", " \"there\"", "\n", " 日本", " 😀", "\\", " end"]
-    for (let n = 0; n < 30; n++) {
-      const texts = Array.from({ length: 1 + Math.floor(next() * 5) }, () => words[Math.floor(next() * words.length)])
-      const stream = anthropicStream(n, texts)
-      expect(decodeAnthropic(stream), `stream ${n}`).toEqual(decodeAnthropic(stream.map(pretty)))
-    }
+    expectDecodedAsParsed(decodeAnthropic, anthropicStream, 11)
   })
 
   it("a stream of a shape seen before parses none of its events, and still reports its own id and usage", () => {
@@ -277,5 +291,80 @@ describe("Anthropic Messages streams read by shapes", () => {
     expect(events[0]).toMatchObject({ type: "message_start", id: "msg_2xx", usage: { inputTokens: 24, cacheReadTokens: 2 } })
     expect(events).toContainEqual({ type: "tool_call_start", index: 0, id: "toolu_2", name: "lookup" })
     expect(events).toContainEqual({ type: "tool_call_delta", index: 0, argumentsDelta: "{\"q\":2" })
+  })
+})
+
+/**
+ * A Responses stream as an upstream's `/responses` sends it: its own response and item ids,
+ * creation time and sequence numbers, a message of texts, a function call, the completion.
+ */
+const responsesStream = (n: number, texts: ReadonlyArray<string>): Array<SseEvent> => {
+  const id = `resp_${n}${"x".repeat(n % 4)}`
+  const created = 1795812210 + n
+  const message = `msg_${n}`
+  const call = `fc_${n}`
+  const text = texts.join("")
+  const args = `{"q":${n}}`
+  const response = (status: string, output: ReadonlyArray<unknown>, usage: unknown) =>
+    ({ id, object: "response", created_at: created, status, model: "gpt-x", output, previous_response_id: n % 2 === 0 ? null : `resp_prev${n}`, tools: [], usage })
+  const part = (text: string) => ({ type: "output_text", text, annotations: [] })
+  const messageItem = (status: string, content: ReadonlyArray<unknown>) => ({ id: message, type: "message", status, role: "assistant", content })
+  const callItem = (status: string, args: string) => ({ id: call, type: "function_call", status, call_id: `call_${n}`, name: "lookup", arguments: args })
+  const done = [messageItem("completed", [part(text)]), callItem("completed", args)]
+  const events: Array<Record<string, unknown>> = [
+    { type: "response.created", response: response("in_progress", [], null) },
+    { type: "response.in_progress", response: response("in_progress", [], null) },
+    { type: "response.output_item.added", output_index: 0, item: messageItem("in_progress", []) },
+    { type: "response.content_part.added", item_id: message, output_index: 0, content_index: 0, part: part("") },
+    ...texts.map((delta) => ({ type: "response.output_text.delta", item_id: message, output_index: 0, content_index: 0, delta, logprobs: [] })),
+    { type: "response.output_text.done", item_id: message, output_index: 0, content_index: 0, text, logprobs: [] },
+    { type: "response.content_part.done", item_id: message, output_index: 0, content_index: 0, part: part(text) },
+    { type: "response.output_item.done", output_index: 0, item: done[0] },
+    { type: "response.output_item.added", output_index: 1, item: callItem("in_progress", "") },
+    { type: "response.function_call_arguments.delta", item_id: call, output_index: 1, delta: args },
+    { type: "response.function_call_arguments.done", item_id: call, output_index: 1, arguments: args },
+    { type: "response.output_item.done", output_index: 1, item: done[1] },
+    {
+      type: "response.completed",
+      response: response("completed", done, { input_tokens: 20 + n, input_tokens_details: { cached_tokens: n }, output_tokens: 5 + n, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 25 + 2 * n })
+    }
+  ]
+  return events.map((event, sequence) => ({ event: String(event.type), data: JSON.stringify({ type: event.type, sequence_number: sequence, ...event }) }))
+}
+
+const decodeResponses = decodeWith(OpenAiResponses.makeResponsesStreamDecoder)
+
+describe("Responses streams read by shapes", () => {
+  it("decode as the same streams parsed: each its own id, time, text, tool call, finish and usage", () => {
+    expectDecodedAsParsed(decodeResponses, responsesStream, 13)
+  })
+
+  it("a stream of a shape seen before parses none of its events, and still reports its own id, time, tool call and usage", () => {
+    decodeResponses(responsesStream(1, ["a", "b"]))
+    const stream = responsesStream(3, ["c", "d", "e"])
+    const parse = vi.spyOn(JSON, "parse")
+    const events = decodeResponses(stream)
+    // Only the string tokens with escapes in them (the tool call's arguments, in its delta, its done, its
+    // item's done and the completion), never an event.
+    expect(parse.mock.calls.map(([text]) => text)).toEqual(Array(4).fill("\"{\\\"q\\\":3}\""))
+    parse.mockRestore()
+    expect(events).toEqual(decodeResponses(stream.map(pretty)))
+    expect(events[0]).toEqual({ type: "message_start", id: "resp_3xxx", model: "gpt-x", created: 1795812213 })
+    expect(events).toContainEqual({ type: "tool_call_start", index: 0, id: "call_3", name: "lookup" })
+    expect(events).toContainEqual({ type: "tool_call_delta", index: 0, argumentsDelta: "{\"q\":3}" })
+    expect(events.at(-2)).toEqual({ type: "usage", usage: { inputTokens: 23, outputTokens: 8, cacheReadTokens: 3, reasoningTokens: 0 } })
+  })
+
+  it("an error or a malformed event mid-stream decodes as parsed", () => {
+    decodeResponses(responsesStream(5, ["a"]))
+    const stream = responsesStream(6, ["x", "y"])
+    for (const last of [
+      { event: "error", data: JSON.stringify({ type: "error", sequence_number: 5, code: "server_error", message: "overloaded", param: null }) },
+      { event: "response.failed", data: JSON.stringify({ type: "response.failed", sequence_number: 5, response: { id: "resp_6", status: "failed", error: { code: "server_error", message: "boom" } } }) },
+      { event: "response.output_text.delta", data: stream[4].data.slice(0, -2) }
+    ]) {
+      const cut = [...stream.slice(0, 5), last, ...stream.slice(5)]
+      expect(decodeResponses(cut)).toEqual(decodeResponses(cut.map(pretty)))
+    }
   })
 })

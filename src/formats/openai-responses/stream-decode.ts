@@ -11,16 +11,20 @@
  * - `response.completed` / `response.incomplete` give the finish, the usage and
  *   the stop; `response.failed` and `error` events are errors; a stream that
  *   ends without one of them was cut off.
- * - After a text delta, one of the same shape (`TextChunkTemplate`: the same
- *   JSON but for its text, `sequence_number` and `obfuscation`) is read
- *   without parsing.
+ * - Hot path: no `JSON.parse` for an event of a shape learnt from an earlier
+ *   stream (`JsonShape`: the same JSON but for its ids, text, arguments,
+ *   sequence number, creation time, token counts and `obfuscation` pad), as
+ *   for Chat Completions chunks; after a text delta, one of the same shape
+ *   (`TextChunkTemplate`: the same JSON but for its text, `sequence_number`
+ *   and `obfuscation`) is read straight to its text.
  */
 import type { ChatStreamEvent, StreamError } from "../../domain/chat.ts"
 import { pushInto } from "../contract.ts"
 import type { ChatEventSink, SinkStreamDecoder } from "../contract.ts"
+import { JsonShapes } from "../json-shape.ts"
 import { TextChunkTemplate } from "../text-chunk-template.ts"
 import type { Hole } from "../text-chunk-template.ts"
-import { eventObject, trimmed } from "../event-data.ts"
+import { trimmed } from "../event-data.ts"
 import { statusOfOpenAiError } from "../openai-chat/error.ts"
 import { isRecord, messageStartOf } from "../openai-chat/mapping.ts"
 import { decodeUsage, stopReasonOfResponse } from "./mapping.ts"
@@ -49,6 +53,21 @@ const errorOf = (raw: unknown): StreamError => {
 /** Shapes learnt per stream at most: a stream whose text deltas keep changing shape is parsed. */
 const MAX_TEMPLATES = 4
 
+/**
+ * The event shapes of the last streams (a model's lifecycle, item and text
+ * events): cut at the values that differ from event to event and stream to
+ * stream (the response's and items' ids, text, deltas, arguments, call ids,
+ * the obfuscation pad, a previous response's id and the instructions echoed,
+ * and the integers: sequence numbers, creation time, token counts; an
+ * `output_index`, `content_index` or `summary_index` stays). An error is not
+ * kept.
+ */
+const SHAPES = new JsonShapes(16, {
+  strings: new Set(["id", "item_id", "call_id", "text", "delta", "refusal", "arguments", "obfuscation", "previous_response_id", "instructions"]),
+  fixedIntegers: new Set(["output_index", "content_index", "summary_index"]),
+  learns: (event) => event.type !== "error" && event.type !== "response.failed"
+})
+
 export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
   let started = false
   let done = false
@@ -74,18 +93,24 @@ export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
     stop({ type: "message_stop" }, out)
   }
 
+  /** This stream's reading of its events: most match a shape learnt earlier (see JsonShape) and are not parsed. */
+  const reader = SHAPES.reader()
+
   /** The shape of this stream's text deltas, once one was seen (see TextChunkTemplate). */
   let textDelta: TextChunkTemplate | undefined
   let learnt = 0
 
-  /** Learns the shape of a text delta: one of its shape is a text delta whatever its text, sequence number and pad. */
+  /**
+   * Learns the shape of a text delta: one of its shape is a text delta whatever its text, sequence
+   * number and pad. Read by a shape, its template is cut from its text where the shape's holes were.
+   */
   const learn = (data: string, message: Record<string, unknown>): void => {
     if (learnt >= MAX_TEMPLATES || message.response !== undefined) return
     learnt++
     const holes: Array<Hole> = [{ owner: message, key: "delta", kind: "text" }]
     if (typeof message.sequence_number === "number") holes.push({ owner: message, key: "sequence_number", kind: "integer" })
     if (typeof message.obfuscation === "string") holes.push({ owner: message, key: "obfuscation", kind: "string" })
-    textDelta = TextChunkTemplate.learn(data, message, holes)
+    textDelta = reader.matched?.textTemplate(data, holes) ?? TextChunkTemplate.learn(data, message, holes)
     // Not the compact serialization: the upstream's serializer differs, and will for every chunk.
     if (textDelta === undefined) learnt = MAX_TEMPLATES
   }
@@ -99,7 +124,7 @@ export const makeResponsesStreamDecoder = (): SinkStreamDecoder => {
       return
     }
     if (data === "" || data.startsWith("[DONE]")) return
-    const message = eventObject(data)
+    const message = reader.read(data)
     if (message === undefined) return stop({ type: "error", error: MALFORMED }, out)
     const type = typeof message.type === "string" ? message.type : name
     const response = isRecord(message.response) ? message.response : undefined

@@ -153,10 +153,8 @@ const BEARER = /^bearer\s+(\S+)\s*$/i
 export const callerKey = (incoming: IncomingHttpHeaders): Redacted.Redacted<string> | undefined => {
   const authorization = incoming.authorization
   if (authorization !== undefined) {
-    const known = recentKeys.get(authorization)
-    if (known !== undefined) return known
-    const match = BEARER.exec(authorization)
-    if (match !== null) return remember(authorization, match[1])
+    const key = bearerKey(authorization)
+    if (key !== undefined) return key
   }
   const key = incoming["x-api-key"] ?? incoming["api-key"]
   const value = Array.isArray(key) ? key[0] : key
@@ -164,6 +162,14 @@ export const callerKey = (incoming: IncomingHttpHeaders): Redacted.Redacted<stri
   // Apart from the `Authorization` values (a key alone never matches one of those).
   const header = `\0${value}`
   return recentKeys.get(header) ?? remember(header, value)
+}
+
+/** The key of a `Bearer …` header value (the one `Redacted` of a recent value); undefined when the value is not one. */
+export const bearerKey = (value: string): Redacted.Redacted<string> | undefined => {
+  const known = recentKeys.get(value)
+  if (known !== undefined) return known
+  const match = BEARER.exec(value)
+  return match === null ? undefined : remember(value, match[1])
 }
 
 /**
@@ -193,19 +199,10 @@ export const requestCredential = (
   key: Redacted.Redacted<string> | undefined,
   steps: ReadonlyArray<PlanStep>
 ): FingerprintedCredential => {
-  if (key !== undefined) {
-    // A recent caller's key is one object (`recentKeys`): fingerprinted once, not per request.
-    let credential = fingerprints.get(key)
-    if (credential === undefined) {
-      credential = fingerprinted(key)
-      fingerprints.set(key, credential)
-    }
-    return credential
-  }
+  // Fingerprinted once per key object (a recent caller's key is one object: see `recentKeys`).
+  if (key !== undefined) return fingerprinted(key)
   return steps[0]?.targets[0]?.provider.credential ?? NO_KEY
 }
-
-const fingerprints = new WeakMap<Redacted.Redacted<string>, FingerprintedCredential>()
 
 const NO_KEY = fingerprinted(undefined)
 

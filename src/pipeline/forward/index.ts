@@ -3,7 +3,7 @@
  * headers cross, the caller's key policy, the commit rule of streamed
  * answers, and the verbatim body forwarder.
  */
-export { callerKey, callerKeyPolicy, passThroughHeaders, requestCredential, responseHeaders, translatedHeaders } from "./headers.ts"
+export { bearerKey, callerKey, callerKeyPolicy, passThroughHeaders, requestCredential, responseHeaders, translatedHeaders } from "./headers.ts"
 export { commitStream, firstContentWithin, holdBody, stopFrame } from "./commit.ts"
 export type { ChunkOut, StageVerdict, StreamStage, StreamStop } from "./commit.ts"
 export { SSE_HEADERS } from "./sink.ts"

@@ -30,7 +30,7 @@
  *   stored, and nothing (ioredis included) is loaded.
  */
 import { Context, Effect, Layer, Result } from "effect"
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import type { FingerprintedCredential, ResponsesSection } from "../../config/index.ts"
 import { InfraError } from "../../domain/index.ts"
 import { Log } from "../../infra/log.ts"
@@ -52,9 +52,7 @@ export interface ResponseScope {
 
 /** The hex key an id is stored under for a scope: nothing of the id, caller or project in clear. */
 export const storeKey = (scope: Pick<ResponseScope, "projectId" | "caller">, id: string): string =>
-  createHash("sha256")
-    .update(`gateway-responses/v1\n${scope.projectId}\n${scope.caller.fingerprint ?? "none"}\n${id}`)
-    .digest("hex")
+  hash("sha256", `gateway-responses/v1\n${scope.projectId}\n${scope.caller.fingerprint ?? "none"}\n${id}`, "hex")
 
 /** The Redis key of an entry. */
 export const responseRedisKey = (key: string): string => `gw:responses:v1:${key}`
@@ -65,7 +63,7 @@ export const responseRedisKey = (key: string): string => `gw:responses:v1:${key}
  * is claimed is another caller's (unknown to this one: never forwarded to a
  * native provider, which the gateway's credential could make it answer).
  */
-export const claimKey = (id: string): string => createHash("sha256").update(`gateway-responses-claim/v1\n${id}`).digest("hex")
+export const claimKey = (id: string): string => hash("sha256", `gateway-responses-claim/v1\n${id}`, "hex")
 
 const CLAIMED = Buffer.from("1")
 
@@ -103,7 +101,8 @@ const needing = <A>(section: ResponsesSection, read: () => Promise<A>, report: R
 /** The store key of an item (an output item kept on its own, for `item_reference`). */
 const itemKey = (scope: ResponseScope, id: string): string => storeKey(scope, `item:${id}`)
 
-const toBuffer = (value: Uint8Array): Buffer => Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+/** The bytes as a `Buffer` (what ioredis writes as they are): a sealed value already is one. */
+const toBuffer = (value: Uint8Array): Buffer => Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)
 
 const makeStore = (raw: RawStore, report: ReportFailure) => {
   // Writes still on their way, by Redis key: a read of one waits for it, so a
