@@ -107,12 +107,11 @@ export const executePlan = <A, R>(
     const hedgedRun = (stepIndex: number, targets: ReadonlyArray<PlanTarget>, targetIndex: number, hedging: Hedging<A>): Effect.Effect<A, UpstreamError, R> =>
       Effect.suspend(() => {
         const race: HedgeRace = { reached: targetIndex, hedged: [], answered: false, answeredBy: -1 }
-        return hedged(targets, targetIndex, "primary", race, hedging).pipe(
-          Effect.onExit(() =>
-            Effect.sync(() => {
-              for (const index of race.hedged) observer.onHedge?.(targets[index], index === race.answeredBy ? "won" : "lost")
-            })
-          ),
+        const reported = onExitInPlace(hedged(targets, targetIndex, "primary", race, hedging), () => {
+          for (const index of race.hedged) observer.onHedge?.(targets[index], index === race.answeredBy ? "won" : "lost")
+          return undefined
+        })
+        return reported.pipe(
           Effect.catch((error) => {
             last = error
             return dispositionOf(error.reason) === "stop" ? Effect.fail(error) : run(stepIndex, targets, race.reached + 1)

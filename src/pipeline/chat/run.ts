@@ -349,12 +349,14 @@ export const makeChatProgram = (deps: ChatDependencies) => {
       fast: boolean,
       dropped: string
     ) =>
-      Effect.onExit(timed, (exit) =>
-        Effect.sync(() => {
-          if (Exit.isFailure(exit)) return spend.add(target.model, own.usage)
+      onExitInPlace(timed, (exit) => {
+        if (Exit.isFailure(exit)) spend.add(target.model, own.usage)
+        else {
           adopt(target, own, ownSplice)
           noteAttempt(target, fast, dropped)
-        }))
+        }
+        return undefined
+      })
 
     /**
      * How a broken stream is continued: each other target of the plan in turn, asked on the
