@@ -23,7 +23,7 @@
  */
 import { Effect, Exit, Result } from "effect"
 import type { Readable } from "node:stream"
-import { GatewayError, UpstreamError } from "../domain/index.ts"
+import { GatewayError, nothingLeft, onExitInPlace, UpstreamError } from "../domain/index.ts"
 import type { Capability, FailureSource, WireFamily } from "../domain/index.ts"
 import { endpointCodec } from "../formats/index.ts"
 import type { EndpointCodec } from "../formats/index.ts"
@@ -268,17 +268,16 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
         error: failureOf(exit),
         costUsd
       }))
-    const forwarded = yield* attempts.pipe(
-      // A streamed body is over when it ends: recorded there. A held one is priced first.
-      Effect.onExit((exit) => {
-        if (Exit.isFailure(exit)) return record(exit)
-        if (!isValueBody(exit.value.body)) return Effect.void
-        costUsd = noteUsage(ctx, input.project, answeredBy, summary)
-        return record(exit)
-      })
-    )
+    // A streamed body is over when it ends: recorded there. A held one is priced first. In place:
+    // with GenAI off nothing is left to run.
+    const forwarded = yield* onExitInPlace(attempts, (exit) => {
+      if (Exit.isFailure(exit)) return nothingLeft(record(exit))
+      if (!isValueBody(exit.value.body)) return undefined
+      costUsd = noteUsage(ctx, input.project, answeredBy, summary)
+      return nothingLeft(record(exit))
+    })
     const { body } = forwarded
-    if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, onBodyExit(body, record))
+    if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, onBodyExit(body, (exit) => nothingLeft(record(exit))))
     // The store returns at once (it writes in the background): the answer is not held up by it.
     if (caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
       yield* cache.store(caching.scope, caching.key, {
