@@ -76,7 +76,7 @@ export const runCompare = async (options: CompareOptions) => {
   try {
     for (const [index, build] of builds.entries()) gateways.push(await startGateway(dir, `gateway-${index}`, ctx.upstream, { entry: build.entry }))
     // Warm both up (JIT, pools) before anything is counted.
-    for (const gateway of gateways) await warmUp(ctx.pools.for(gateway.url), gateway.url, plan.requests * 2.5)
+    for (const gateway of gateways) await warmUp(ctx.pools.for(gateway.url), gateway.url)
     figures = await interleavedRounds(builds, options.rounds, async (build, index) => {
       const gateway = gateways[index]
       const load = await measureLoad(ctx.pools.for(gateway.url), gateway.url, gateway.child.pid!, plan)
