@@ -181,7 +181,7 @@ ttl_seconds = 120
 
     // Telemetry: the spec's defaults (application traces at 0.1, GenAI off) and everything at 1.0, exporting
     // to an OTLP receiver in its own process, against the same gateway with telemetry off.
-    telemetry = await runTelemetryThroughput({ dir, upstreamUrl, pools, requests: REQUESTS, warmup: WARMUP, concurrency: CONCURRENCY, rounds: QUICK ? 1 : 3 })
+    telemetry = await runTelemetryThroughput({ dir, upstreamUrl, pools, requests: REQUESTS, concurrency: CONCURRENCY, rounds: QUICK ? 1 : 3 })
 
     // Tenant mode: one project's snapshot in Redis (database 9), a warm LRU, against the static file.
     const redisUrl = `${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}/9`

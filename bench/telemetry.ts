@@ -33,7 +33,7 @@ import { Telemetry } from "../src/pipeline/telemetry/Telemetry.ts"
 import type { TelemetryShape } from "../src/pipeline/telemetry/Telemetry.ts"
 import { closedLoop, Pools, root, round, served, startProcess, stopProcess, withCpu } from "./lib.ts"
 import { buildTree, checkoutRef } from "./compare.ts"
-import { chatScenario, startGateway, telemetrySections } from "./performance.ts"
+import { chatScenario, startGateway, telemetrySections, warmUp } from "./performance.ts"
 import type { Gateway } from "./performance.ts"
 
 const QUICK = process.argv.includes("--quick")
@@ -165,7 +165,6 @@ export interface TelemetryThroughputOptions {
   readonly upstreamUrl: string
   readonly pools: Pools
   readonly requests: number
-  readonly warmup: number
   readonly concurrency: number
   /** Rounds of off / spec defaults / all at 1.0, interleaved; the median of each is reported. */
   readonly rounds: number
@@ -217,9 +216,9 @@ export const runTelemetryThroughput = async (options: TelemetryThroughputOptions
     }
     const cpu: Record<string, Array<number>> = {}
     const rps: Record<string, Array<number>> = {}
-    for (const [, gateway] of gateways) {
-      for (const stream of kinds) await closedLoop(pools.for(gateway.url), chatScenario("warmup", gateway.url, stream), options.warmup, options.concurrency)
-    }
+    // Until the JIT has settled (performance.ts, WARM_UP_REQUESTS): a traced gateway has more code to compile,
+    // and a short warm-up charged that compilation to telemetry's figures.
+    for (const [, gateway] of gateways) await warmUp(pools.for(gateway.url), gateway.url)
     for (let round = 0; round < options.rounds; round++) {
       // A / B / C, then C / B / A: each gateway in turn first and last.
       const order = round % 2 === 0 ? gateways : [...gateways].reverse()
@@ -283,7 +282,6 @@ if (process.argv.includes("--receiver")) {
       upstreamUrl: JSON.parse(upstream.line).url as string,
       pools,
       requests: QUICK ? 3_000 : 10_000,
-      warmup: QUICK ? 1_000 : 3_000,
       concurrency: 32,
       rounds: QUICK ? 2 : 3,
       entry
