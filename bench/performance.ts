@@ -7,7 +7,8 @@
  * - hop: the gateway beside the bare Node hop (bench/node-hop.ts) and a direct
  *   call, on the same fake upstream: CPU per request at full load and at
  *   500 req/s, added p50 at 500 req/s, max req/s (JSON and stream), each with
- *   the ratio gateway ÷ hop and issue 29's goal;
+ *   the ratio gateway ÷ hop and issue 29's goal, and the floor beside them (the
+ *   hop plus the least the specification asks of any gateway: `--floor`);
  * - memory: the memory flags' trade, the same bundle with `npm start`'s flags
  *   and with Node's defaults: CPU per request at full load, resident memory
  *   idle, after full load, with 1,000 open streams, and at its peak;
@@ -264,17 +265,19 @@ export interface HopTable {
 export const hopTable = async (
   ctx: PerformanceContext,
   hop: { readonly url: string; readonly pid: number },
+  floor: { readonly url: string; readonly pid: number },
   gateway: { readonly url: string; readonly pid: number }
 ): Promise<HopTable> => {
   const plan = { requests: REQUESTS(ctx), pacedSeconds: PACED_SECONDS(ctx), full: true, paced: true }
   const targets = [
     { label: "direct", url: ctx.upstream, pid: undefined, plan: { ...plan, full: false } },
     { label: "hop", url: hop.url, pid: hop.pid, plan },
+    { label: "floor", url: floor.url, pid: floor.pid, plan },
     { label: "gateway", url: gateway.url, pid: gateway.pid, plan }
   ]
   for (const target of targets) await warmUp(ctx.pools.for(target.url), target.url)
-  const [direct, hopFigures, gatewayFigures] = await interleavedRounds(targets, ROUNDS(ctx), (target) => measureLoad(ctx.pools.for(target.url), target.url, target.pid, target.plan))
-  for (const figures of [hopFigures, gatewayFigures]) {
+  const [direct, hopFigures, floorFigures, gatewayFigures] = await interleavedRounds(targets, ROUNDS(ctx), (target) => measureLoad(ctx.pools.for(target.url), target.url, target.pid, target.plan))
+  for (const figures of [hopFigures, floorFigures, gatewayFigures]) {
     for (const kind of ["json", "stream"]) {
       for (const p of ["p50", "p99"]) {
         const name = `${p}_us_${PACED_RPS}rps_${kind}`
@@ -282,8 +285,15 @@ export const hopTable = async (
       }
     }
   }
-  const row = (figure: string, name: string, goal: string, met?: (gateway: number, hop: number) => boolean) =>
-    sideBySide(figure, ["gateway", values(gatewayFigures, name)], ["hop", values(hopFigures, name)], goal, met)
+  // The floor (the hop plus what the specification asks of any gateway, bench/node-hop.ts `--floor`) beside
+  // them: how much of the ratio no gateway could save.
+  const row = (figure: string, name: string, goal: string, met?: (gateway: number, hop: number) => boolean): SideBySideRow => {
+    const { rounds, ...side } = sideBySide(figure, ["gateway", values(gatewayFigures, name)], ["hop", values(hopFigures, name)], goal, met)
+    const floorRounds = values(floorFigures, name)
+    const hopMedian = median(values(hopFigures, name))
+    const floorMedian = median(floorRounds)
+    return { ...side, floor: floorMedian, "floor ÷ hop": hopMedian === 0 ? "–" : round(floorMedian / hopMedian, 2), rounds: { ...rounds, floor: floorRounds } }
+  }
   const cpuGoal = (gateway: number, hop: number) => gateway <= 1.3 * hop
   const rows: Array<SideBySideRow> = []
   for (const kind of ["json", "stream"]) rows.push(row(`CPU µs/request, full load, ${kind}`, `cpu_us_full_${kind}`, "≤ 1.3× hop", cpuGoal))
@@ -640,14 +650,15 @@ export const runPerformanceBench = async (options: { readonly quick: boolean; re
   try {
     if (wanted("hop") || wanted("burst")) {
       const hop = await startProcess(["bench/node-hop.ts", ctx.upstream], "0", dir, "node-hop")
+      const floor = await startProcess(["bench/node-hop.ts", ctx.upstream, "--floor"], "0", dir, "node-hop-floor")
       const gateway = await startGateway(dir, "gateway-performance", ctx.upstream)
+      const target = (started: { readonly line: string; readonly child: { readonly pid?: number | undefined } }) => ({ url: `http://127.0.0.1:${JSON.parse(started.line).port as number}`, pid: started.child.pid! })
       try {
-        if (wanted("hop")) {
-          result.hop = await hopTable(ctx, { url: `http://127.0.0.1:${JSON.parse(hop.line).port as number}`, pid: hop.child.pid! }, { url: gateway.url, pid: gateway.child.pid! })
-        }
+        if (wanted("hop")) result.hop = await hopTable(ctx, target(hop), target(floor), { url: gateway.url, pid: gateway.child.pid! })
         if (wanted("burst")) result.burst = await burstThenLowRate(ctx, gateway)
       } finally {
         await stopProcess(hop.child)
+        await stopProcess(floor.child)
         await ctx.pools.forget(gateway.url)
         await stopProcess(gateway.child)
       }
