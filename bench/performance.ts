@@ -210,10 +210,10 @@ export const measureLoad = async (pool: Pool, url: string, pid: number | undefin
  */
 export const WARM_UP_REQUESTS = 10_000
 
-/** Warms a target up (the JIT, the pools): `WARM_UP_REQUESTS` of JSON and of stream, `scale` times. */
-export const warmUp = async (pool: Pool, url: string, scale = 1): Promise<void> => {
-  await closedLoop(pool, chatScenario("warm-up", url, false), WARM_UP_REQUESTS * scale, CONCURRENCY)
-  await closedLoop(pool, chatScenario("warm-up", url, true), WARM_UP_REQUESTS * scale, CONCURRENCY)
+/** Warms a target up (the JIT, the pools): `WARM_UP_REQUESTS` of JSON and of stream. */
+export const warmUp = async (pool: Pool, url: string): Promise<void> => {
+  await closedLoop(pool, chatScenario("warm-up", url, false), WARM_UP_REQUESTS, CONCURRENCY)
+  await closedLoop(pool, chatScenario("warm-up", url, true), WARM_UP_REQUESTS, CONCURRENCY)
 }
 
 /**
