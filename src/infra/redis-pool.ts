@@ -145,8 +145,8 @@ export class RedisPool {
    */
   sendWritten(name: string, resp: string, args: () => ReadonlyArray<string | number>): Promise<unknown> {
     const ready = this.connection()
-    if (ready === undefined) return this.acquire().then((client) => this.sendWrittenOn(client, name, resp, args))
-    return this.sendWrittenOn(ready, name, resp, args)
+    if (ready !== undefined) return this.sendWrittenOn(ready, name, resp, args)
+    return this.acquire().then((client) => this.sendWrittenOn(client, name, resp, args))
   }
 
   /** The connection of a command sent now: this turn's (one write, one read of the replies), else the next ready one. */
