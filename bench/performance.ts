@@ -31,7 +31,7 @@ import type { RoundFigures, Scenario } from "./lib.ts"
  * How `npm start` runs the gateway (package.json): keep the two the same.
  * `BENCH_NODE_FLAGS` / `BENCH_MALLOC_ARENA_MAX` / `BENCH_MALLOC_MMAP_THRESHOLD` try others.
  */
-export const START_NODE_FLAGS = process.env.BENCH_NODE_FLAGS?.split(" ").filter((flag) => flag !== "") ?? ["--max-semi-space-size=4", "--heap-growing-percent=25"]
+export const START_NODE_FLAGS = process.env.BENCH_NODE_FLAGS?.split(" ").filter((flag) => flag !== "") ?? ["--max-semi-space-size=4", "--heap-growing-percent=25", "--no-allocation-site-pretenuring"]
 const MMAP_THRESHOLD = process.env.BENCH_MALLOC_MMAP_THRESHOLD ?? "32768"
 export const START_ENV: Record<string, string> = {
   MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? "2",

@@ -76,7 +76,7 @@ const serveBundle = async (configPath: string, nodeFlags: ReadonlyArray<string>,
 
 describe("the production bundle", () => {
   it("serves, with the telemetry, cache and metrics chunks loaded on demand", async () => {
-    const { child, port } = await serveBundle(config(), ["--max-semi-space-size=4", "--heap-growing-percent=25"])
+    const { child, port } = await serveBundle(config(), ["--max-semi-space-size=4", "--heap-growing-percent=25", "--no-allocation-site-pretenuring"])
     try {
       const prompt = `bundled ${process.pid} ${Date.now()}`
       const ask = () => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
