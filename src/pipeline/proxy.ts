@@ -258,8 +258,9 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
       )
     }, attemptLogger(ctx, log))
     let costUsd: number | undefined
-    const record = (exit: Exit.Exit<unknown, unknown>) =>
-      genAiOperation === undefined ? Effect.void : trace.record(() => ({
+    // The GenAI record of the call as an exit hook's work: undefined when nothing is left to run (GenAI off).
+    const record = (exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> | undefined =>
+      genAiOperation === undefined ? undefined : nothingLeft(trace.record(() => ({
         operation: genAiOperation,
         requestedModel: input.model,
         requestAttributes: genAiOperation === "embeddings" && input.scan !== undefined ? embeddingsRequestAttributes(input.scan.json) : undefined,
@@ -267,17 +268,16 @@ export const makeProxyProgram = ({ client, log, cache, telemetry }: ProxyDepende
         response: summary,
         error: failureOf(exit),
         costUsd
-      }))
-    // A streamed body is over when it ends: recorded there. A held one is priced first. In place:
-    // with GenAI off nothing is left to run.
+      })))
+    // A streamed body is over when it ends: recorded there. A held one is priced first.
     const forwarded = yield* onExitInPlace(attempts, (exit) => {
-      if (Exit.isFailure(exit)) return nothingLeft(record(exit))
+      if (Exit.isFailure(exit)) return record(exit)
       if (!isValueBody(exit.value.body)) return undefined
       costUsd = noteUsage(ctx, input.project, answeredBy, summary)
-      return nothingLeft(record(exit))
+      return record(exit)
     })
     const { body } = forwarded
-    if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, onBodyExit(body, (exit) => nothingLeft(record(exit))))
+    if (!isValueBody(body)) return reply(forwarded.status, forwarded.headers, onBodyExit(body, record))
     // The store returns at once (it writes in the background): the answer is not held up by it.
     if (caching !== undefined && forwarded.status === 200 && forwarded.headers["content-encoding"] === undefined) {
       yield* cache.store(caching.scope, caching.key, {
